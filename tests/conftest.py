@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Spin until another thread reaches a known state (a sequencer, not a sleep-and-hope)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.0005)
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_threads():
+    """Every test must leave no pipeline thread running behind it."""
+    before = {t.ident for t in threading.enumerate()}
+    yield
+    wait_until(lambda: not [t for t in threading.enumerate()
+                            if t.ident not in before and t.is_alive() and t.daemon], timeout=20)
+
+
+@pytest.fixture(autouse=True)
+def srs_cache(tmp_path_factory, monkeypatch):
+    """Keep proving-key files out of the user's cache directory."""
+    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path_factory.getbasetemp() / "srs-cache"))

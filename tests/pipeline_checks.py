@@ -1,0 +1,57 @@
+"""Invariants every pipeline trace must satisfy, checked from the raw spans."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from workbench.events import PHASES
+from workbench.trace.container import Trace
+
+GPU_ORDER = ("ntt_msm_h", "barrier_wait", "batch_add", "tail_msm", "b_g2_msm", "finish")
+
+
+def mutex_holds_never_overlap(trace: Trace) -> None:
+    holds = sorted((s.start_ns, s.end_ns, s.worker) for s in trace.select(name="hold", track_prefix="mutex/"))
+    for (s0, e0, w0), (s1, e1, w1) in zip(holds, holds[1:], strict=False):
+        assert e0 <= s1, f"worker {w0}'s hold ends at {e0} after worker {w1}'s starts at {s1}"
+
+
+def every_partition_passes_every_phase_once_in_order(trace: Trace, partitions: int) -> None:
+    for p in range(partitions):
+        spans = [s for s in trace.select(partition=p) if s.name in PHASES]
+        names = [s.name for s in spans]
+        for phase in PHASES:
+            assert names.count(phase) == 1, f"partition {p}: {phase} seen {names.count(phase)} times"
+        by_name = {s.name: s for s in spans}
+        assert by_name["synthesis"].end_ns <= by_name["prep_msm"].start_ns
+        assert by_name["synthesis"].end_ns <= by_name["ntt_msm_h"].start_ns
+        for before, after in zip(GPU_ORDER, GPU_ORDER[1:], strict=False):
+            assert by_name[before].end_ns <= by_name[after].start_ns, (p, before, after)
+        # the GPU phases run under the mutex, in one hold
+        (hold,) = trace.select(name="hold", partition=p, track_prefix="mutex/")
+        assert hold.start_ns <= by_name["ntt_msm_h"].start_ns
+        assert by_name["tail_msm"].end_ns <= hold.end_ns <= by_name["b_g2_msm"].start_ns
+
+
+def barrier_release_never_precedes_prep_end(trace: Trace) -> None:
+    releases = {(i.worker, i.partition): i.ts_ns for i in trace.iter_instants() if i.name == "release"}
+    preps = trace.select(name="prep_msm")
+    assert preps
+    for prep in preps:
+        assert releases[(prep.worker, prep.partition)] >= prep.end_ns
+        (gpu_wait,) = trace.select(name="barrier_wait", partition=prep.partition)
+        assert gpu_wait.end_ns >= prep.end_ns
+
+
+def lookahead_is_respected(trace: Trace, lookahead: int) -> None:
+    """At no time are more than `lookahead` partitions synthesising or waiting for pickup."""
+    starts = {s.partition: s.start_ns for s in trace.select(name="synthesis")}
+    pickups = {i.partition: i.ts_ns for i in trace.iter_instants() if i.name == "pickup"}
+    events = []
+    for p, start in starts.items():
+        events.append((start, 1))
+        events.append((pickups[p], -1))
+    # at equal times, pickups (which release a permit) come first
+    events.sort(key=lambda e: (e[0], e[1]))
+    ahead = np.cumsum([d for _, d in events])
+    assert ahead.max() <= lookahead, f"{ahead.max()} partitions ahead with lookahead {lookahead}"

@@ -1,0 +1,123 @@
+import _thread
+
+import numpy as np
+import pytest
+from pipeline_checks import (
+    barrier_release_never_precedes_prep_end,
+    every_partition_passes_every_phase_once_in_order,
+    lookahead_is_respected,
+    mutex_holds_never_overlap,
+)
+
+from workbench.config import ConfigError, RunConfig
+from workbench.pipeline.run import Pipeline
+from workbench.prover.cpu_backend import CpuBackend
+
+SMALL = dict(backend="cpu", log2_constraints=5, partitions=6, synth_terms=3)
+
+
+def run(**overrides):
+    config = RunConfig(**{**SMALL, **overrides})
+    pipeline = Pipeline(config, CpuBackend(), keep_outputs=True, fault=overrides.pop("fault", None))
+    return pipeline, pipeline.run()
+
+
+@pytest.mark.parametrize("memory_mode", ["pageable", "pinned", "zerocopy", "registered"])
+@pytest.mark.parametrize("lock_scope", ["coarse", "compute"])
+def test_trace_invariants_hold_for_every_mode_and_scope(memory_mode, lock_scope):
+    config = dict(memory_mode=memory_mode, lock_scope=lock_scope, gpu_workers=2, synth_threads=3,
+                  synth_lookahead=2, partitions=7)
+    pipeline, result = run(**config)
+    assert result.outcome == "completed", result.error
+    trace = result.trace
+    mutex_holds_never_overlap(trace)
+    every_partition_passes_every_phase_once_in_order(trace, 7)
+    barrier_release_never_precedes_prep_end(trace)
+    lookahead_is_respected(trace, 2)
+    copies = trace.select(name="h2d_copy")
+    assert len(copies) == 3 * 7
+    assert all(c.attrs["emulated"] and c.attrs["bytes"] == 32 * 32 for c in copies)
+    holds = {s.partition: s for s in trace.select(name="hold")}
+    for copy in copies:
+        inside = holds[copy.partition].start_ns <= copy.start_ns <= holds[copy.partition].end_ns
+        assert inside == (lock_scope == "coarse")
+    if memory_mode == "pinned":
+        assert len(trace.select(name="staging_copy")) == 3 * 7
+    if memory_mode == "registered":
+        assert len(trace.select(name="host_register")) == len(trace.select(name="host_unregister")) == 21
+    if memory_mode == "zerocopy":
+        pool = pipeline.memory.pool.statistics()
+        assert pool.max_in_use <= pool.capacity == 2 + 2
+        assert pool.in_use == 0 and pool.checkouts == pool.returns == 7
+        assert len(trace.select(name="pool_checkout")) == 7
+
+
+def test_single_worker_single_thread_runs():
+    _, result = run(gpu_workers=1, synth_threads=1, synth_lookahead=1, partitions=3)
+    assert result.ok and len(result.proofs) == 3
+    lookahead_is_respected(result.trace, 1)
+
+
+def test_outputs_equal_independent_computation():
+    from workbench.prover import curve, field, ntt
+    from workbench.prover.circuit import SyntheticCircuit
+    from workbench.prover.srs import load_or_generate
+
+    pipeline, result = run(partitions=3, bool_fraction=0.6, seed=7)
+    assert result.ok
+    circuit = SyntheticCircuit(5, 0.6, 3, 7)
+    key = load_or_generate(5, 32, 7)
+    for p in range(3):
+        w, a, b, c = (np.zeros((32, 4), np.uint64) for _ in range(4))
+        target = type("T", (), {"witness": w, "a": a, "b": b, "c": c})()
+        circuit.synthesize(p, target)
+        ai, bi, ci = (field.from_mont(v) for v in (a, b, c))
+        assert all(x * y % field.MODULUS == z for x, y, z in zip(ai, bi, ci, strict=True))
+        expected_h = ntt.h_reference(ai, bi, ci, 5)
+        out = result.outputs[p]
+        assert field.from_mont(pipeline.backend_h[p]) == expected_h
+        # the H MSM equals a sum computed point by point, independently of the MSM code
+        points = key.h.objects()
+        manual = points[0] * 0
+        for point, scalar in zip(points, expected_h, strict=True):
+            manual = manual + point * curve.Scalar(scalar)
+        assert out["h"] == manual
+        wi = field.from_mont(w)
+        for q, pts in (("l", key.l), ("a", key.a), ("b", key.b_g1)):
+            manual = pts.objects()[0] * 0
+            for point, scalar in zip(pts.objects(), wi, strict=True):
+                manual = manual + point * curve.Scalar(scalar)
+            assert out["batch"][q] + out["tail"][q] == manual
+
+
+def test_bad_config_is_refused_before_anything_runs():
+    with pytest.raises(ConfigError, match="log2_constraints=19"):
+        Pipeline(RunConfig(backend="cpu", log2_constraints=19), CpuBackend())
+
+
+@pytest.mark.parametrize("phase", ["synthesis", "prep_msm", "ntt_msm_h", "batch_add", "finish"])
+def test_a_raising_phase_stops_the_run_and_is_recorded(phase):
+    def fault(name, partition, worker):
+        if name == phase and partition == 2:
+            raise ValueError("injected")
+
+    _, result = run(fault=fault, partitions=6)
+    assert result.outcome == "failed"
+    assert f"phase {phase} failed on partition 2" in result.error and "injected" in result.error
+    errors = [i for i in result.trace.iter_instants() if i.name == "error"]
+    assert len(errors) == 1 and errors[0].attrs["phase"] == phase and errors[0].partition == 2
+    # nothing recorded before the failure is lost, and nobody holds the mutex at the end
+    assert result.trace.select(name="synthesis")
+    assert result.trace.meta["outcome"] == "failed"
+
+
+def test_interrupt_stops_within_the_phase_in_flight_and_keeps_the_trace():
+    def fault(name, partition, worker):
+        if name == "batch_add" and partition == 1:
+            _thread.interrupt_main()
+
+    pipeline, result = run(fault=fault, partitions=40)
+    assert result.outcome == "stopped" and "interrupted" in result.error
+    assert 0 < len(result.trace.select(name="batch_add")) < 40
+    assert pipeline.mutex.statistics().owner is None
+    mutex_holds_never_overlap(result.trace)

@@ -1,0 +1,248 @@
+"""The `workbench` command. Only this module (and notebook helpers) touch stdout and files.
+
+Exit codes: 0 done, 1 a phase failed (trace saved), 2 bad input, 130 interrupted (trace saved).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, NoReturn
+
+from workbench.config import BACKENDS, LOCK_SCOPES, MEMORY_MODES, ConfigError, RunConfig
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+_CHOICES = {"backend": BACKENDS, "memory_mode": MEMORY_MODES, "lock_scope": LOCK_SCOPES}
+_HELP = {
+    "backend": "where the GPU phases run: auto picks the GPU when its kernels can run here",
+    "gpu_workers": "GPU workers taking turns on the GPU mutex",
+    "synth_threads": "synthesis threads",
+    "synth_lookahead": "partitions that may be synthesised ahead of the GPU workers",
+    "memory_mode": "where synthesis writes a, b, c and how they reach the device",
+    "lock_scope": "coarse: the mutex covers copy and compute; compute: kernels only",
+    "partitions": "partitions to prove",
+    "log2_constraints": "log2 of constraints (and NTT domain size) per partition",
+    "bool_fraction": "share of witness scalars that are 0 or 1",
+    "seed": "seed of the synthetic circuit and witnesses",
+    "synth_terms": "synthesis cost knob: witness terms combined per constraint",
+    "trace": "record events (false: run uninstrumented)",
+}
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"workbench: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="workbench", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = commands.add_parser("run", help="run the instrumented proving pipeline")
+    defaults = RunConfig()
+    for f in fields(RunConfig):
+        option = "--" + f.name.replace("_", "-")
+        default = getattr(defaults, f.name)
+        if f.name == "trace":
+            continue
+        kind = type(default)
+        run.add_argument(
+            option, dest=f.name, default=None, type=kind, metavar=f.name.upper(),
+            choices=_CHOICES.get(f.name), help=f"{_HELP[f.name]} (default: {default})",
+        )
+    run.add_argument("--config", type=Path, help="read settings from a JSON file (flags override)")
+    run.add_argument("--save-config", type=Path, help="write the effective settings as JSON")
+    run.add_argument("--trace", dest="trace_path", type=Path,
+                     help="trace file to write (default: runs/run-<time>.wbtrace)")
+    run.add_argument("--no-trace", action="store_true", help="run without recording events")
+    run.add_argument("--chrome", type=Path, help="also write Chrome trace JSON (opens in Perfetto)")
+    run.add_argument("--cuzk-log", action="store_true",
+                     help="print cuzk-compatible CUZK_TIMING / TIMELINE lines to stderr")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--inject-fault", metavar="PHASE:PARTITION",
+                     help="make PHASE raise on PARTITION (to see how failures are handled)")
+
+    summary = commands.add_parser("summary", help="print the summary of a saved trace")
+    summary.add_argument("trace_file", type=Path)
+
+    export = commands.add_parser("export", help="convert a saved trace")
+    export.add_argument("format", choices=("chrome", "cuzk"))
+    export.add_argument("trace_file", type=Path)
+    export.add_argument("-o", "--output", type=Path, help="output file (default: stdout)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            return _run(args)
+        if args.command == "summary":
+            return _summary(args)
+        if args.command == "export":
+            return _export(args)
+    except (ConfigError, UsageError) as err:
+        print(f"workbench: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as err:
+        print(f"workbench: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except ValueError as err:  # a malformed trace or config file
+        print(f"workbench: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    raise AssertionError(args.command)
+
+
+def config_from_args(args: argparse.Namespace) -> RunConfig:
+    config = RunConfig()
+    if args.config is not None:
+        try:
+            text = args.config.read_text()
+        except OSError as err:
+            raise UsageError(f"cannot read config {args.config}: {err.strerror}") from None
+        config = RunConfig.from_json(text)
+    changes = {f.name: getattr(args, f.name) for f in fields(RunConfig)
+               if f.name != "trace" and getattr(args, f.name) is not None}
+    if args.no_trace:
+        changes["trace"] = False
+    return config.replace(**changes)
+
+
+def _fault_hook(spec: str | None) -> Any:
+    if spec is None:
+        return None
+    phase, _, partition_text = spec.partition(":")
+    if not phase or not partition_text.isdigit():
+        raise UsageError(f"--inject-fault {spec!r} is not allowed: PHASE:PARTITION, e.g. batch_add:2")
+    partition = int(partition_text)
+
+    def hook(name: str, p: int, worker: int) -> None:
+        if name == phase and p == partition:
+            raise RuntimeError(f"fault injected into {phase} of partition {partition}")
+
+    return hook
+
+
+def _run(args: argparse.Namespace) -> int:
+    from workbench.pipeline.run import Pipeline
+    from workbench.prover.backend import BackendUnavailable, select_backend
+    from workbench.render.text import render_summary
+    from workbench.trace import store
+
+    config = config_from_args(args)
+    fault = _fault_hook(args.inject_fault)
+    if args.save_config is not None:
+        args.save_config.write_text(config.to_json() + "\n")
+    try:
+        backend = select_backend(config)
+    except BackendUnavailable as err:
+        print(f"workbench: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    pipeline = Pipeline(config, backend, fault=fault)
+    print(
+        f"workbench run: {backend.name} backend, {config.partitions} partitions of 2^"
+        f"{config.log2_constraints} constraints, {config.gpu_workers} GPU workers, "
+        f"{config.synth_threads} synthesis threads, memory {config.memory_mode}, "
+        f"lock scope {config.lock_scope}", file=sys.stderr,
+    )
+    started = time.perf_counter()
+    interrupted = False
+    bar = _ProgressBar(enabled=not args.no_progress)
+    try:
+        pipeline.start()
+        while not pipeline.wait(0.1):
+            bar.draw(pipeline.progress.done, config.partitions, time.perf_counter() - started)
+    except KeyboardInterrupt:
+        interrupted = True
+        print("\nworkbench: interrupted; stopping and saving the trace", file=sys.stderr)
+        pipeline.stop("interrupted (Ctrl-C)")
+        pipeline.wait_quietly()
+    bar.draw(pipeline.progress.done, config.partitions, time.perf_counter() - started, final=True)
+    result = pipeline.result(time.perf_counter() - started)
+
+    path = args.trace_path or Path("runs") / time.strftime("run-%Y%m%d-%H%M%S.wbtrace")
+    if config.trace:
+        store.save(result.trace, path)
+    from workbench.analysis.summary import summarize
+
+    print(render_summary(summarize(result.trace), config.to_dict()))
+    if config.trace:
+        print(f"trace: {path}")
+    if args.chrome is not None and config.trace:
+        from workbench.export.chrome import to_chrome_json
+
+        args.chrome.write_text(to_chrome_json(result.trace))
+        print(f"chrome trace: {args.chrome}")
+    if args.cuzk_log and config.trace:
+        from workbench.export.cuzk_log import cuzk_lines
+
+        sys.stderr.write("".join(line + "\n" for line in cuzk_lines(result.trace)))
+    if interrupted:
+        return EXIT_INTERRUPTED
+    if result.outcome == "failed":
+        print(f"workbench: run failed: {result.error}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _summary(args: argparse.Namespace) -> int:
+    from workbench.analysis.summary import summarize
+    from workbench.render.text import render_summary
+    from workbench.trace import store
+
+    trace = store.load(args.trace_file)
+    print(render_summary(summarize(trace), trace.config))
+    return EXIT_OK
+
+
+def _export(args: argparse.Namespace) -> int:
+    from workbench.trace import store
+
+    trace = store.load(args.trace_file)
+    if args.format == "chrome":
+        from workbench.export.chrome import to_chrome_json
+
+        text = to_chrome_json(trace)
+    else:
+        from workbench.export.cuzk_log import cuzk_lines
+
+        text = "".join(line + "\n" for line in cuzk_lines(trace))
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        args.output.write_text(text)
+    return EXIT_OK
+
+
+class _ProgressBar:
+    WIDTH = 30
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self._last = ""
+
+    def draw(self, done: int, total: int, elapsed: float, final: bool = False) -> None:
+        if not self.enabled:
+            return
+        filled = int(self.WIDTH * done / max(total, 1))
+        rate = done / elapsed * 60 if elapsed > 0 else 0.0
+        line = (f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {done}/{total} partitions "
+                f"{elapsed:6.1f}s {rate:6.1f}/min")
+        if line != self._last or final:
+            sys.stderr.write(line + ("\n" if final else ""))
+            sys.stderr.flush()
+            self._last = line
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

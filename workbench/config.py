@@ -1,0 +1,111 @@
+"""One validated run configuration, round-tripping through JSON so a run can be repeated."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, fields
+from typing import Any
+
+BACKENDS = ("auto", "cpu", "gpu")
+MEMORY_MODES = ("pageable", "pinned", "zerocopy", "registered")
+LOCK_SCOPES = ("coarse", "compute")
+
+
+class ConfigError(ValueError):
+    """A knob with a value it cannot take; names the field, the value and what is allowed."""
+
+    def __init__(self, field: str, value: Any, allowed: str) -> None:
+        self.field = field
+        self.value = value
+        self.allowed = allowed
+        super().__init__(f"{field}={value!r} is not allowed: {allowed}")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    backend: str = "auto"
+    gpu_workers: int = 2
+    synth_threads: int = 2
+    # How many partitions may be synthesised (or in synthesis) before a GPU worker picks
+    # them up: the back-pressure bound that keeps synthesis from running away with memory.
+    synth_lookahead: int = 2
+    memory_mode: str = "pageable"
+    lock_scope: str = "coarse"
+    partitions: int = 8
+    log2_constraints: int = 13
+    # Share of witness scalars that are 0 or 1 (bit-heavy circuits are ~0.9).
+    bool_fraction: float = 0.9
+    seed: int = 1
+    # Cost knob of synthesis: witness terms gathered and combined per constraint (each term
+    # is a random-access read of the witness plus a field addition; see prover/circuit.py).
+    synth_terms: int = 4
+    # Whether to record events; off leaves the instrumented primitives free of cost.
+    trace: bool = True
+
+    def __post_init__(self) -> None:
+        _check_choice("backend", self.backend, BACKENDS)
+        _check_choice("memory_mode", self.memory_mode, MEMORY_MODES)
+        _check_choice("lock_scope", self.lock_scope, LOCK_SCOPES)
+        _check_int("gpu_workers", self.gpu_workers, 1, 16)
+        _check_int("synth_threads", self.synth_threads, 1, 256)
+        _check_int("synth_lookahead", self.synth_lookahead, 1, 4096)
+        _check_int("partitions", self.partitions, 1, 1_000_000)
+        _check_int("log2_constraints", self.log2_constraints, 2, 27)
+        _check_int("seed", self.seed, 0, 2**63 - 1)
+        _check_int("synth_terms", self.synth_terms, 1, 64)
+        if isinstance(self.bool_fraction, bool) or not isinstance(self.bool_fraction, int | float):
+            raise ConfigError("bool_fraction", self.bool_fraction, "a number from 0 to 1")
+        if not 0.0 <= float(self.bool_fraction) <= 1.0:
+            raise ConfigError("bool_fraction", self.bool_fraction, "a number from 0 to 1")
+        if not isinstance(self.trace, bool):
+            raise ConfigError("trace", self.trace, "true or false")
+
+    @property
+    def constraints(self) -> int:
+        return 1 << self.log2_constraints
+
+    def replace(self, **changes: Any) -> RunConfig:
+        unknown = set(changes) - {f.name for f in fields(self)}
+        if unknown:
+            name = sorted(unknown)[0]
+            raise ConfigError(name, changes[name], f"one of the known fields {field_names()}")
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunConfig:
+        if not isinstance(data, dict):
+            raise ConfigError("config", data, "a JSON object of run settings")
+        known = set(field_names())
+        for key in data:
+            if key not in known:
+                raise ConfigError(key, data[key], f"one of the known fields {field_names()}")
+        return cls(**data)
+
+    @classmethod
+    def from_json(cls, text: str) -> RunConfig:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ConfigError("config", text[:40], f"valid JSON ({err.msg} at line {err.lineno})") from None
+        return cls.from_dict(data)
+
+
+def field_names() -> tuple[str, ...]:
+    return tuple(f.name for f in fields(RunConfig))
+
+
+def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ConfigError(name, value, "one of " + " | ".join(allowed))
+
+
+def _check_int(name: str, value: Any, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(name, value, f"an integer from {low} to {high}")

@@ -1,0 +1,1 @@
+"""The run: partition queue, synthesis pool, GPU workers, memory modes."""

@@ -1,0 +1,390 @@
+"""The pipeline: partition queue, synthesis pool, GPU workers with prep threads, the GPU
+mutex and per-worker barriers, memory modes and back-pressure, and a clean stop.
+
+Per partition, as in the production prover:
+
+    synthesis (synth/i)  ->  queue  ->  worker w picks it up
+    worker/w/prep:  prep_msm ............................ arrive at barrier
+    worker/w:       [upload if lock_scope=compute] mutex wait | mutex hold:
+                    ntt_msm_h (upload if coarse), barrier_wait, batch_add, tail_msm | release
+                    b_g2_msm, finish
+
+Any phase that raises, a stop request or Ctrl-C stops every thread at its next step: the
+mutex and barriers are aborted so nobody hangs, and the trace keeps all that was recorded.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench.config import RunConfig
+from workbench.events import mutex_track, prep_track, synth_track, worker_track
+from workbench.pipeline.memory import MemoryMode, PartitionBuffers, PoolClosed, make_memory_mode
+from workbench.pipeline.scope import Scope
+from workbench.prover.backend import Backend, DeviceBuffers
+from workbench.prover.circuit import SyntheticCircuit, SynthesisCancelled
+from workbench.prover.prep import PrepResult, prep_msm
+from workbench.trace.barrier import BarrierBroken, InstrumentedBarrier
+from workbench.trace.container import Trace
+from workbench.trace.mutex import InstrumentedMutex, MutexAborted
+from workbench.trace.recorder import Recorder
+
+RUN_TRACK = "run"
+QUEUE_TRACK = "queue"
+POLL_S = 0.05  # how often blocked threads look for a stop request
+
+# A test hook: called before every phase with (phase, partition, worker); raising fails it.
+FaultHook = Callable[[str, int, int], None]
+
+
+class Stopped(Exception):
+    """Raised inside pipeline threads once the run is stopping; never escapes the pipeline."""
+
+
+class PhaseError(RuntimeError):
+    def __init__(self, phase: str, partition: int, worker: int, cause: BaseException) -> None:
+        self.phase, self.partition, self.worker, self.cause = phase, partition, worker, cause
+        where = f"partition {partition}" + (f", worker {worker}" if worker >= 0 else "")
+        super().__init__(f"phase {phase} failed on {where}: {type(cause).__name__}: {cause}")
+
+
+@dataclass
+class Progress:
+    total: int
+    synthesised: int = 0
+    done: int = 0
+    started_ns: int = 0
+
+
+@dataclass
+class RunResult:
+    trace: Trace
+    outcome: str  # "completed" | "stopped" | "failed"
+    error: str | None
+    proofs: dict[int, Any] = field(default_factory=dict)
+    outputs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    wall_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "completed"
+
+
+@dataclass
+class _Ready:
+    partition: int
+    buffers: PartitionBuffers
+
+
+class Pipeline:
+    def __init__(
+        self, config: RunConfig, backend: Backend, recorder: Recorder | None = None,
+        keep_outputs: bool = False, fault: FaultHook | None = None,
+    ) -> None:
+        backend.check(config)
+        self.config = config
+        self.backend = backend
+        self.recorder = recorder or Recorder(enabled=config.trace)
+        self.keep_outputs = keep_outputs
+        self.fault = fault
+        self.circuit = SyntheticCircuit(
+            config.log2_constraints, config.bool_fraction, config.synth_terms, config.seed
+        )
+        self.progress = Progress(total=config.partitions)
+        self.proofs: dict[int, Any] = {}
+        self.outputs: dict[int, dict[str, Any]] = {}
+        self._stop = threading.Event()
+        self._stop_reason: str | None = None
+        self._error: PhaseError | None = None
+        self._state = threading.Lock()
+        self._next_partition = 0
+        self._claimed = 0
+        # Back-pressure: a permit per partition in synthesis or waiting for a worker.
+        self._lookahead = threading.Semaphore(config.synth_lookahead)
+        self._ready: queue.Queue[_Ready] = queue.Queue()
+        self.mutex = InstrumentedMutex("gpu0", self.recorder, mutex_track(0))
+        self.memory: MemoryMode | None = None
+        self._barriers: list[InstrumentedBarrier] = []
+        self._threads: list[threading.Thread] = []
+        self._finished = threading.Event()
+        # prep_msm's result for the GPU thread of the same worker, handed over at the barrier.
+        self._preps: dict[int, PrepResult] = {}
+
+    # -- control ------------------------------------------------------------------------------
+    def stop(self, reason: str = "stopped by request") -> None:
+        """Ask every thread to stop at its next step; safe from any thread, idempotent."""
+        with self._state:
+            if self._stop_reason is None:
+                self._stop_reason = reason
+        self._stop.set()
+        self.mutex.abort(reason)
+        for barrier in self._barriers:
+            barrier.abort(reason)
+        if self.memory is not None:
+            self.memory.close(reason)
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def _fail(self, error: PhaseError) -> None:
+        with self._state:
+            first = self._error is None
+            if first:
+                self._error = error
+        if first:
+            self.recorder.instant(
+                RUN_TRACK, "error", error.partition, error.worker,
+                {"phase": error.phase, "message": str(error)},
+            )
+        self.stop(str(error))
+
+    # -- running ------------------------------------------------------------------------------
+    def run(self) -> RunResult:
+        """Run to the end, a stop or a failure; never raises for a phase error or Ctrl-C."""
+        started = time.perf_counter()
+        try:
+            self.start()
+            self.wait()
+        except KeyboardInterrupt:
+            self.stop("interrupted (Ctrl-C)")
+            self.wait_quietly()
+        return self.result(time.perf_counter() - started)
+
+    def start(self) -> None:
+        config, recorder = self.config, self.recorder
+        self.progress.started_ns = recorder.clock.now_ns()
+        recorder.instant(RUN_TRACK, "run_start", attrs={"config": config.to_json()})
+        setup_scope = Scope(recorder, RUN_TRACK)
+        try:
+            with setup_scope.span("setup", backend=self.backend.name):
+                self.backend.setup(config, setup_scope)
+                n, m = self.circuit.n, self.circuit.m
+                capacity = config.synth_lookahead + config.gpu_workers
+                self.memory = make_memory_mode(config.memory_mode, self.backend, n, m, capacity)
+                devices = [
+                    self.backend.new_device_buffers(w, self.memory.needs_staging)
+                    for w in range(config.gpu_workers)
+                ]
+        except Exception as err:
+            self._fail(PhaseError("setup", -1, -1, err))
+            self._finished.set()
+            return
+        for t in range(config.synth_threads):
+            self._spawn(f"synth-{t}", self._synthesis_loop, t, track=synth_track(t))
+        for w in range(config.gpu_workers):
+            jobs: queue.Queue[tuple[int, PartitionBuffers] | None] = queue.Queue()
+            barrier = InstrumentedBarrier(("gpu", "prep"), recorder, f"barrier/worker{w}", worker=w)
+            self._barriers.append(barrier)
+            if self._stop.is_set():
+                barrier.abort(self._stop_reason or "stopped")
+            self._spawn(f"prep-{w}", self._prep_loop, w, jobs, barrier, track=prep_track(w))
+            self._spawn(
+                f"gpu-worker-{w}", self._worker_loop, w, devices[w], jobs, barrier,
+                track=worker_track(w),
+            )
+        watcher = threading.Thread(target=self._watch, name="pipeline-watch", daemon=True)
+        watcher.start()
+
+    def _spawn(self, name: str, target: Callable[..., None], *args: Any, track: str) -> None:
+        self.recorder.name_track(track, name)
+        thread = threading.Thread(target=self._guard, args=(target, *args), name=name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _guard(self, target: Callable[..., None], *args: Any) -> None:
+        try:
+            target(*args)
+        except (Stopped, MutexAborted, BarrierBroken, PoolClosed, SynthesisCancelled):
+            pass
+        except PhaseError as err:
+            self._fail(err)
+        except BaseException as err:  # a bug in the pipeline itself: stop, don't hang
+            self._fail(PhaseError("pipeline", -1, -1, err))
+
+    def _watch(self) -> None:
+        for thread in self._threads:
+            thread.join()
+        self._finished.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the end; short waits keep the calling (main) thread open to Ctrl-C."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._finished.wait(0.1):
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+        return True
+
+    def wait_quietly(self) -> None:
+        while True:
+            try:
+                self.wait()
+                return
+            except KeyboardInterrupt:  # a second Ctrl-C while stopping: keep stopping
+                continue
+
+    def result(self, wall_s: float) -> RunResult:
+        self._discard_unclaimed()
+        if self._error is not None:
+            outcome, error = "failed", str(self._error)
+        elif self._stop_reason is not None:
+            outcome, error = "stopped", self._stop_reason
+        else:
+            outcome, error = "completed", None
+        self.recorder.instant(RUN_TRACK, "run_end", attrs={"outcome": outcome})
+        meta = {
+            "outcome": outcome, "error": error, **self.backend.describe(),
+            "memory_emulated": self.backend.host.emulated,
+            "partitions_done": self.progress.done, "wall_s": wall_s,
+            "started_ns": self.progress.started_ns,
+        }
+        if self.memory is not None and hasattr(self.memory, "pool"):
+            meta["pool"] = vars(self.memory.pool.statistics())
+        trace = Trace.from_recorder(self.recorder, config=self.config.to_dict(), meta=meta)
+        return RunResult(trace, outcome, error, dict(self.proofs), dict(self.outputs), wall_s)
+
+    def _discard_unclaimed(self) -> None:
+        # Partitions synthesised but never picked up (a stopped run) give their buffers back.
+        while self.memory is not None:
+            try:
+                self.memory.discard(self._ready.get_nowait().buffers)
+            except queue.Empty:
+                return
+
+    # -- threads ------------------------------------------------------------------------------
+    def _phase(self, scope: Scope, phase: str, fn: Callable[..., Any], *args: Any) -> Any:
+        if self._stop.is_set():
+            raise Stopped
+        try:
+            if self.fault is not None:
+                self.fault(phase, scope.partition, scope.worker)
+            with scope.span(phase):
+                return fn(*args)
+        except (Stopped, MutexAborted, BarrierBroken, PoolClosed, SynthesisCancelled):
+            raise
+        except Exception as err:
+            raise PhaseError(phase, scope.partition, scope.worker, err) from err
+
+    def _take_partition(self) -> int | None:
+        with self._state:
+            if self._next_partition >= self.config.partitions:
+                return None
+            self._next_partition += 1
+            return self._next_partition - 1
+
+    def _acquire_permit(self) -> None:
+        while not self._lookahead.acquire(timeout=POLL_S):
+            if self._stop.is_set():
+                raise Stopped
+
+    def _synthesis_loop(self, thread: int) -> None:
+        assert self.memory is not None
+        track = synth_track(thread)
+        while not self._stop.is_set():
+            partition = self._take_partition()
+            if partition is None:
+                return
+            self._acquire_permit()
+            scope = Scope(self.recorder, track, partition)
+            buffers = self._phase(scope, "buffer_checkout", self.memory.checkout, scope)
+            try:
+                self._phase(scope, "synthesis", self.circuit.synthesize, partition, buffers,
+                            self._stop.is_set)
+            except BaseException:
+                self.memory.discard(buffers)
+                raise
+            with self._state:
+                self.progress.synthesised += 1
+            self.recorder.instant(QUEUE_TRACK, "queued", partition)
+            self._ready.put(_Ready(partition, buffers))
+
+    def _next_ready(self) -> _Ready | None:
+        with self._state:
+            if self._claimed >= self.config.partitions:
+                return None
+            self._claimed += 1
+        while True:
+            try:
+                return self._ready.get(timeout=POLL_S)
+            except queue.Empty:
+                if self._stop.is_set():
+                    raise Stopped from None
+
+    def _prep_loop(
+        self, worker: int, jobs: queue.Queue[tuple[int, PartitionBuffers] | None],
+        barrier: InstrumentedBarrier,
+    ) -> None:
+        track = prep_track(worker)
+        while True:
+            job = jobs.get()
+            if job is None:
+                return
+            partition, buffers = job
+            scope = Scope(self.recorder, track, partition, worker)
+            self._preps[worker] = self._phase(scope, "prep_msm", prep_msm, buffers.witness)
+            barrier.wait("prep", partition)
+
+    def _worker_loop(
+        self, worker: int, device: DeviceBuffers,
+        jobs: queue.Queue[tuple[int, PartitionBuffers] | None], barrier: InstrumentedBarrier,
+    ) -> None:
+        try:
+            while not self._stop.is_set():
+                ready = self._next_ready()
+                if ready is None:
+                    return
+                self._prove(worker, device, jobs, barrier, ready)
+        finally:
+            jobs.put(None)
+
+    def _prove(
+        self, worker: int, device: DeviceBuffers,
+        jobs: queue.Queue[tuple[int, PartitionBuffers] | None], barrier: InstrumentedBarrier,
+        ready: _Ready,
+    ) -> None:
+        assert self.memory is not None
+        memory, backend, recorder = self.memory, self.backend, self.recorder
+        partition, buffers = ready.partition, ready.buffers
+        scope = Scope(recorder, worker_track(worker), partition, worker)
+        self._lookahead.release()
+        scope.instant("pickup")
+        try:
+            jobs.put((partition, buffers))
+            if self.config.lock_scope == "compute":
+                self._phase(scope, "upload", memory.upload, buffers, device, scope)
+            self.mutex.acquire(worker, partition)
+            try:
+                h_msm = self._phase(scope, "ntt_msm_h", self._ntt_msm_h, buffers, device, scope)
+                self._phase(scope, "barrier_wait", barrier.wait, "gpu", partition)
+                prep = self._preps.pop(worker)
+                batch = self._phase(scope, "batch_add", backend.batch_add, device, prep, scope)
+                tail = self._phase(scope, "tail_msm", backend.tail_msm, device, prep, scope)
+            finally:
+                self.mutex.release()
+        finally:
+            memory.discard(buffers)
+        b_g2 = self._phase(scope, "b_g2_msm", backend.b_g2_msm, buffers.witness, prep, scope)
+        parts = {"h": h_msm, "batch": batch, "tail": tail, "b_g2": b_g2}
+        proof = self._phase(scope, "finish", backend.finish, parts, partition, scope)
+        with self._state:
+            self.proofs[partition] = proof
+            if self.keep_outputs:
+                self.outputs[partition] = {**parts, "prep": prep}
+            self.progress.done += 1
+
+    def _ntt_msm_h(self, buffers: PartitionBuffers, device: DeviceBuffers, scope: Scope) -> Any:
+        assert self.memory is not None
+        if self.config.lock_scope == "coarse":
+            self.memory.upload(buffers, device, scope)
+        return self.backend.ntt_msm_h(device, scope)
+
+
+def run_pipeline(config: RunConfig, backend: Backend | None = None, **kwargs: Any) -> RunResult:
+    from workbench.prover.backend import select_backend
+
+    return Pipeline(config, backend or select_backend(config), **kwargs).run()

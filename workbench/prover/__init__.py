@@ -1,0 +1,1 @@
+"""The prover: phases over a backend (CPU now; GPU kernels in kernels/)."""

@@ -1,0 +1,116 @@
+"""The interface a prover backend implements, and the choice of backend for a run.
+
+A backend owns "device" memory and the arithmetic of the GPU-side phases. The CPU backend
+computes everything with numpy and the independent curve library, emulating device memory
+with host arrays; the GPU backend (kernels/) runs the same phases on the device. The
+pipeline only ever talks to this interface, so backends drop in.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from workbench.config import RunConfig
+from workbench.pipeline.scope import Scope
+from workbench.prover.prep import PrepResult
+
+
+class BackendUnavailable(RuntimeError):
+    """The asked-for backend cannot run here; the message says why and what to install."""
+
+
+@dataclass
+class DeviceBuffers:
+    """One worker's device-side vectors, allocated once and reused for every partition."""
+
+    a: Any
+    b: Any
+    c: Any
+    staging: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # pinned mode only
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class HostMemory(ABC):
+    """Host allocations as a backend provides them (really pinned on a GPU, emulated on CPU)."""
+
+    emulated: bool
+
+    @abstractmethod
+    def pageable(self, shape: tuple[int, ...]) -> np.ndarray: ...
+
+    @abstractmethod
+    def pinned(self, shape: tuple[int, ...]) -> np.ndarray: ...
+
+    @abstractmethod
+    def register(self, array: np.ndarray) -> None: ...
+
+    @abstractmethod
+    def unregister(self, array: np.ndarray) -> None: ...
+
+
+class Backend(ABC):
+    name: str
+    host: HostMemory
+
+    def check(self, config: RunConfig) -> None:
+        """Raise ConfigError for settings this backend cannot run."""
+
+    @abstractmethod
+    def setup(self, config: RunConfig, scope: Scope) -> None:
+        """Once per run, before any partition: the proving key, twiddles, kernels."""
+
+    @abstractmethod
+    def new_device_buffers(self, worker: int, with_staging: bool) -> DeviceBuffers: ...
+
+    @abstractmethod
+    def copy_to_device(self, device_array: Any, host_array: np.ndarray, scope: Scope) -> None:
+        """Host to device copy of one vector, complete when this returns."""
+
+    @abstractmethod
+    def ntt_msm_h(self, buffers: DeviceBuffers, scope: Scope) -> Any:
+        """h from a, b, c already on the device, then its MSM with the H query."""
+
+    @abstractmethod
+    def batch_add(self, buffers: DeviceBuffers, prep: PrepResult, scope: Scope) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def tail_msm(self, buffers: DeviceBuffers, prep: PrepResult, scope: Scope) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def b_g2_msm(self, witness: np.ndarray, prep: PrepResult, scope: Scope) -> Any: ...
+
+    @abstractmethod
+    def finish(self, parts: dict[str, Any], partition: int, scope: Scope) -> Any: ...
+
+    def describe(self) -> dict[str, Any]:
+        """Facts about the backend for the trace's metadata (device name, versions, ...)."""
+        return {"backend": self.name}
+
+    def close(self) -> None:
+        pass
+
+
+def select_backend(config: RunConfig) -> Backend:
+    """The backend a config asks for; `auto` takes the GPU when its kernels can run here."""
+    if config.backend in ("gpu", "auto"):
+        reason = gpu_unavailable_reason()
+        if reason is None:  # pragma: no cover - needs a GPU backend and a device
+            raise BackendUnavailable("the GPU backend is not part of this version yet")
+        if config.backend == "gpu":
+            raise BackendUnavailable(f"--backend gpu cannot run here: {reason}")
+    from workbench.prover.cpu_backend import CpuBackend
+
+    return CpuBackend()
+
+
+def gpu_unavailable_reason() -> str | None:
+    # The GPU kernels arrive with their own issue; until then no machine can take `gpu`.
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        return "cupy is not installed (pip install 'workbench[gpu]')"
+    return "the GPU backend's kernels are not part of this version yet"

@@ -1,0 +1,85 @@
+"""A synthetic circuit whose synthesis costs what real synthesis costs in kind.
+
+The circuit has n = 2^k constraints over a witness of m = n scalars. Its structure is fixed
+by the seed (the same circuit for every partition); each partition has its own witness, in
+which a share `bool_fraction` of scalars is 0 or 1 (half each), the rest random field
+elements, as in bit-heavy circuits.
+
+Constraint i reads `terms` witness entries at scattered positions (fixed odd-stride
+permutations of the index, so the reads sweep all of memory) and sets
+
+    a_i = w[p_1(i)] + ... + w[p_terms(i)]
+    b_i = w[q(i)] + 1
+    c_i = a_i · b_i
+
+so a ⊙ b = c holds on the domain (the quotient h is a true polynomial). Cost per constraint
+is `terms` random-access reads and field additions, one field multiplication and three
+32-byte writes; `terms` is the knob (RunConfig.synth_terms). All of it is numpy over chunks,
+which releases the interpreter lock: synthesis threads really run in parallel and really
+compete for host memory bandwidth, which is what the production symptom depends on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+import numpy as np
+
+from workbench.prover import field
+
+CHUNK = 1 << 14  # constraints per step: big enough to amortise numpy calls, small for cache
+
+
+class SynthesisCancelled(Exception):
+    """Synthesis noticed a stop request between chunks and gave up the partition."""
+
+
+class SynthesisTarget(Protocol):
+    witness: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+
+
+class SyntheticCircuit:
+    def __init__(self, log2_constraints: int, bool_fraction: float, terms: int, seed: int) -> None:
+        self.log2 = log2_constraints
+        self.n = 1 << log2_constraints
+        self.m = self.n
+        self.bool_fraction = float(bool_fraction)
+        self.terms = terms
+        self.seed = seed
+        structure = np.random.default_rng([seed, 0xC1C])
+        mask = self.m - 1
+        # Odd multipliers make i -> (i*mul + off) mod m a permutation of the witness.
+        self._mul = (structure.integers(0, self.m, size=terms + 1, dtype=np.int64) | 1) & mask | 1
+        self._off = structure.integers(0, self.m, size=terms + 1, dtype=np.int64)
+
+    def witness(self, partition: int, out: np.ndarray) -> None:
+        rng = np.random.default_rng([self.seed, partition, 0x517])
+        out[:] = field.random_elements(rng, self.m)
+        u = rng.random(self.m)
+        out[u < self.bool_fraction / 2] = 0
+        out[(u >= self.bool_fraction / 2) & (u < self.bool_fraction)] = field.MONT_ONE
+
+    def synthesize(
+        self, partition: int, target: SynthesisTarget, cancelled: Callable[[], bool] = lambda: False,
+    ) -> None:
+        w = target.witness
+        self.witness(partition, w)
+        mask = self.m - 1
+        one = field.MONT_ONE.reshape(1, 4)
+        for start in range(0, self.n, CHUNK):
+            if cancelled():
+                raise SynthesisCancelled(f"partition {partition} stopped at constraint {start}")
+            stop = min(start + CHUNK, self.n)
+            i = np.arange(start, stop, dtype=np.int64)
+            a = target.a[start:stop]
+            np.take(w, (i * self._mul[0] + self._off[0]) & mask, axis=0, out=a)
+            for k in range(1, self.terms):
+                field.add(a, np.take(w, (i * self._mul[k] + self._off[k]) & mask, axis=0), out=a)
+            b = target.b[start:stop]
+            np.take(w, (i * self._mul[-1] + self._off[-1]) & mask, axis=0, out=b)
+            field.add(b, one, out=b)
+            field.mul(a, b, out=target.c[start:stop])

@@ -1,0 +1,109 @@
+"""The CPU backend: the GPU-side phases computed on the host, for real.
+
+Field vectors and NTTs run in numpy (prover/field.py, prover/ntt.py); curve sums run in the
+independent curve library. "Device" buffers are ordinary host arrays and every memory mode
+keeps its buffer flow over ordinary memory, so traces from this backend say
+`memory_emulated`: copies here are real memcpys, but no PCIe link is involved.
+"""
+
+from __future__ import annotations
+
+import platform
+from typing import Any
+
+import numpy as np
+
+from workbench.config import ConfigError, RunConfig
+from workbench.pipeline.scope import Scope
+from workbench.prover import curve, ntt, prep, srs
+from workbench.prover.backend import Backend, DeviceBuffers, HostMemory
+from workbench.prover.proof import assemble_proof
+
+# Beyond this the CPU's MSMs and the key's generation take minutes per partition.
+MAX_LOG2_CPU = 18
+
+
+class EmulatedHostMemory(HostMemory):
+    emulated = True
+
+    def pageable(self, shape: tuple[int, ...]) -> np.ndarray:
+        return np.empty(shape, dtype=np.uint64)
+
+    def pinned(self, shape: tuple[int, ...]) -> np.ndarray:
+        # Touch every page now, as pinning does, so first use is not a page-fault storm.
+        return np.zeros(shape, dtype=np.uint64)
+
+    def register(self, array: np.ndarray) -> None:
+        pass
+
+    def unregister(self, array: np.ndarray) -> None:
+        pass
+
+
+class CpuBackend(Backend):
+    name = "cpu"
+
+    def __init__(self) -> None:
+        self.host = EmulatedHostMemory()
+        self.key: srs.Srs | None = None
+        self.domain: ntt.Domain | None = None
+
+    def check(self, config: RunConfig) -> None:
+        if config.log2_constraints > MAX_LOG2_CPU:
+            raise ConfigError(
+                "log2_constraints", config.log2_constraints,
+                f"at most {MAX_LOG2_CPU} on the CPU backend (larger sizes need the GPU backend)",
+            )
+
+    def setup(self, config: RunConfig, scope: Scope) -> None:
+        n = 1 << config.log2_constraints
+        with scope.span("proving_key", log2=config.log2_constraints):
+            self.key = srs.load_or_generate(config.log2_constraints, n, config.seed)
+        with scope.span("twiddles"):
+            self.domain = ntt.Domain(config.log2_constraints)
+
+    def new_device_buffers(self, worker: int, with_staging: bool) -> DeviceBuffers:
+        assert self.domain is not None, "setup() first"
+        shape = (self.domain.n, 4)
+        staging = tuple(self.host.pinned(shape) for _ in range(3)) if with_staging else None
+        return DeviceBuffers(
+            np.zeros(shape, np.uint64), np.zeros(shape, np.uint64), np.zeros(shape, np.uint64),
+            staging,  # type: ignore[arg-type]
+        )
+
+    def copy_to_device(self, device_array: Any, host_array: np.ndarray, scope: Scope) -> None:
+        np.copyto(device_array, host_array)
+
+    def ntt_msm_h(self, buffers: DeviceBuffers, scope: Scope) -> Any:
+        assert self.domain is not None and self.key is not None
+        h = compute_h_recorded(buffers.a, buffers.b, buffers.c, self.domain, scope)
+        buffers.extra["h"] = h
+        with scope.span("msm_h", points=len(h)):
+            return curve.msm(self.key.h, h)
+
+    def batch_add(self, buffers: DeviceBuffers, prepared: prep.PrepResult, scope: Scope) -> dict[str, Any]:
+        assert self.key is not None
+        return prep.batch_add_queries(prepared, self.key)
+
+    def tail_msm(self, buffers: DeviceBuffers, prepared: prep.PrepResult, scope: Scope) -> dict[str, Any]:
+        assert self.key is not None
+        return prep.tail_msm_queries(prepared, self.key)
+
+    def b_g2_msm(self, witness: np.ndarray, prepared: prep.PrepResult, scope: Scope) -> Any:
+        assert self.key is not None
+        return prep.b_g2_msm(witness, self.key)
+
+    def finish(self, parts: dict[str, Any], partition: int, scope: Scope) -> Any:
+        assert self.key is not None
+        return assemble_proof(self.key, parts, partition)
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.name, "device": f"CPU ({platform.machine()})"}
+
+
+def compute_h_recorded(
+    a: np.ndarray, b: np.ndarray, c: np.ndarray, domain: ntt.Domain, scope: Scope,
+) -> np.ndarray:
+    """h = (A·B − C)/Z with the prover's 7 NTTs, recording the forward part and the final
+    inverse separately (they are what the cuzk NTT_H line reports)."""
+    raise NotImplementedError

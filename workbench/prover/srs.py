@@ -1,0 +1,280 @@
+"""Synthetic Groth16 proving-key points, with an on-disk and in-process cache.
+
+A real proving key needs one full scalar multiplication per point, which is
+far too slow to produce in a notebook at 2^16. Instead each query of ``count``
+points is built from two small sets of random base points
+``B_0..B_{a-1}`` and ``C_0..C_{b-1}`` (``a·b ≥ count``, ``a + b ≈ 2·sqrt(count)``),
+each the generator times a random scalar, and point ``i`` is ``B_j + C_k`` with
+``(j, k) = divmod(i, b)``: one library addition per point.
+
+The points are pairwise distinct (except with negligible probability) and no
+point's discrete log is a simple function of its index, but the query is full
+of linear relations (``P(j,k) - P(j,k') = C_k - C_k'`` for every ``j``). That is
+irrelevant for timing and for checking that two MSM implementations agree; it
+would be fatal for a real proof system.
+
+Most of the generation time is spent encoding points as affine bytes (one
+field inversion each, ~11 µs), not in the additions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+from py_arkworks_bls12381 import G1Point, G2Point, Scalar
+
+from workbench.prover.curve import (
+    R_MODULUS,
+    G1Points,
+    G2Points,
+    point_from_bytes,
+    point_to_bytes,
+)
+
+__all__ = [
+    "FORMAT_VERSION",
+    "Srs",
+    "cache_path",
+    "clear_memory_cache",
+    "default_cache_dir",
+    "load_or_generate",
+]
+
+FORMAT_VERSION = 1
+"""Bump whenever generation or the file layout changes, so stale files are ignored."""
+
+_P = TypeVar("_P", G1Point, G2Point)
+
+_MAX_LOG2 = 32  # two-adicity of Fr: no larger evaluation domain exists
+
+# Stream ids keep each query's randomness independent of the others' sizes,
+# e.g. H depends only on (log2_size, seed), not on m.
+_STREAM_H, _STREAM_L, _STREAM_A, _STREAM_B_G1, _STREAM_B_G2, _STREAM_SINGLES = range(6)
+
+
+@dataclass(frozen=True)
+class Srs:
+    """Query points for domain size ``n = 2^log2_size`` and ``m`` witness scalars."""
+
+    log2_size: int
+    m: int
+    seed: int
+    h: G1Points
+    l: G1Points  # noqa: E741 - the conventional name of the query
+    a: G1Points
+    b_g1: G1Points
+    b_g2: G2Points
+    alpha_g1: G1Point
+    beta_g1: G1Point
+    beta_g2: G2Point
+    delta_g1: G1Point
+    delta_g2: G2Point
+
+    @property
+    def n(self) -> int:
+        return 1 << self.log2_size
+
+    @property
+    def nbytes(self) -> int:
+        return sum(q.nbytes for q in (self.h, self.l, self.a, self.b_g1, self.b_g2))
+
+    @classmethod
+    def generate(cls, log2_size: int, m: int, seed: int) -> Srs:
+        """Build the key from scratch (deterministic in its arguments)."""
+        _check_args(log2_size, m, seed)
+        n = 1 << log2_size
+
+        def rng(stream: int) -> np.random.Generator:
+            return np.random.default_rng([seed, stream])
+
+        g1, g2 = G1Point(), G2Point()
+        alpha, beta, delta = _random_scalars(rng(_STREAM_SINGLES), 3)
+        return cls(
+            log2_size=log2_size,
+            m=m,
+            seed=seed,
+            h=G1Points.from_objects(_grid(g1, n, rng(_STREAM_H))),
+            l=G1Points.from_objects(_grid(g1, m, rng(_STREAM_L))),
+            a=G1Points.from_objects(_grid(g1, m, rng(_STREAM_A))),
+            b_g1=G1Points.from_objects(_grid(g1, m, rng(_STREAM_B_G1))),
+            b_g2=G2Points.from_objects(_grid(g2, m, rng(_STREAM_B_G2))),
+            alpha_g1=g1 * alpha,
+            beta_g1=g1 * beta,
+            beta_g2=g2 * beta,
+            delta_g1=g1 * delta,
+            delta_g2=g2 * delta,
+        )
+
+
+def _check_args(log2_size: int, m: int, seed: int) -> None:
+    if not 0 <= log2_size <= _MAX_LOG2:
+        raise ValueError(f"log2_size must be in [0, {_MAX_LOG2}], got {log2_size}")
+    if m < 0:
+        raise ValueError(f"m must be non-negative, got {m}")
+    if seed < 0:
+        raise ValueError(f"seed must be non-negative, got {seed}")
+
+
+def _random_scalars(rng: np.random.Generator, count: int) -> list[Scalar]:
+    out = []
+    for _ in range(count):
+        # 512 random bits reduced mod r are uniform up to a 2^-257 bias.
+        v = int.from_bytes(rng.bytes(64), "little") % R_MODULUS
+        out.append(Scalar(v or 1))
+    return out
+
+
+def _grid(generator: _P, count: int, rng: np.random.Generator) -> list[_P]:
+    if count == 0:
+        return []
+    rows = math.isqrt(count - 1) + 1
+    cols = -(-count // rows)
+    row_pts = [generator * s for s in _random_scalars(rng, rows)]
+    col_pts = [generator * s for s in _random_scalars(rng, cols)]
+    return [row_pts[i // cols] + col_pts[i % cols] for i in range(count)]
+
+
+# ---------------------------------------------------------------- caching
+
+_QUERY_KEYS = ("h", "l", "a", "b_g1", "b_g2")
+_Key = tuple[int, int, int]
+
+_memory: dict[_Key, Srs] = {}
+_key_locks: dict[_Key, threading.Lock] = {}
+_key_locks_guard = threading.Lock()
+
+
+def default_cache_dir() -> Path:
+    """``$WORKBENCH_CACHE/srs`` if that variable is set, else ``~/.cache/workbench/srs``."""
+    root = os.environ.get("WORKBENCH_CACHE")
+    base = Path(root) if root else Path.home() / ".cache" / "workbench"
+    return base / "srs"
+
+
+def cache_path(log2_size: int, m: int, seed: int, cache_dir: str | Path | None = None) -> Path:
+    directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    return directory / f"srs-v{FORMAT_VERSION}-k{log2_size}-m{m}-s{seed}.npz"
+
+
+def clear_memory_cache() -> None:
+    """Forget keys held in this process (files on disk are kept)."""
+    with _key_locks_guard:
+        _memory.clear()
+
+
+def load_or_generate(log2_size: int, m: int, seed: int, cache_dir: str | Path | None = None) -> Srs:
+    """Return the key from memory, else from the cache file, else generate and store it.
+
+    A file that is unreadable, truncated, of another format version or for
+    other parameters is silently replaced. Failing to write the file (e.g. a
+    read-only directory) is not an error: the cache is only an optimisation.
+    Concurrent callers in one process asking for the same key generate once.
+    """
+    _check_args(log2_size, m, seed)
+    key = (log2_size, m, seed)
+    with _key_locks_guard:
+        lock = _key_locks.setdefault(key, threading.Lock())
+    with lock:
+        hit = _memory.get(key)
+        if hit is not None:
+            return hit
+        path = cache_path(log2_size, m, seed, cache_dir)
+        srs = _read(path, key)
+        if srs is None:
+            srs = Srs.generate(log2_size, m, seed)
+            _write(path, srs)
+        _memory[key] = srs
+        return srs
+
+
+def _to_arrays(srs: Srs) -> dict[str, np.ndarray]:
+    arrays = {name: getattr(srs, name).xy for name in _QUERY_KEYS}
+    arrays["version"] = np.array(FORMAT_VERSION, dtype=np.int64)
+    arrays["params"] = np.array([srs.log2_size, srs.m, srs.seed], dtype=np.int64)
+    g1 = (srs.alpha_g1, srs.beta_g1, srs.delta_g1)
+    g2 = (srs.beta_g2, srs.delta_g2)
+    arrays["singles_g1"] = np.frombuffer(b"".join(map(point_to_bytes, g1)), np.uint8)
+    arrays["singles_g2"] = np.frombuffer(b"".join(map(point_to_bytes, g2)), np.uint8)
+    return arrays
+
+
+def _read(path: Path, key: _Key) -> Srs | None:
+    if not path.is_file():
+        return None
+    # Any failure means "no usable cache": zip, npy-header and shape errors all
+    # surface as different exception types, and regeneration is always safe.
+    try:
+        # Opening the file here, not in np.load, guarantees it is closed when
+        # the zip turns out to be unreadable.
+        with path.open("rb") as f, np.load(f, allow_pickle=False) as z:
+            if int(z["version"]) != FORMAT_VERSION:
+                return None
+            if tuple(int(v) for v in z["params"]) != key:
+                return None
+            names = (*_QUERY_KEYS, "singles_g1", "singles_g2")
+            arrays = {name: np.array(z[name]) for name in names}
+        return _from_arrays(key, arrays)
+    except Exception:
+        return None
+
+
+def _from_arrays(key: _Key, arrays: dict[str, np.ndarray]) -> Srs | None:
+    log2_size, m, seed = key
+    expected = {"h": 1 << log2_size, "l": m, "a": m, "b_g1": m, "b_g2": m}
+    for name, count in expected.items():
+        if arrays[name].shape[0] != count:
+            return None
+    s1 = arrays["singles_g1"].tobytes()
+    s2 = arrays["singles_g2"].tobytes()
+    w1, w2 = G1Points.POINT_BYTES, G2Points.POINT_BYTES
+    if len(s1) != 3 * w1 or len(s2) != 2 * w2:
+        return None
+    # Checked parsing of the few single points catches most garbage; the bulk
+    # query points are trusted, relying on the zip CRC for bit rot.
+    alpha_g1, beta_g1, delta_g1 = (point_from_bytes(s1[i : i + w1]) for i in range(0, 3 * w1, w1))
+    beta_g2, delta_g2 = (point_from_bytes(s2[i : i + w2]) for i in range(0, 2 * w2, w2))
+    assert isinstance(alpha_g1, G1Point) and isinstance(beta_g1, G1Point)
+    assert isinstance(delta_g1, G1Point)
+    assert isinstance(beta_g2, G2Point) and isinstance(delta_g2, G2Point)
+    return Srs(
+        log2_size=log2_size,
+        m=m,
+        seed=seed,
+        h=G1Points(arrays["h"]),
+        l=G1Points(arrays["l"]),
+        a=G1Points(arrays["a"]),
+        b_g1=G1Points(arrays["b_g1"]),
+        b_g2=G2Points(arrays["b_g2"]),
+        alpha_g1=alpha_g1,
+        beta_g1=beta_g1,
+        beta_g2=beta_g2,
+        delta_g1=delta_g1,
+        delta_g2=delta_g2,
+    )
+
+
+def _write(path: Path, srs: Srs) -> None:
+    arrays: dict[str, Any] = _to_arrays(srs)
+    tmp: str | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+        # Readers in other processes see either no file or a complete one.
+        os.replace(tmp, path)
+        tmp = None
+    except OSError:
+        pass
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)

@@ -1,0 +1,49 @@
+"""Plain-text rendering of a run summary for the terminal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workbench.analysis.summary import RunSummary
+
+
+def table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def render_summary(summary: RunSummary, config: dict[str, Any] | None = None) -> str:
+    out: list[str] = []
+    head = (f"{summary.outcome}: {summary.partitions_done} partitions in {summary.wall_s:.2f} s "
+            f"= {summary.throughput_per_min:.1f} partitions/min; "
+            f"GPU mutex held {summary.mutex_held_fraction:.0%} of wall time")
+    out.append(head)
+    if config:
+        keys = ("backend", "gpu_workers", "synth_threads", "synth_lookahead", "memory_mode",
+                "lock_scope", "log2_constraints", "bool_fraction")
+        out.append("config: " + " ".join(f"{k}={config[k]}" for k in keys if k in config))
+    out.append("")
+    out.append(table(
+        ["phase", "count", "min ms", "median ms", "max ms", "max/min"],
+        [[p.phase, str(p.count), f"{p.min_ms:.1f}", f"{p.median_ms:.1f}", f"{p.max_ms:.1f}",
+          f"{p.max_ms / p.min_ms:.2f}" if p.min_ms > 0 else "-"] for p in summary.phases],
+    ))
+    if summary.mutex:
+        out.append("")
+        out.append(table(
+            ["GPU mutex", "holds", "held ms", "median hold", "waited ms", "median wait", "max wait"],
+            [[f"worker {m.worker}", str(m.holds), f"{m.held_ms:.1f}", f"{m.held_median_ms:.1f}",
+              f"{m.waited_ms:.1f}", f"{m.waited_median_ms:.1f}", f"{m.waited_max_ms:.1f}"]
+             for m in summary.mutex],
+        ))
+    if summary.barrier:
+        out.append("")
+        out.append(table(
+            ["barrier", "party", "rounds", "waited ms", "median wait", "max wait", "last to arrive"],
+            [[f"worker {b.worker}", b.party, str(b.rounds), f"{b.waited_ms:.1f}",
+              f"{b.waited_median_ms:.1f}", f"{b.waited_max_ms:.1f}", str(b.last_to_arrive)]
+             for b in summary.barrier],
+        ))
+    return "\n".join(out)
