@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 
 from workbench.events import PHASES
@@ -12,7 +14,7 @@ GPU_ORDER = ("ntt_msm_h", "barrier_wait", "batch_add", "tail_msm", "b_g2_msm", "
 
 def mutex_holds_never_overlap(trace: Trace) -> None:
     holds = sorted((s.start_ns, s.end_ns, s.worker) for s in trace.select(name="hold", track_prefix="mutex/"))
-    for (s0, e0, w0), (s1, e1, w1) in zip(holds, holds[1:], strict=False):
+    for (_, e0, w0), (s1, _, w1) in pairwise(holds):
         assert e0 <= s1, f"worker {w0}'s hold ends at {e0} after worker {w1}'s starts at {s1}"
 
 
@@ -25,7 +27,7 @@ def every_partition_passes_every_phase_once_in_order(trace: Trace, partitions: i
         by_name = {s.name: s for s in spans}
         assert by_name["synthesis"].end_ns <= by_name["prep_msm"].start_ns
         assert by_name["synthesis"].end_ns <= by_name["ntt_msm_h"].start_ns
-        for before, after in zip(GPU_ORDER, GPU_ORDER[1:], strict=False):
+        for before, after in pairwise(GPU_ORDER):
             assert by_name[before].end_ns <= by_name[after].start_ns, (p, before, after)
         # the GPU phases run under the mutex, in one hold
         (hold,) = trace.select(name="hold", partition=p, track_prefix="mutex/")

@@ -68,7 +68,11 @@ def test_unknown_party_and_double_arrival_are_errors():
     _, _, barrier = make()
     with pytest.raises(ValueError, match="unknown barrier party"):
         barrier.wait("dma")
-    t = threading.Thread(target=lambda: pytest.raises(RuntimeError, barrier.wait, "gpu"))
+    def first_arrival():
+        with pytest.raises(BarrierBroken):
+            barrier.wait("gpu")
+
+    t = threading.Thread(target=first_arrival)
     t.start()
     wait_until(lambda: barrier.statistics().waiting == ("gpu",))
     with pytest.raises(RuntimeError, match="arrived twice"):

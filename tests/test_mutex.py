@@ -49,7 +49,7 @@ def test_wait_hold_and_handoff_are_recorded_with_exact_times():
 
 
 def test_waiters_are_served_first_come_first_served():
-    recorder, mutex = make()
+    _, mutex = make()
     mutex.acquire(worker=9)
     order = []
 
@@ -63,7 +63,8 @@ def test_waiters_are_served_first_come_first_served():
         t = threading.Thread(target=take, args=(worker,))
         t.start()
         threads.append(t)
-        wait_until(lambda n=len(threads): mutex.statistics().waiting == n)
+        waiting = len(threads)
+        wait_until(lambda: mutex.statistics().waiting == waiting)  # noqa: B023
     mutex.release()
     for t in threads:
         t.join(5)

@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 
 from workbench.clock import FakeClock
-from workbench.trace import Recorder, Trace, TraceFormatError, load, save
-from workbench.trace import store
+from workbench.trace import Recorder, Trace, TraceFormatError, load, save, store
 
 
 def sample_trace():
@@ -58,12 +57,12 @@ def test_not_a_trace_missing_and_damaged_files_are_named(tmp_path):
         load(tmp_path / "missing.wbtrace")
     junk = tmp_path / "junk.wbtrace"
     junk.write_text("hello")
-    with pytest.raises(TraceFormatError, match="junk.wbtrace is not a workbench trace"):
+    with pytest.raises(TraceFormatError, match=r"junk\.wbtrace is not a workbench trace"):
         load(junk)
     good = save(sample_trace(), tmp_path / "good.wbtrace")
     truncated = tmp_path / "cut.wbtrace"
     truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
-    with pytest.raises(TraceFormatError, match="cut.wbtrace"):
+    with pytest.raises(TraceFormatError, match=r"cut\.wbtrace"):
         load(truncated)
     other = tmp_path / "other.npz"
     np.savez(other, x=np.arange(3))

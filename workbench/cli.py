@@ -149,16 +149,11 @@ def _run(args: argparse.Namespace) -> int:
         print(f"workbench: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     pipeline = Pipeline(config, backend, fault=fault)
-    print(
-        f"workbench run: {backend.name} backend, {config.partitions} partitions of 2^"
-        f"{config.log2_constraints} constraints, {config.gpu_workers} GPU workers, "
-        f"{config.synth_threads} synthesis threads, memory {config.memory_mode}, "
-        f"lock scope {config.lock_scope}", file=sys.stderr,
-    )
     started = time.perf_counter()
     interrupted = False
     bar = _ProgressBar(enabled=not args.no_progress)
     try:
+        _announce(config, backend.name)
         pipeline.start()
         while not pipeline.wait(0.1):
             bar.draw(pipeline.progress.done, config.partitions, time.perf_counter() - started)
@@ -193,6 +188,15 @@ def _run(args: argparse.Namespace) -> int:
         print(f"workbench: run failed: {result.error}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _announce(config: RunConfig, backend: str) -> None:
+    print(
+        f"workbench run: {backend} backend, {config.partitions} partitions of 2^"
+        f"{config.log2_constraints} constraints, {config.gpu_workers} GPU workers, "
+        f"{config.synth_threads} synthesis threads, memory {config.memory_mode}, "
+        f"lock scope {config.lock_scope}", file=sys.stderr, flush=True,
+    )
 
 
 def _summary(args: argparse.Namespace) -> int:

@@ -31,7 +31,9 @@ def to_chrome(trace: Trace) -> dict[str, Any]:
         if track in trace.thread_names:
             label = f"{track} ({trace.thread_names[track]})"
         events.append({"ph": "M", "pid": PID, "tid": tid, "name": "thread_name", "args": {"name": label}})
-        events.append({"ph": "M", "pid": PID, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}})
+        events.append(
+            {"ph": "M", "pid": PID, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}}
+        )
 
     spans = trace.spans
     async_tracks = {t for t in np.unique(spans.track).tolist() if not _nests(trace, t)}

@@ -11,7 +11,8 @@ partition, `gpu_tid` = worker index, plus TIMELINE lines with offsets from run s
     CUZK_TIMING: gpu_tid=%zu batch_add_ms=%ld
     CUZK_TIMING: gpu_tid=%zu tail_msm_ms=%ld gpu_total_ms=%ld
     CUZK_TIMING: mutex_held_ms=%ld total_start_fn_ms=%ld
-    CUZK_NTT_H: d_b_alloc=%ldms ntt_kernels=%ldms coset_intt_sync=%ldms msm_init=%ldms msm_invoke=%ldms msm_dtor=%ldms total=%ldms
+    CUZK_NTT_H: d_b_alloc=%ldms ntt_kernels=%ldms coset_intt_sync=%ldms msm_init=%ldms \
+                msm_invoke=%ldms msm_dtor=%ldms total=%ldms  (one line)
     TIMELINE,<offset_ms>,<event>,<job_id>,<detail>
 
 Our mapping: pre_lock_cpu is pickup to asking for the mutex (the upload when lock_scope is
@@ -24,6 +25,7 @@ forward NTTs, coset_intt_sync the final inverse NTT, msm_invoke the H MSM.
 from __future__ import annotations
 
 from collections import defaultdict
+
 from workbench.analysis.summary import run_window_ns
 from workbench.trace.container import Trace
 

@@ -158,9 +158,8 @@ class PageableMode(MemoryMode):
 
     def checkout(self, scope: Scope) -> PartitionBuffers:
         host = self.host
-        return PartitionBuffers(
-            host.pageable(self.witness_shape), *(host.pageable(self.shape) for _ in VECTORS)
-        )
+        a, b, c = (host.pageable(self.shape) for _ in VECTORS)
+        return PartitionBuffers(host.pageable(self.witness_shape), a, b, c)
 
 
 class PinnedStagingMode(PageableMode):

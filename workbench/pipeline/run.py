@@ -27,7 +27,7 @@ from workbench.events import mutex_track, prep_track, synth_track, worker_track
 from workbench.pipeline.memory import MemoryMode, PartitionBuffers, PoolClosed, make_memory_mode
 from workbench.pipeline.scope import Scope
 from workbench.prover.backend import Backend, DeviceBuffers
-from workbench.prover.circuit import SyntheticCircuit, SynthesisCancelled
+from workbench.prover.circuit import SynthesisCancelled, SyntheticCircuit
 from workbench.prover.prep import PrepResult, prep_msm
 from workbench.trace.barrier import BarrierBroken, InstrumentedBarrier
 from workbench.trace.container import Trace
@@ -158,8 +158,6 @@ class Pipeline:
 
     def start(self) -> None:
         config, recorder = self.config, self.recorder
-        self.progress.started_ns = recorder.clock.now_ns()
-        recorder.instant(RUN_TRACK, "run_start", attrs={"config": config.to_json()})
         setup_scope = Scope(recorder, RUN_TRACK)
         try:
             with setup_scope.span("setup", backend=self.backend.name):
@@ -175,6 +173,9 @@ class Pipeline:
             self._fail(PhaseError("setup", -1, -1, err))
             self._finished.set()
             return
+        # The run's clock starts after setup: the key and twiddles are a one-off per process.
+        self.progress.started_ns = recorder.now_ns()
+        recorder.instant(RUN_TRACK, "run_start", attrs={"config": config.to_json()})
         for t in range(config.synth_threads):
             self._spawn(f"synth-{t}", self._synthesis_loop, t, track=synth_track(t))
         for w in range(config.gpu_workers):
@@ -360,6 +361,7 @@ class Pipeline:
             self.mutex.acquire(worker, partition)
             try:
                 h_msm = self._phase(scope, "ntt_msm_h", self._ntt_msm_h, buffers, device, scope)
+                h_vector = backend.h_vector(device) if self.keep_outputs else None
                 self._phase(scope, "barrier_wait", barrier.wait, "gpu", partition)
                 prep = self._preps.pop(worker)
                 batch = self._phase(scope, "batch_add", backend.batch_add, device, prep, scope)
@@ -374,7 +376,7 @@ class Pipeline:
         with self._state:
             self.proofs[partition] = proof
             if self.keep_outputs:
-                self.outputs[partition] = {**parts, "prep": prep}
+                self.outputs[partition] = {**parts, "prep": prep, "h_vector": h_vector}
             self.progress.done += 1
 
     def _ntt_msm_h(self, buffers: PartitionBuffers, device: DeviceBuffers, scope: Scope) -> Any:

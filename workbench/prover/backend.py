@@ -75,6 +75,10 @@ class Backend(ABC):
         """h from a, b, c already on the device, then its MSM with the H query."""
 
     @abstractmethod
+    def h_vector(self, buffers: DeviceBuffers) -> np.ndarray:
+        """A host copy of the h last computed in these buffers (for checking results)."""
+
+    @abstractmethod
     def batch_add(self, buffers: DeviceBuffers, prep: PrepResult, scope: Scope) -> dict[str, Any]: ...
 
     @abstractmethod

@@ -53,7 +53,7 @@ class SyntheticCircuit:
         structure = np.random.default_rng([seed, 0xC1C])
         mask = self.m - 1
         # Odd multipliers make i -> (i*mul + off) mod m a permutation of the witness.
-        self._mul = (structure.integers(0, self.m, size=terms + 1, dtype=np.int64) | 1) & mask | 1
+        self._mul = (structure.integers(0, self.m, size=terms + 1, dtype=np.int64) & mask) | 1
         self._off = structure.integers(0, self.m, size=terms + 1, dtype=np.int64)
 
     def witness(self, partition: int, out: np.ndarray) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 
 from workbench.config import ConfigError, RunConfig
 from workbench.pipeline.scope import Scope
-from workbench.prover import curve, ntt, prep, srs
+from workbench.prover import curve, field, ntt, prep, srs
 from workbench.prover.backend import Backend, DeviceBuffers, HostMemory
 from workbench.prover.proof import assemble_proof
 
@@ -64,7 +64,7 @@ class CpuBackend(Backend):
 
     def new_device_buffers(self, worker: int, with_staging: bool) -> DeviceBuffers:
         assert self.domain is not None, "setup() first"
-        shape = (self.domain.n, 4)
+        shape = (self.domain.size, 4)
         staging = tuple(self.host.pinned(shape) for _ in range(3)) if with_staging else None
         return DeviceBuffers(
             np.zeros(shape, np.uint64), np.zeros(shape, np.uint64), np.zeros(shape, np.uint64),
@@ -80,6 +80,9 @@ class CpuBackend(Backend):
         buffers.extra["h"] = h
         with scope.span("msm_h", points=len(h)):
             return curve.msm(self.key.h, h)
+
+    def h_vector(self, buffers: DeviceBuffers) -> np.ndarray:
+        return np.array(buffers.extra["h"])
 
     def batch_add(self, buffers: DeviceBuffers, prepared: prep.PrepResult, scope: Scope) -> dict[str, Any]:
         assert self.key is not None
@@ -104,6 +107,14 @@ class CpuBackend(Backend):
 def compute_h_recorded(
     a: np.ndarray, b: np.ndarray, c: np.ndarray, domain: ntt.Domain, scope: Scope,
 ) -> np.ndarray:
-    """h = (A·B − C)/Z with the prover's 7 NTTs, recording the forward part and the final
-    inverse separately (they are what the cuzk NTT_H line reports)."""
-    raise NotImplementedError
+    """h = (A·B − C)/Z with the prover's 7 NTTs, recording the first six (with the pointwise
+    step) and the final coset inverse separately, as the cuzk NTT_H line reports them."""
+    with scope.span("ntt", transforms=6):
+        evals = []
+        for x in (a, b, c):
+            coefficients = ntt.pintt(field.to_planes(x), domain)
+            evals.append(ntt.pcoset_ntt(coefficients, domain, out=coefficients))
+        quotient = field.pmul_sub(evals[0], evals[1], evals[2], out=evals[0])
+        field.pscale(quotient, domain.z_on_coset_inv, out=quotient)
+    with scope.span("coset_intt", transforms=1):
+        return field.from_planes(ntt.pcoset_intt(quotient, domain, out=quotient))

@@ -156,7 +156,7 @@ class Trace:
         return mask
 
     def select(self, **criteria: Any) -> list[Span]:
-        return [self.span(i) for i in np.flatnonzero(self.span_mask(**criteria))]
+        return [self.span(int(i)) for i in np.flatnonzero(self.span_mask(**criteria))]
 
     def span(self, i: int) -> Span:
         s, text = self.spans, self.strings.values

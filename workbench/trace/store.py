@@ -60,7 +60,7 @@ def save(trace: Trace, path: str | os.PathLike[str]) -> Path:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
-            np.savez_compressed(handle, allow_pickle=False, **arrays)  # type: ignore[arg-type]
+            np.savez_compressed(handle, allow_pickle=False, **arrays)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
