@@ -79,18 +79,33 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("format", choices=("chrome", "cuzk"))
     export.add_argument("trace_file", type=Path)
     export.add_argument("-o", "--output", type=Path, help="output file (default: stdout)")
+
+    run.set_defaults(func=_run)
+    summary.set_defaults(func=_summary)
+    export.set_defaults(func=_export)
+    for module in command_modules():
+        module.register(commands)
     return parser
+
+
+def command_modules() -> list[Any]:
+    """Further subcommands live in workbench/commands/<name>.py, each with `register(commands)`
+    adding its parsers and setting `func` to a handler `(args) -> exit code`."""
+    import importlib
+    import pkgutil
+
+    import workbench.commands as package
+
+    return [
+        importlib.import_module(f"{package.__name__}.{info.name}")
+        for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name)
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        if args.command == "run":
-            return _run(args)
-        if args.command == "summary":
-            return _summary(args)
-        if args.command == "export":
-            return _export(args)
+        return int(args.func(args))
     except (ConfigError, UsageError) as err:
         print(f"workbench: error: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -100,7 +115,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:  # a malformed trace or config file
         print(f"workbench: error: {err}", file=sys.stderr)
         return EXIT_USAGE
-    raise AssertionError(args.command)
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:

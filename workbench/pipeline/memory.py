@@ -136,8 +136,10 @@ class MemoryMode(ABC):
         device: DeviceBuffers, scope: Scope,
     ) -> None:
         with scope.span("h2d_copy", vector=vector, bytes=host_array.nbytes, source=self.source,
-                        emulated=self.host.emulated):
-            self.backend.copy_to_device(device_array, host_array, scope)
+                        emulated=self.host.emulated) as span:
+            device_ms = self.backend.copy_to_device(device, device_array, host_array, scope)
+            if device_ms is not None:
+                span.set("device_ms", device_ms)
 
     source: ClassVar[str] = "pageable"
 

@@ -67,8 +67,11 @@ class Backend(ABC):
     def new_device_buffers(self, worker: int, with_staging: bool) -> DeviceBuffers: ...
 
     @abstractmethod
-    def copy_to_device(self, device_array: Any, host_array: np.ndarray, scope: Scope) -> None:
-        """Host to device copy of one vector, complete when this returns."""
+    def copy_to_device(
+        self, buffers: DeviceBuffers, device_array: Any, host_array: np.ndarray, scope: Scope,
+    ) -> float | None:
+        """Host to device copy of one vector, complete when this returns. Returns the copy's
+        device-side duration in ms where the backend can measure it (None otherwise)."""
 
     @abstractmethod
     def ntt_msm_h(self, buffers: DeviceBuffers, scope: Scope) -> Any:
@@ -102,8 +105,10 @@ def select_backend(config: RunConfig) -> Backend:
     """The backend a config asks for; `auto` takes the GPU when its kernels can run here."""
     if config.backend in ("gpu", "auto"):
         reason = gpu_unavailable_reason()
-        if reason is None:  # pragma: no cover - needs a GPU backend and a device
-            raise BackendUnavailable("the GPU backend is not part of this version yet")
+        if reason is None:
+            from workbench.gpu.backend import GpuBackend
+
+            return GpuBackend()
         if config.backend == "gpu":
             raise BackendUnavailable(f"--backend gpu cannot run here: {reason}")
     from workbench.prover.cpu_backend import CpuBackend
@@ -112,9 +117,13 @@ def select_backend(config: RunConfig) -> Backend:
 
 
 def gpu_unavailable_reason() -> str | None:
-    # The GPU kernels arrive with their own issue; until then no machine can take `gpu`.
+    """Why the GPU backend cannot run here, or None when it can."""
     try:
-        import cupy  # noqa: F401
+        import cupy
     except ImportError:
         return "cupy is not installed (pip install 'workbench[gpu]')"
-    return "the GPU backend's kernels are not part of this version yet"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as err:  # the runtime raises its own error types when there is no driver
+        return f"no usable CUDA device ({err})"
+    return None if count > 0 else "no CUDA device is visible"

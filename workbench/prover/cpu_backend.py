@@ -71,8 +71,11 @@ class CpuBackend(Backend):
             staging,  # type: ignore[arg-type]
         )
 
-    def copy_to_device(self, device_array: Any, host_array: np.ndarray, scope: Scope) -> None:
+    def copy_to_device(
+        self, buffers: DeviceBuffers, device_array: Any, host_array: np.ndarray, scope: Scope,
+    ) -> float | None:
         np.copyto(device_array, host_array)
+        return None
 
     def ntt_msm_h(self, buffers: DeviceBuffers, scope: Scope) -> Any:
         assert self.domain is not None and self.key is not None

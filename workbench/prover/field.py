@@ -7,14 +7,14 @@ Two layouts hold the same Montgomery value x*2^256 mod r, fully reduced:
 * planes (the working format): int64 array (9, n), nine 29-bit limbs, one row per limb.
   29-bit limb products are < 2^58, so the nine products of a column plus the nine
   reduction terms add up below 2^63 without any hi/lo splitting, and every step is one
-  ufunc over whole rows. Limbs are signed so borrows and carries use arithmetic shifts.
+  ufunc over whole rows. Limbs are signed so borrows and carries are arithmetic shifts.
   Every planes function returns normalised values (each limb in [0, 2^29), value < r)
   and expects the same of its inputs.
 
 Converting between the two is a bit repack, so a caller doing many operations (an NTT,
-witness synthesis) converts once and stays in planes. Vectors are processed in chunks that
-fit in the core's cache, with per-thread scratch, so concurrent callers do not interfere and
-each ufunc call releases the GIL for a long stretch.
+witness synthesis) converts once and stays in planes. Work runs in chunks through
+per-thread scratch: concurrent callers do not interfere, kernels allocate nothing, and
+each ufunc call runs long enough with the GIL released for threads to overlap.
 """
 
 from __future__ import annotations
@@ -37,11 +37,12 @@ TWO_ADICITY = 32
 
 PLANE_BITS = 29
 PLANE_LIMBS = 9
-# Elements per chunk of every planes kernel: each ufunc call costs about 1.5 us of fixed
-# overhead, and a mul makes ~130 of them, so chunks are as long as the cache allows.
+# Elements per chunk of every planes kernel. A multiplication makes about 95 ufunc calls of
+# ~1 us fixed cost each, so chunks are as long as the caches allow (measured best).
 CHUNK = 8192
-# Elements converted limbs<->planes at a time by the limbs-format functions.
-BLOCK = 16384
+# Elements repacked limbs<->planes at a time, through per-thread buffers: a fresh large
+# temporary costs more in first-touch page faults than the repack itself.
+BLOCK = 8192
 
 _MASK = (1 << PLANE_BITS) - 1
 _R_MOD = (1 << 256) % MODULUS
@@ -64,13 +65,22 @@ _P_COL = _int_to_column(MODULUS)
 # r = 1 mod 2^32, so -r^-1 mod 2^29 is -1: the reduction digit is just -t mod 2^29.
 assert MODULUS & _MASK == 1
 
-# Where each 29-bit plane comes from in the 64-bit limbs, and the reverse.
-_SPLIT = [(j, *divmod(PLANE_BITS * j, 64)) for j in range(PLANE_LIMBS)]
-_JOIN = [
-    [(j, PLANE_BITS * j - 64 * q) for j in range(PLANE_LIMBS)
-     if PLANE_BITS * j < 64 * q + 64 and PLANE_BITS * j + PLANE_BITS > 64 * q]
-    for q in range(LIMBS)
-]
+# Repacking 64-bit limbs <-> 29-bit planes with a few whole-array ops. Plane j is limb
+# j*29 // 64 shifted right, OR the next limb shifted left (row 4 is a zero row for planes
+# that do not straddle two limbs).
+_SPLIT_LO = np.array([PLANE_BITS * j // 64 for j in range(PLANE_LIMBS)], np.intp)
+_SPLIT_RSH = np.array([[PLANE_BITS * j % 64] for j in range(PLANE_LIMBS)], np.uint64)
+_SPLIT_HI = np.array([q + 1 if s + PLANE_BITS > 64 else LIMBS
+                      for q, s in zip(_SPLIT_LO.tolist(), _SPLIT_RSH[:, 0].tolist(),
+                                      strict=True)], np.intp)
+_SPLIT_LSH = np.minimum(64 - _SPLIT_RSH, 63).astype(np.uint64)
+# Limb q is the OR of the planes overlapping it, each shifted into place.
+_JOIN = [(q, j, PLANE_BITS * j - 64 * q) for q in range(LIMBS) for j in range(PLANE_LIMBS)
+         if PLANE_BITS * j < 64 * q + 64 and PLANE_BITS * j + PLANE_BITS > 64 * q]
+_JOIN_PLANE = np.array([j for _, j, _ in _JOIN], np.intp)
+_JOIN_RSH = np.array([[max(-sh, 0)] for _, _, sh in _JOIN], np.uint64)
+_JOIN_LSH = np.array([[max(sh, 0)] for _, _, sh in _JOIN], np.uint64)
+assert [q for q, _, _ in _JOIN] == [q for q in range(LIMBS) for _ in range(3)]
 
 
 # ---------------------------------------------------------------- scalar helpers
@@ -92,16 +102,58 @@ def inv_int(x: int) -> int:
 # ---------------------------------------------------------------- planes kernels
 # A kernel handles one chunk of at most CHUNK elements; operands are (9, m) or (9, 1).
 
+_I29 = np.int64(PLANE_BITS)
+_I63 = np.int64(63)
+_IMASK = np.int64(_MASK)
+_P_TAIL = np.ascontiguousarray(_P_COL[1:])  # limbs 1..8 of r (limb 0 is 1)
+_TOP = PLANE_LIMBS - 1
+
+
 class _Scratch:
+    """One thread's buffers for chunks of up to CHUNK elements."""
+
     def __init__(self) -> None:
-        c = CHUNK
-        self.t = np.empty((2 * PLANE_LIMBS - 1, c), np.int64)
-        self.tmp = np.empty((PLANE_LIMBS - 1, c), np.int64)
-        self.pair = np.empty((PLANE_LIMBS, 2, c), np.int64)
-        self.carry = np.empty((2, c), np.int64)
+        self.size = c = CHUNK
+        self.acc = np.empty((2 * PLANE_LIMBS - 1, c), np.int64)
+        self.tmp = np.empty((PLANE_LIMBS, c), np.int64)
+        # [limb, output, candidate (x or x - r), element]: up to two results finish together.
+        self.stack = np.empty((PLANE_LIMBS, 2, 2, c), np.int64)
+        self.carry = np.empty((2, 2, c), np.int64)
         self.digit = np.empty(c, np.int64)
+        self.cy = np.empty(c, np.int64)
         self.mult = np.empty((PLANE_LIMBS, c), np.int64)
         self.aux = np.empty((PLANE_LIMBS, c), np.int64)
+        self._views: dict[int, _Views] = {}
+
+    def views(self, m: int) -> _Views:
+        v = self._views.get(m)
+        if v is None:
+            if len(self._views) > 64:
+                self._views.clear()
+            v = self._views[m] = _Views(self, m)
+        return v
+
+
+class _Views:
+    """Every view a kernel slices, made once per chunk width: Python-level slicing runs with
+    the GIL held, and a multiplication issues about a hundred ufunc calls."""
+
+    def __init__(self, s: _Scratch, m: int) -> None:
+        acc = s.acc[:, :m]
+        self.acc_head, self.acc_tail = acc[:PLANE_LIMBS], acc[PLANE_LIMBS:]
+        self.windows = [acc[i : i + PLANE_LIMBS] for i in range(PLANE_LIMBS)]
+        self.reduce_windows = [acc[i + 1 : i + PLANE_LIMBS] for i in range(_TOP)]
+        self.rows = list(acc)
+        self.tmp, self.tmp8 = s.tmp[:, :m], s.tmp[:_TOP, :m]
+        self.digit, self.cy = s.digit[:m], s.cy[:m]
+        self.mult, self.aux = s.mult[:, :m], s.aux[:, :m]
+        self.stacks = [s.stack[:, :k, :, :m] for k in (1, 2)]
+        self.stack_rows = [list(st) for st in self.stacks]
+        self.carries = [s.carry[:k, :, :m] for k in (1, 2)]
+        self.keeps = [s.carry[:k, 0, :m] for k in (1, 2)]
+        self.cands = [(st[:, :, 0], st[:, :, 1]) for st in self.stacks]
+        self.out_x = [s.stack[:, k, 0, :m] for k in (0, 1)]
+        self.out_lo = [s.stack[:, k, 1, :m] for k in (0, 1)]
 
 
 _TLS = threading.local()
@@ -109,84 +161,96 @@ _TLS = threading.local()
 
 def _scratch() -> _Scratch:
     s: _Scratch | None = getattr(_TLS, "scratch", None)
-    if s is None:
+    if s is None or s.size != CHUNK:
         s = _TLS.scratch = _Scratch()
     return s
 
 
-def _k_finish(pair: Planes, out: Planes, s: _Scratch) -> None:
-    """pair[:, 0] = x, pair[:, 1] = x - r, limbs unnormalised; out = the one in [0, r)."""
-    m = out.shape[1]
-    carry = s.carry[:, :m]
-    for i in range(PLANE_LIMBS - 1):
-        np.right_shift(pair[i], PLANE_BITS, out=carry)
-        np.bitwise_and(pair[i], _MASK, out=pair[i])
-        np.add(pair[i + 1], carry, out=pair[i + 1])
+def _k_select(v: _Views, count: int, out: Planes) -> None:
+    """For each of `count` results held as candidates x and x - r (limbs unnormalised, value
+    of x in [0, 2r)): normalise both and write the one in [0, r) to out (9, count, m)."""
+    rows, carry = v.stack_rows[count - 1], v.carries[count - 1]
+    for i in range(_TOP):
+        row, nxt = rows[i], rows[i + 1]
+        np.right_shift(row, _I29, carry)
+        np.bitwise_and(row, _IMASK, row)
+        np.add(nxt, carry, nxt)
     # With the lower limbs normalised the top limb carries the sign: all ones when x < r.
     # A branch-free bit select; a masked copy (copyto where=) is several times slower.
-    keep = carry[0]
-    np.right_shift(pair[-1, 1], 63, out=keep)
-    hi, lo = pair[:, 0], pair[:, 1]
-    np.bitwise_xor(hi, lo, out=hi)
-    np.bitwise_and(hi, keep, out=hi)
-    np.bitwise_xor(hi, lo, out=out)
+    x, lo = v.cands[count - 1]
+    keep = v.keeps[count - 1]
+    np.right_shift(lo[_TOP], _I63, keep)
+    np.bitwise_xor(x, lo, x)
+    np.bitwise_and(x, keep, x)
+    np.bitwise_xor(x, lo, out)
 
 
-def _k_add(a: Planes, b: Planes, out: Planes, s: _Scratch) -> None:
-    pair = s.pair[:, :, : out.shape[1]]
-    np.add(a, b, out=pair[:, 0])
-    np.subtract(pair[:, 0], _P_COL, out=pair[:, 1])
-    _k_finish(pair, out, s)
+def _k_add_into(a: Planes, b: Planes, v: _Views, k: int) -> None:
+    x, lo = v.out_x[k], v.out_lo[k]
+    np.add(a, b, x)
+    np.subtract(x, _P_COL, lo)
 
 
-def _k_sub(a: Planes, b: Planes, out: Planes, s: _Scratch) -> None:
-    pair = s.pair[:, :, : out.shape[1]]
-    np.subtract(a, b, out=pair[:, 1])
-    np.add(pair[:, 1], _P_COL, out=pair[:, 0])
-    _k_finish(pair, out, s)
+def _k_sub_into(a: Planes, b: Planes, v: _Views, k: int) -> None:
+    x, lo = v.out_x[k], v.out_lo[k]
+    np.subtract(a, b, lo)
+    np.add(lo, _P_COL, x)
 
 
-def _k_prescale(b: Planes, out: Planes, tmp: Planes) -> None:
-    """out = 32*b as an exact integer (not reduced), limbs normalised."""
-    np.right_shift(b[:-1], PLANE_BITS - 5, out=tmp)
-    np.left_shift(b, 5, out=out)
-    np.bitwise_and(out[:-1], _MASK, out=out[:-1])
-    np.add(out[1:], tmp, out=out[1:])
+def _k_prepare(b: Planes, out: Planes, tmp8: Planes) -> None:
+    """out = -32*b as an exact integer (not reduced); see _k_mul_into for why."""
+    np.right_shift(b[:_TOP], np.int64(PLANE_BITS - 5), tmp8)
+    np.left_shift(b, np.int64(5), out)
+    np.bitwise_and(out[:_TOP], _IMASK, out[:_TOP])
+    np.add(out[1:], tmp8, out[1:])
+    np.negative(out, out)
 
 
-def _k_mul(a: Planes, b32: Planes, out: Planes, s: _Scratch) -> None:
-    """out = a*b/2^256 mod r where b32 = 32*b, i.e. a*b32/2^261: REDC over nine 29-bit
-    digits divides by 2^261, and the prescaled operand turns that into the 2^256 of the
-    limbs format. Needs a*b < 2^256*r, which any a < 2^256 with b < r satisfies."""
-    m = out.shape[1]
-    t = s.t[:, :m]
-    tmp = s.tmp[:, :m]
-    digit = s.digit[:m]
-    cy = s.carry[0, :m]
-    top = PLANE_LIMBS - 1
-    np.multiply(b32, a[0], out=t[:PLANE_LIMBS])
+def _k_mul_into(a: Planes, nb32: Planes, v: _Views, k: int) -> None:
+    """Candidates for a*b/2^256 mod r into output slot k, where nb32 = -32*b.
+
+    REDC over nine 29-bit digits divides by 2^261; the factor 32 in the multiplier turns
+    that into the 2^256 of the limbs format. The accumulator holds -a*b*32 so that the
+    reduction digit (-t mod 2^29, as r = 1 mod 2^29) is a plain mask and its carry a plain
+    shift. Needs |a limbs| < 2^30 and a*b < 2^256*r; the quotient is then in [0, 2r)."""
+    np.multiply(nb32, a[0], v.acc_head)
+    v.acc_tail.fill(0)
+    tmp = v.tmp
     for i in range(1, PLANE_LIMBS):
-        np.multiply(b32[:top], a[i], out=tmp)
-        np.add(t[i : i + top], tmp, out=t[i : i + top])
-        np.multiply(b32[top], a[i], out=t[i + top])
-    pair = s.pair[:, :, :m]
+        np.multiply(nb32, a[i], tmp)
+        win = v.windows[i]
+        np.add(win, tmp, win)
+    digit, cy, tmp8, rows = v.digit, v.cy, v.tmp8, v.rows
     for i in range(PLANE_LIMBS):
-        ti = t[i]
-        np.negative(ti, out=digit)
-        np.bitwise_and(digit, _MASK, out=digit)
-        # t_i + digit*r_0 (r_0 = 1) is the next multiple of 2^29, so its carry is ceil(t_i/2^29).
-        np.add(ti, _MASK, out=cy)
-        np.right_shift(cy, PLANE_BITS, out=cy)
-        np.multiply(_P_COL[1:], digit, out=tmp)
-        # The last step leaves the quotient (< 2r, unnormalised, ninth limb 0) where
-        # _k_finish wants it instead of copying it there.
-        dst = t[i + 1 : i + PLANE_LIMBS] if i < top else pair[:top, 0]
-        np.add(t[i + 1 : i + PLANE_LIMBS], tmp, out=dst)
-        np.add(dst[0], cy, out=dst[0])
-    pair[top, 0].fill(0)
-    np.subtract(pair[:top, 0], _P_COL[:top], out=pair[:top, 1])
-    pair[top, 1].fill(-int(_P_COL[top, 0]))
-    _k_finish(pair, out, s)
+        row = rows[i]
+        np.bitwise_and(row, _IMASK, digit)
+        np.right_shift(row, _I29, cy)
+        np.multiply(_P_TAIL, digit, tmp8)
+        if i < _TOP:
+            win, nxt = v.reduce_windows[i], rows[i + 1]
+            np.subtract(win, tmp8, win)
+            np.add(nxt, cy, nxt)
+    # Last digit: the quotient is minus the top half, written straight into its slot.
+    x, lo = v.out_x[k], v.out_lo[k]
+    np.subtract(tmp8, v.acc_tail, x[:_TOP])
+    np.subtract(x[0], cy, x[0])
+    x[_TOP].fill(0)
+    np.subtract(x, _P_COL, lo)
+
+
+def _k_mul(a: Planes, nb32: Planes, out: Planes, v: _Views) -> None:
+    _k_mul_into(a, nb32, v, 0)
+    _k_select(v, 1, out[:, None])
+
+
+def _k_add(a: Planes, b: Planes, out: Planes, v: _Views) -> None:
+    _k_add_into(a, b, v, 0)
+    _k_select(v, 1, out[:, None])
+
+
+def _k_sub(a: Planes, b: Planes, out: Planes, v: _Views) -> None:
+    _k_sub_into(a, b, v, 0)
+    _k_select(v, 1, out[:, None])
 
 
 # ---------------------------------------------------------------- planes API
@@ -220,18 +284,18 @@ def _part(x: Planes, sl: slice) -> Planes:
     return x if x.shape[1] == 1 else x[:, sl]
 
 
-def _binary(kernel: Callable[[Planes, Planes, Planes, _Scratch], None],
+def _binary(kernel: Callable[[Planes, Planes, Planes, _Views], None],
             a: npt.ArrayLike, b: npt.ArrayLike, out: Planes | None) -> Planes:
     pa, pb = _as_planes(a), _as_planes(b)
     res = _planes_out(out, pa, pb)
     s = _scratch()
     for sl in _chunks(res.shape[1]):
-        kernel(_part(pa, sl), _part(pb, sl), res[:, sl], s)
+        kernel(_part(pa, sl), _part(pb, sl), res[:, sl], s.views(sl.stop - sl.start))
     return res
 
 
 def padd(a: Planes, b: Planes, out: Planes | None = None) -> Planes:
-    """a + b. Operands are (9, n) or (9, 1); out may be one of them."""
+    """a + b. Operands are (9, n) or (9, 1); out may be one of them (not a partial overlap)."""
     return _binary(_k_add, a, b, out)
 
 
@@ -246,19 +310,18 @@ def pneg(a: Planes, out: Planes | None = None) -> Planes:
 
 
 def prepare_multiplier(b: Planes) -> Planes:
-    """The form of b that pmul_prepared takes (32*b, unreduced); build it once for a vector or
-    constant that multiplies many times, such as twiddles."""
+    """The form of b that pmul_prepared and pbutterfly take (-32*b, unreduced); build it once
+    for a vector or constant that multiplies many times, such as twiddles."""
     pb = _as_planes(b)
-    res = np.empty_like(pb, order="C")
+    res = np.empty(pb.shape, np.int64)
     for sl in _chunks(pb.shape[1]):
-        _k_prescale(pb[:, sl], res[:, sl], np.empty((PLANE_LIMBS - 1, sl.stop - sl.start),
-                                                     np.int64))
+        _k_prepare(pb[:, sl], res[:, sl], np.empty((_TOP, sl.stop - sl.start), np.int64))
     return res
 
 
-def pmul_prepared(a: Planes, b32: Planes, out: Planes | None = None) -> Planes:
-    """a * b where b32 = prepare_multiplier(b)."""
-    return _binary(_k_mul, a, b32, out)
+def pmul_prepared(a: Planes, nb32: Planes, out: Planes | None = None) -> Planes:
+    """a * b where nb32 = prepare_multiplier(b)."""
+    return _binary(_k_mul, a, nb32, out)
 
 
 def pmul(a: Planes, b: Planes, out: Planes | None = None) -> Planes:
@@ -270,9 +333,9 @@ def pmul(a: Planes, b: Planes, out: Planes | None = None) -> Planes:
     res = _planes_out(out, pa, pb)
     s = _scratch()
     for sl in _chunks(res.shape[1]):
-        mult = s.mult[:, : sl.stop - sl.start]
-        _k_prescale(pb[:, sl], mult, s.tmp[:, : sl.stop - sl.start])
-        _k_mul(pa[:, sl], mult, res[:, sl], s)
+        v = s.views(sl.stop - sl.start)
+        _k_prepare(pb[:, sl], v.mult, v.tmp8)
+        _k_mul(pa[:, sl], v.mult, res[:, sl], v)
     return res
 
 
@@ -288,16 +351,38 @@ def pmul_sub(a: Planes, b: Planes, c: Planes, out: Planes | None = None) -> Plan
     s = _scratch()
     b_const = prepare_multiplier(pb) if pb.shape[1] == 1 else None
     for sl in _chunks(res.shape[1]):
-        m = sl.stop - sl.start
+        v = s.views(sl.stop - sl.start)
         if b_const is None:
-            mult = s.mult[:, :m]
-            _k_prescale(pb[:, sl], mult, s.tmp[:, :m])
-        else:
-            mult = b_const
-        prod = s.aux[:, :m]
-        _k_mul(_part(pa, sl), mult, prod, s)
-        _k_sub(prod, _part(pc, sl), res[:, sl], s)
+            _k_prepare(pb[:, sl], v.mult, v.tmp8)
+        _k_mul(_part(pa, sl), v.mult if b_const is None else b_const, v.aux, v)
+        _k_sub(v.aux, _part(pc, sl), res[:, sl], v)
     return res
+
+
+def pbutterfly(u: Planes, v: Planes, nw32: Planes | None, out: Planes) -> Planes:
+    """out[:, 0] = u + v and out[:, 1] = (u - v)*w, for nw32 = prepare_multiplier(w) or None
+    for w = 1; out is (9, 2, m), any strides (an NTT passes interleaved output slots).
+    One pass finishes both results, halving the calls of separate add, sub and mul."""
+    pu, pv = _as_planes(u), _as_planes(v)
+    m = pu.shape[1]
+    if pv.shape[1] != m or out.shape != (PLANE_LIMBS, 2, m):
+        raise ValueError(f"butterfly shapes do not match: {pu.shape} {pv.shape} {out.shape}")
+    s = _scratch()
+    for sl in _chunks(m):
+        vw = s.views(sl.stop - sl.start)
+        uu, vv = pu[:, sl], pv[:, sl]
+        _k_add_into(uu, vv, vw, 0)
+        if nw32 is None:
+            _k_sub_into(uu, vv, vw, 1)
+        else:
+            # u - v + r lies in (0, 2r) with limbs in (-2^29, 2^30): fine for the product
+            # as it is, so no normalisation pass before the multiplication.
+            diff = vw.aux
+            np.subtract(uu, vv, diff)
+            np.add(diff, _P_COL, diff)
+            _k_mul_into(diff, _part(nw32, sl), vw, 1)
+        _k_select(vw, 2, out[:, :, sl])
+    return out
 
 
 def pconst(k: int) -> Planes:
@@ -325,6 +410,23 @@ def ppowers(base: int, count: int, first: int = 1) -> Planes:
     return res
 
 
+class _Repack:
+    """One thread's buffers for repacking and for the limbs-format functions."""
+
+    def __init__(self) -> None:
+        self.size = b = BLOCK
+        self.rows = np.zeros((LIMBS + 1, b), np.uint64)  # row 4 stays zero
+        self.parts = np.empty((2 * PLANE_LIMBS, b), np.uint64)
+        self.planes = np.empty((4, PLANE_LIMBS, b), np.int64)
+
+
+def _repack() -> _Repack:
+    r: _Repack | None = getattr(_TLS, "repack", None)
+    if r is None or r.size != BLOCK:
+        r = _TLS.repack = _Repack()
+    return r
+
+
 def to_planes(x: Limbs, out: Planes | None = None) -> Planes:
     """Repack limbs (n, 4) or (4,) into planes (9, n). Values must be < 2^256 (a reduced
     element always is); planes ops other than the canonical conversions also need < r."""
@@ -334,13 +436,19 @@ def to_planes(x: Limbs, out: Planes | None = None) -> Planes:
     if res.shape != (PLANE_LIMBS, n) or res.dtype != np.int64:
         raise ValueError(f"out must be int64 of shape (9, {n})")
     rv = res.view(np.uint64)
-    tmp = np.empty(n, np.uint64)
-    for j, q, sh in _SPLIT:
-        np.right_shift(x2[:, q], sh, out=rv[j])
-        if sh > 64 - PLANE_BITS and q + 1 < LIMBS:
-            np.left_shift(x2[:, q + 1], 64 - sh, out=tmp)
-            np.bitwise_or(rv[j], tmp, out=rv[j])
-        np.bitwise_and(rv[j], _MASK, out=rv[j])
+    r = _repack()
+    for lo in range(0, n, BLOCK):
+        hi = min(n, lo + BLOCK)
+        m = hi - lo
+        rows, high, low = r.rows[:, :m], r.parts[:PLANE_LIMBS, :m], r.parts[PLANE_LIMBS:, :m]
+        np.copyto(rows[:LIMBS], x2[lo:hi].T)
+        np.take(rows, _SPLIT_HI, axis=0, out=high, mode="clip")
+        np.left_shift(high, _SPLIT_LSH, high)  # bits past 64 fall off
+        np.take(rows, _SPLIT_LO, axis=0, out=low, mode="clip")
+        np.right_shift(low, _SPLIT_RSH, low)
+        dst = rv[:, lo:hi]
+        np.bitwise_or(low, high, dst)
+        np.bitwise_and(dst, _MASK, dst)
     return res
 
 
@@ -352,17 +460,16 @@ def from_planes(p: Planes, out: Limbs | None = None) -> Limbs:
     if res.shape != (n, LIMBS) or res.dtype != np.uint64:
         raise ValueError(f"out must be uint64 of shape ({n}, 4)")
     pv = pl.view(np.uint64)
-    tmp = np.empty(n, np.uint64)
-    for q, parts in enumerate(_JOIN):
-        col = res[:, q]
-        for idx, (j, sh) in enumerate(parts):
-            dst = col if idx == 0 else tmp
-            if sh >= 0:
-                np.left_shift(pv[j], sh, out=dst)  # bits past 64 belong to the next limb
-            else:
-                np.right_shift(pv[j], -sh, out=dst)
-            if idx:
-                np.bitwise_or(col, tmp, out=col)
+    r = _repack()
+    for lo in range(0, n, BLOCK):
+        hi = min(n, lo + BLOCK)
+        parts = r.parts[: 3 * LIMBS, : hi - lo]
+        np.take(pv[:, lo:hi], _JOIN_PLANE, axis=0, out=parts, mode="clip")
+        np.right_shift(parts, _JOIN_RSH, parts)
+        np.left_shift(parts, _JOIN_LSH, parts)  # bits past 64 belong to the next limb
+        three = parts.reshape(LIMBS, 3, hi - lo)  # every limb overlaps exactly three planes
+        np.bitwise_or(three[:, 0], three[:, 1], three[:, 0])
+        np.bitwise_or(three[:, 0], three[:, 2], res[lo:hi].T)
     return res
 
 
@@ -377,7 +484,8 @@ def _as_limbs(x: npt.ArrayLike) -> Limbs:
 
 
 def _apply(fn: Callable[..., Planes], out: Limbs | None, *xs: npt.ArrayLike) -> Limbs:
-    """Run a planes function over limbs operands block by block; (4,)/(1, 4) broadcast."""
+    """Run a planes function over limbs operands block by block; (4,)/(1, 4) broadcast.
+    fn takes the operands' planes and an out= for the result."""
     arrs = [_as_limbs(x) for x in xs]
     shape = np.broadcast_shapes(*(a.shape for a in arrs))
     if out is None:
@@ -388,11 +496,13 @@ def _apply(fn: Callable[..., Planes], out: Limbs | None, *xs: npt.ArrayLike) -> 
     n = flat.shape[0]
     views = [a.reshape(-1, LIMBS) for a in arrs]
     fixed = [to_planes(v) if v.shape[0] == 1 else None for v in views]
+    bufs = _repack().planes
     for lo in range(0, n, BLOCK):
         hi = min(n, lo + BLOCK)
-        args = [f if f is not None else to_planes(v[lo:hi]) for f, v in zip(fixed, views,
-                                                                                strict=True)]
-        from_planes(fn(*args), out=flat[lo:hi])
+        args = [f if f is not None else to_planes(v[lo:hi], out=bufs[k, :, : hi - lo])
+                for k, (f, v) in enumerate(zip(fixed, views, strict=True))]
+        res = fn(*args, out=bufs[3, :, : hi - lo])
+        from_planes(res, out=flat[lo:hi])
     return out
 
 
@@ -429,7 +539,7 @@ def mul_sub(a: Limbs, b: Limbs, c: Limbs, out: Limbs | None = None) -> Limbs:
 def scale(a: Limbs, k: int, out: Limbs | None = None) -> Limbs:
     """a * k for a Python int k (negative allowed: k is taken mod r)."""
     mult = prepare_multiplier(pconst(operator.index(k)))
-    return _apply(lambda p: pmul_prepared(p, mult), out, a)
+    return _apply(lambda p, out: pmul_prepared(p, mult, out), out, a)
 
 
 def mul_scalar_vector(s: Limbs, v: Limbs, out: Limbs | None = None) -> Limbs:
@@ -446,12 +556,12 @@ _FROM_MONT = prepare_multiplier(_int_to_column(1))
 def canonical_to_mont(x: Limbs, out: Limbs | None = None) -> Limbs:
     """Canonical integers (limbs, any 256-bit value) to Montgomery limbs. Policy: an input
     >= r is reduced mod r, never rejected."""
-    return _apply(lambda p: pmul_prepared(p, _TO_MONT), out, x)
+    return _apply(lambda p, out: pmul_prepared(p, _TO_MONT, out), out, x)
 
 
 def mont_to_canonical(x: Limbs, out: Limbs | None = None) -> Limbs:
     """Montgomery limbs to canonical integers in [0, r) (an unreduced input is reduced)."""
-    return _apply(lambda p: pmul_prepared(p, _FROM_MONT), out, x)
+    return _apply(lambda p, out: pmul_prepared(p, _FROM_MONT, out), out, x)
 
 
 def to_mont(values: Sequence[int] | npt.NDArray[np.integer]) -> Limbs:

@@ -12,13 +12,14 @@ and shared by all threads through a locked module-level cache.
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from workbench.prover import field
 from workbench.prover.field import (
-    CHUNK,
     GENERATOR,
     MODULUS,
     PLANE_LIMBS,
@@ -26,13 +27,12 @@ from workbench.prover.field import (
     Planes,
     from_planes,
     inv_int,
-    padd,
+    pbutterfly,
     pconst,
     pmul_prepared,
     pmul_sub,
     ppowers,
     prepare_multiplier,
-    psub,
     to_planes,
 )
 
@@ -80,11 +80,14 @@ class Domain:
     """The subgroup H of the 2^k-th roots of unity, and its coset g·H with g = 7."""
 
     def __init__(self, log2_size: int) -> None:
-        if (isinstance(log2_size, bool) or not isinstance(log2_size, int)
-                or not MIN_LOG2_SIZE <= log2_size <= MAX_LOG2_SIZE):
+        try:
+            k = -1 if isinstance(log2_size, bool) else operator.index(log2_size)
+        except TypeError:
+            k = -1
+        if not MIN_LOG2_SIZE <= k <= MAX_LOG2_SIZE:
             raise ValueError(f"log2_size must be an integer in [{MIN_LOG2_SIZE}, "
                              f"{MAX_LOG2_SIZE}], got {log2_size!r}")
-        self.log2_size = log2_size
+        self.log2_size = log2_size = k
         self.size = n = 1 << log2_size
         self.omega = pow(GENERATOR, (MODULUS - 1) >> log2_size, MODULUS)
         self.omega_inv = inv_int(self.omega)
@@ -146,37 +149,38 @@ def _stage_twiddles(tw: Planes, stage: int, lo: int, hi: int, buf: Planes) -> Pl
     if stage == 0:
         return tw[:, lo:hi]
     if run >= hi - lo:  # the whole chunk shares one twiddle
-        return tw[:, lo : lo + 1]
+        first = (lo >> stage) << stage
+        return tw[:, first : first + 1]
     np.copyto(buf.reshape(PLANE_LIMBS, -1, run), tw[:, lo:hi:run, None])
     return buf
 
 
-def _dif(x: Planes, tw: Planes, domain: Domain, out: Planes | None = None) -> Planes:
-    """Unscaled transform of x (natural order in and out) with twiddles tw; x is kept."""
+def _dif(x: Planes, tw: Planes, domain: Domain, out: Planes | None = None,
+         work: Planes | None = None) -> Planes:
+    """Unscaled transform of x (natural order in and out) with twiddles tw; x is kept.
+    work, if given, is a (9, n) buffer to use instead of allocating one."""
     k, n = domain.log2_size, domain.size
     half = n // 2
     if out is None:
         out = np.empty((PLANE_LIMBS, n), np.int64)
     # The last stage must land outside out (the closing gather cannot run in place), and no
     # stage may write over x; out serves as the other ping-pong buffer when it can.
-    last = np.empty((PLANE_LIMBS, n), np.int64)
+    if work is None or np.shares_memory(work, x) or np.shares_memory(work, out):
+        work = np.empty((PLANE_LIMBS, n), np.int64)
+    last = work
     other = np.empty_like(last) if np.shares_memory(out, x) else out
-    width = min(half, CHUNK)
-    diff = np.empty((PLANE_LIMBS, width), np.int64)
+    width = min(half, field.CHUNK)
     tw_buf = np.empty((PLANE_LIMBS, width), np.int64)
     src = x
     for stage in range(k):
         dst = last if (k - 1 - stage) % 2 == 0 else other
+        # Results for pair p go to 2p and 2p + 1: (limb, pair, which) viewed as (limb, which, pair).
+        pairs = dst.reshape(PLANE_LIMBS, half, 2).transpose(0, 2, 1)
         for lo in range(0, half, width):
             hi = lo + width
-            u, v = src[:, lo:hi], src[:, half + lo : half + hi]
-            padd(u, v, out=dst[:, 2 * lo : 2 * hi : 2])
-            if stage == k - 1:  # every twiddle of the last stage is 1
-                psub(u, v, out=dst[:, 2 * lo + 1 : 2 * hi : 2])
-                continue
-            psub(u, v, out=diff)
-            pmul_prepared(diff, _stage_twiddles(tw, stage, lo, hi, tw_buf),
-                          out=dst[:, 2 * lo + 1 : 2 * hi : 2])
+            # Every twiddle of the last stage is 1.
+            w = None if stage == k - 1 else _stage_twiddles(tw, stage, lo, hi, tw_buf)
+            pbutterfly(src[:, lo:hi], src[:, half + lo : half + hi], w, pairs[:, :, lo:hi])
         src = dst
     np.take(src, domain.bit_reversal, axis=1, out=out, mode="clip")
     return out
@@ -240,15 +244,17 @@ def coset_intt(x: Limbs, domain: Domain) -> Limbs:
 
 
 def pcompute_h(a: Planes, b: Planes, c: Planes, domain: Domain) -> Planes:
-    """Planes version of compute_h."""
+    """Planes version of compute_h; a, b, c are kept."""
+    n = domain.size
+    work, coeffs = np.empty((PLANE_LIMBS, n), np.int64), np.empty((PLANE_LIMBS, n), np.int64)
     evals = []
     for x in (a, b, c):
-        coeffs = _dif(_check_planes(x, domain), domain.inverse_twiddles, domain)  # intt
+        _dif(_check_planes(x, domain), domain.inverse_twiddles, domain, coeffs, work)  # intt
         # The intt's 1/n and the coset shift g^i are one multiplication.
         pmul_prepared(coeffs, domain.coset_factors("shift_over_n"), out=coeffs)
-        evals.append(_dif(coeffs, domain.twiddles, domain))  # coset_ntt
+        evals.append(_dif(coeffs, domain.twiddles, domain, work=work))  # coset_ntt
     quotient = pmul_sub(evals[0], evals[1], evals[2], out=evals[0])
-    h = _dif(quotient, domain.inverse_twiddles, domain)  # coset_intt
+    h = _dif(quotient, domain.inverse_twiddles, domain, coeffs, work)  # coset_intt
     # coset_intt's g^-i/n and the division by the constant Z(g·w^i) = g^n − 1 in one go.
     return pmul_prepared(h, domain.coset_factors("h"), out=h)
 

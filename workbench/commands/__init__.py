@@ -1,0 +1,1 @@
+"""Subcommands beyond run / summary / export: each module has register(commands)."""
