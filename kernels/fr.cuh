@@ -1,0 +1,283 @@
+// Arithmetic in the BLS12-381 scalar field Fr, r = 0x73eda753...ffffffff00000001 (255 bits).
+//
+// Layout: an element is 32 bytes, the little-endian 64-bit limbs of the shared (n, 4) uint64
+// format, held here as eight little-endian 32-bit limbs (l[0] least significant). Values are
+// in Montgomery form x * 2^256 mod r and fully reduced (< r) at every function boundary.
+//
+// Why 32-bit limbs: the GPU multiplies 32 x 32 bits natively (IMAD for the low half, IMAD.HI
+// at half that rate for the high half); a 64-bit multiply is emulated by several of them.
+// Multiplication is CIOS Montgomery: per 32-bit word of b, 8 products for a * b_i and 6 for
+// the reduction (r's two low limbs, 1 and 2^32 - 1, need only adds), carries in PTX add.cc
+// chains. The multiply pipe is what bounds an NTT, so products are what the code economises.
+//
+// Bounds that the code relies on (checked by the tests, not at run time):
+//   2r < 2^256, so a sum of two reduced values never carries out of 256 bits;
+//   2^256 < 3r, so any 256-bit integer is reduced mod r by at most two subtractions of r;
+//   with a, b < r the CIOS accumulator stays below 2^33 * r < 2^288: nine limbs suffice.
+//
+// The carry-chain primitives have a host emulation (a carry flag in a static variable) so the
+// same algorithm also compiles and runs on the CPU, which lets CI check it without a GPU.
+#pragma once
+
+#ifndef __CUDACC_RTC__
+#include <vector_types.h>
+#endif
+
+#if defined(__CUDACC__)
+#define FR_FN __host__ __device__ __forceinline__
+#else
+#define FR_FN inline
+#endif
+
+struct fr_t {
+    unsigned int l[8];
+};
+
+FR_FN constexpr unsigned int fr_modulus_limb(int i)
+{
+    return i == 0 ? 0x00000001u : i == 1 ? 0xffffffffu : i == 2 ? 0xfffe5bfeu
+         : i == 3 ? 0x53bda402u : i == 4 ? 0x09a1d805u : i == 5 ? 0x3339d808u
+         : i == 6 ? 0x299d7d48u : 0x73eda753u;
+}
+
+// 2^256 mod r: the Montgomery form of 1.
+FR_FN constexpr unsigned int fr_one_limb(int i)
+{
+    return i == 0 ? 0xfffffffeu : i == 1 ? 0x00000001u : i == 2 ? 0x00034802u
+         : i == 3 ? 0x5884b7fau : i == 4 ? 0xecbc4ff5u : i == 5 ? 0x998c4fefu
+         : i == 6 ? 0xacc5056fu : 0x1824b159u;
+}
+
+// 2^512 mod r: multiplying a canonical value by it in Montgomery form yields x * 2^256.
+FR_FN constexpr unsigned int fr_r2_limb(int i)
+{
+    return i == 0 ? 0xf3f29c6du : i == 1 ? 0xc999e990u : i == 2 ? 0x87925c23u
+         : i == 3 ? 0x2b6cedcbu : i == 4 ? 0x7254398fu : i == 5 ? 0x05d31496u
+         : i == 6 ? 0x9f59ff11u : 0x0748d9d9u;
+}
+
+// -r^-1 mod 2^32. r = 1 mod 2^32, so this is -1 and the reduction digit is simply -t[0].
+#define FR_NINV 0xffffffffu
+
+namespace fr_cc {
+
+#if !defined(__CUDA_ARCH__)
+static unsigned int host_carry;  // stands in for the condition-code carry flag
+#endif
+
+// Each function mirrors one PTX instruction; volatile keeps the chain in program order, and
+// nothing the compiler emits between them touches the carry flag.
+#if defined(__CUDA_ARCH__)
+#define FR_ASM1(op, a, b) unsigned int r; asm volatile(op " %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r;
+FR_FN unsigned int add_cc(unsigned int a, unsigned int b) { FR_ASM1("add.cc.u32", a, b) }
+FR_FN unsigned int addc_cc(unsigned int a, unsigned int b) { FR_ASM1("addc.cc.u32", a, b) }
+FR_FN unsigned int addc(unsigned int a, unsigned int b) { FR_ASM1("addc.u32", a, b) }
+FR_FN unsigned int sub_cc(unsigned int a, unsigned int b) { FR_ASM1("sub.cc.u32", a, b) }
+FR_FN unsigned int subc_cc(unsigned int a, unsigned int b) { FR_ASM1("subc.cc.u32", a, b) }
+FR_FN unsigned int subc(unsigned int a, unsigned int b) { FR_ASM1("subc.u32", a, b) }
+#undef FR_ASM1
+#else
+typedef unsigned long long u64;
+inline unsigned int put(u64 s) { host_carry = (unsigned int)(s >> 32); return (unsigned int)s; }
+inline unsigned int borrow(unsigned int a, u64 b) { host_carry = (u64)a < b; return (unsigned int)((u64)a - b); }
+inline unsigned int add_cc(unsigned int a, unsigned int b) { return put((u64)a + b); }
+inline unsigned int addc_cc(unsigned int a, unsigned int b) { return put((u64)a + b + host_carry); }
+inline unsigned int addc(unsigned int a, unsigned int b) { return (unsigned int)((u64)a + b + host_carry); }
+inline unsigned int sub_cc(unsigned int a, unsigned int b) { return borrow(a, b); }
+inline unsigned int subc_cc(unsigned int a, unsigned int b) { return borrow(a, (u64)b + host_carry); }
+inline unsigned int subc(unsigned int a, unsigned int b) { return (unsigned int)((u64)a - b - host_carry); }
+#endif
+
+}  // namespace fr_cc
+
+FR_FN fr_t fr_zero()
+{
+    fr_t z;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) z.l[j] = 0;
+    return z;
+}
+
+FR_FN fr_t fr_one()
+{
+    fr_t o;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) o.l[j] = fr_one_limb(j);
+    return o;
+}
+
+// x < 2r  ->  x mod r.
+FR_FN fr_t fr_reduce_once(const fr_t& x)
+{
+    using namespace fr_cc;
+    fr_t d;
+    d.l[0] = sub_cc(x.l[0], fr_modulus_limb(0));
+#pragma unroll
+    for (int j = 1; j < 8; ++j) d.l[j] = subc_cc(x.l[j], fr_modulus_limb(j));
+    const unsigned int below = subc(0u, 0u);  // all ones when x < r
+#pragma unroll
+    for (int j = 0; j < 8; ++j) d.l[j] = below ? x.l[j] : d.l[j];
+    return d;
+}
+
+// Any 256-bit integer -> its residue mod r (the policy for canonical inputs >= r).
+FR_FN fr_t fr_reduce_canonical(const fr_t& x)
+{
+    return fr_reduce_once(fr_reduce_once(x));
+}
+
+FR_FN fr_t fr_add(const fr_t& a, const fr_t& b)
+{
+    using namespace fr_cc;
+    fr_t s;
+    s.l[0] = add_cc(a.l[0], b.l[0]);
+#pragma unroll
+    for (int j = 1; j < 7; ++j) s.l[j] = addc_cc(a.l[j], b.l[j]);
+    s.l[7] = addc(a.l[7], b.l[7]);
+    return fr_reduce_once(s);
+}
+
+FR_FN fr_t fr_sub(const fr_t& a, const fr_t& b)
+{
+    using namespace fr_cc;
+    fr_t d;
+    d.l[0] = sub_cc(a.l[0], b.l[0]);
+#pragma unroll
+    for (int j = 1; j < 8; ++j) d.l[j] = subc_cc(a.l[j], b.l[j]);
+    const unsigned int wrapped = subc(0u, 0u);  // all ones when a < b: add r back
+    d.l[0] = add_cc(d.l[0], fr_modulus_limb(0) & wrapped);
+#pragma unroll
+    for (int j = 1; j < 7; ++j) d.l[j] = addc_cc(d.l[j], fr_modulus_limb(j) & wrapped);
+    d.l[7] = addc(d.l[7], fr_modulus_limb(7) & wrapped);
+    return d;
+}
+
+FR_FN fr_t fr_neg(const fr_t& a)
+{
+    return fr_sub(fr_zero(), a);
+}
+
+FR_FN unsigned int fr_mulhi(unsigned int a, unsigned int b)
+{
+#if defined(__CUDA_ARCH__)
+    return __umulhi(a, b);
+#else
+    return (unsigned int)(((unsigned long long)a * b) >> 32);
+#endif
+}
+
+// One CIOS round: t += a * bi, then t += m * r with m making t[0] zero, then t >>= 32.
+// Every product is formed first and the carries then run through plain add chains: so
+// written, the compiler keeps products on the multiply pipe and carries on the integer pipe.
+// With multiply-add-with-carry chains (mad.lo.cc/madc.hi.cc) it instead recomputed many sums
+// with extra carry-in multiplies, about 10% more multiply-pipe work in the NTT kernel.
+template <bool first>
+FR_FN void fr_mul_round(unsigned int t[9], const fr_t& a, unsigned int bi)
+{
+    using namespace fr_cc;
+    unsigned int lo[8], hi[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        lo[j] = a.l[j] * bi;
+        hi[j] = fr_mulhi(a.l[j], bi);
+    }
+    if (first) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) t[j] = lo[j];
+        t[8] = 0;
+    } else {
+        t[0] = add_cc(t[0], lo[0]);
+#pragma unroll
+        for (int j = 1; j < 8; ++j) t[j] = addc_cc(t[j], lo[j]);
+        t[8] = addc(0u, 0u);
+    }
+    t[1] = add_cc(t[1], hi[0]);
+#pragma unroll
+    for (int j = 1; j < 7; ++j) t[j + 1] = addc_cc(t[j + 1], hi[j]);
+    t[8] = addc(t[8], hi[7]);
+
+    const unsigned int t0 = t[0];
+    const unsigned int m = t0 * FR_NINV;
+#pragma unroll
+    for (int j = 2; j < 8; ++j) {
+        lo[j] = m * fr_modulus_limb(j);
+        hi[j] = fr_mulhi(m, fr_modulus_limb(j));
+    }
+    // r[0] = 1 and r[1] = 2^32 - 1: m * r[0] = m; m * r[1] has low word -m = t0 and high
+    // word m - 1 (0 when m = 0).
+    t[0] = add_cc(t0, m);
+    t[1] = addc_cc(t[1], t0);
+#pragma unroll
+    for (int j = 2; j < 8; ++j) t[j] = addc_cc(t[j], lo[j]);
+    t[8] = addc(t[8], 0u);
+    t[2] = add_cc(t[2], m - (m != 0u ? 1u : 0u));
+#pragma unroll
+    for (int j = 2; j < 7; ++j) t[j + 1] = addc_cc(t[j + 1], hi[j]);
+    t[8] = addc(t[8], hi[7]);
+
+#pragma unroll
+    for (int j = 0; j < 8; ++j) t[j] = t[j + 1];
+}
+
+// a * b * 2^-256 mod r, for a, b < r.
+FR_FN fr_t fr_mul(const fr_t& a, const fr_t& b)
+{
+    unsigned int t[9];
+    fr_mul_round<true>(t, a, b.l[0]);
+#pragma unroll
+    for (int i = 1; i < 8; ++i) fr_mul_round<false>(t, a, b.l[i]);
+    fr_t s;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) s.l[j] = t[j];
+    return fr_reduce_once(s);
+}
+
+FR_FN fr_t fr_sqr(const fr_t& a)
+{
+    return fr_mul(a, a);
+}
+
+// Canonical integer (any 256-bit value, reduced mod r first) -> Montgomery form.
+FR_FN fr_t fr_to_mont(const fr_t& x)
+{
+    fr_t r2;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) r2.l[j] = fr_r2_limb(j);
+    return fr_mul(fr_reduce_canonical(x), r2);
+}
+
+// Montgomery form -> canonical integer in [0, r).
+FR_FN fr_t fr_from_mont(const fr_t& x)
+{
+    fr_t one = fr_zero();
+    one.l[0] = 1;
+    return fr_mul(x, one);
+}
+
+// Element i of a vector in the (n, 4) uint64 format, seen as pairs of 16-byte words.
+FR_FN fr_t fr_load(const uint4* v, unsigned long long i)
+{
+    const uint4 a = v[2 * i], b = v[2 * i + 1];
+    fr_t x;
+    x.l[0] = a.x; x.l[1] = a.y; x.l[2] = a.z; x.l[3] = a.w;
+    x.l[4] = b.x; x.l[5] = b.y; x.l[6] = b.z; x.l[7] = b.w;
+    return x;
+}
+
+FR_FN void fr_store(uint4* v, unsigned long long i, const fr_t& x)
+{
+    v[2 * i] = make_uint4(x.l[0], x.l[1], x.l[2], x.l[3]);
+    v[2 * i + 1] = make_uint4(x.l[4], x.l[5], x.l[6], x.l[7]);
+}
+
+#if defined(__CUDACC__)
+// Read-only path for tables that no kernel writes while they are read.
+__device__ __forceinline__ fr_t fr_load_ro(const uint4* v, unsigned long long i)
+{
+    const uint4 a = __ldg(v + 2 * i), b = __ldg(v + 2 * i + 1);
+    fr_t x;
+    x.l[0] = a.x; x.l[1] = a.y; x.l[2] = a.z; x.l[3] = a.w;
+    x.l[4] = b.x; x.l[5] = b.y; x.l[6] = b.z; x.l[7] = b.w;
+    return x;
+}
+#endif

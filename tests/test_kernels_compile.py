@@ -1,0 +1,153 @@
+"""The CUDA sources in kernels/ build for the H200 (sm_90), and the Fr arithmetic in fr.cuh,
+run on the host through its carry-flag emulation, matches Python integers. Needs nvcc, not
+a GPU; skipped with a reason where nvcc is absent. Also the parts of workbench.gpu that need
+neither: source loading, pass planning, and the error when CuPy is missing."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workbench.gpu import kernels
+from workbench.gpu.ntt import MAX_TILE_LOG2, MIN_RUN_LOG2, GpuDomain, plan_passes
+
+KERNELS = Path(__file__).resolve().parents[1] / "kernels"
+SOURCES = sorted(KERNELS.glob("*.cu"))
+NVCC = shutil.which("nvcc") or ("/usr/local/bin/nvcc" if Path("/usr/local/bin/nvcc").exists()
+                                else None)
+R = 0x73EDA753299D7D483339D80809A1D80553BDA402FFFE5BFEFFFFFFFF00000001
+R_MONT = (1 << 256) % R
+R_INV = pow(1 << 256, -1, R)
+
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not found (CUDA toolkit absent)")
+
+
+def test_sources_present():
+    assert {p.name for p in SOURCES} >= {"fr_vector.cu", "ntt.cu"}
+    assert (KERNELS / "fr.cuh").exists()
+
+
+@needs_nvcc
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.name)
+def test_compiles_for_sm90(source: Path, tmp_path: Path):
+    assert NVCC is not None
+    out = tmp_path / (source.stem + ".o")
+    proc = subprocess.run(
+        [NVCC, "-arch=sm_90", "-std=c++17", "-c", str(source), "-o", str(out)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert out.stat().st_size > 0
+
+
+HARNESS = r"""
+#include <cstdio>
+#include <cstring>
+#include "fr.cuh"
+
+static fr_t parse(const char* hex) {
+    fr_t x = fr_zero();
+    int len = (int)strlen(hex);
+    for (int k = 0; k < len; ++k) {
+        char ch = hex[len - 1 - k];
+        unsigned v = ch <= '9' ? ch - '0' : (ch | 32) - 'a' + 10;
+        x.l[k / 8] |= v << (4 * (k % 8));
+    }
+    return x;
+}
+
+int main() {
+    char op[16], a[80], b[80];
+    while (scanf("%15s %79s %79s", op, a, b) == 3) {
+        fr_t x = parse(a), y = parse(b), z;
+        if (!strcmp(op, "add")) z = fr_add(x, y);
+        else if (!strcmp(op, "sub")) z = fr_sub(x, y);
+        else if (!strcmp(op, "mul")) z = fr_mul(x, y);
+        else if (!strcmp(op, "to_mont")) z = fr_to_mont(x);
+        else if (!strcmp(op, "from_mont")) z = fr_from_mont(x);
+        else return 2;
+        for (int j = 7; j >= 0; --j) printf("%08x", z.l[j]);
+        printf("\n");
+    }
+    return 0;
+}
+"""
+
+
+def _edge_values() -> list[int]:
+    return [0, 1, 2, R - 1, R - 2, R_MONT, (R - 1) // 2, (R + 1) // 2, 2**32 - 1, 2**64 - 1,
+            2**224, R - 2**32]
+
+
+@needs_nvcc
+def test_host_arithmetic_matches_python_ints(tmp_path: Path):
+    assert NVCC is not None
+    src = tmp_path / "harness.cu"
+    src.write_text(HARNESS)
+    exe = tmp_path / "harness"
+    build = subprocess.run(
+        [NVCC, "-std=c++17", "-I", str(KERNELS), str(src), "-o", str(exe)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert build.returncode == 0, build.stderr
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    reduced = _edge_values() + [rng.randrange(R) for _ in range(300)]
+    canonical = [R, R + 1, 2 * R - 1, 2 * R, 2**255, 2**255 + 12345, 2**256 - 1, 3 * R - 2**256,
+                 *(rng.randrange(2**256) for _ in range(100))]
+    canonical = [v for v in canonical if v < 2**256]
+    cases: list[tuple[str, int, int, int]] = []
+    for x in reduced:
+        y = rng.choice(reduced)
+        cases += [("add", x, y, (x + y) % R), ("sub", x, y, (x - y) % R),
+                  ("sub", y, x, (y - x) % R), ("mul", x, y, x * y * R_INV % R),
+                  ("from_mont", x, 0, x * R_INV % R)]
+    for e in _edge_values():
+        for f in _edge_values():
+            cases.append(("mul", e, f, e * f * R_INV % R))
+    cases += [("to_mont", v, 0, v % R * R_MONT % R) for v in reduced + canonical]
+    stdin = "".join(f"{op} {x:x} {y:x}\n" for op, x, y, _ in cases)
+    run = subprocess.run([str(exe)], input=stdin, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    got = [int(line, 16) for line in run.stdout.split()]
+    assert len(got) == len(cases)
+    bad = [(op, hex(x), hex(y), hex(g), hex(w))
+           for (op, x, y, w), g in zip(cases, got, strict=True) if g != w]
+    assert not bad, f"seed {seed}: {len(bad)} mismatches, first {bad[:3]}"
+
+
+def test_sources_inline_local_headers_once():
+    code = kernels.source("ntt")
+    assert '#include "' not in code
+    assert code.count("struct fr_t {") == 1
+    assert "ntt_pass_kernel" in code
+
+
+def test_pass_plans_cover_every_stage_once():
+    for log2 in range(1, 29):
+        passes = plan_passes(log2)
+        assert [s for p in passes for s in range(p.lo, p.lo + p.bits)] == list(range(log2))
+        for p in passes:
+            assert p.tile_log2 <= MAX_TILE_LOG2 and p.log_cols <= p.lo
+            assert p.lo == 0 or p.log_cols >= MIN_RUN_LOG2  # whole 128-byte lines
+
+
+def test_missing_cupy_names_the_gpu_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    with pytest.raises(ModuleNotFoundError, match=r"pip install 'workbench\[gpu\]'"):
+        kernels.require_cupy()
+    with pytest.raises(ModuleNotFoundError, match="gpu"):
+        GpuDomain(10)
+
+
+def test_importing_the_gpu_package_does_not_import_cupy():
+    code = ("import sys, workbench, workbench.gpu.kernels, workbench.gpu.ntt; "
+            "assert 'cupy' not in sys.modules")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr

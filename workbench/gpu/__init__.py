@@ -1,0 +1,1 @@
+"""The GPU backend's device side: Fr arithmetic and NTT kernels from kernels/, through CuPy."""

@@ -1,0 +1,135 @@
+"""The GPU backend: a, b, c copied per memory mode, h computed by our NTT kernels on each
+worker's own CUDA stream, device buffers allocated once per worker and reused.
+
+The MSMs run on the GPU when the MSM kernels are present (workbench/gpu/msm.py); until then
+the H MSM and the query sums run on the CPU backend's code path, and every such span says
+`on="cpu"` so the trace never passes CPU time off as GPU time.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from typing import Any
+
+import numpy as np
+
+from workbench.config import ConfigError, RunConfig
+from workbench.gpu import kernels
+from workbench.gpu.host_memory import CudaHostMemory
+from workbench.gpu.ntt import GpuDomain, durations_ms
+from workbench.pipeline.scope import Scope
+from workbench.prover import curve, prep, srs
+from workbench.prover.backend import Backend, DeviceBuffers
+from workbench.prover.proof import assemble_proof
+
+HOST_TO_DEVICE = 1  # cudaMemcpyHostToDevice
+MAX_LOG2_GPU = 26
+
+
+class GpuBackend(Backend):
+    name = "gpu"
+
+    def __init__(self, device: int = 0) -> None:
+        self._cp: Any = kernels.require_cupy()
+        self.device = device
+        self.host = CudaHostMemory()
+        self.key: srs.Srs | None = None
+        self.log2 = 0
+        self._lock = threading.Lock()
+
+    def check(self, config: RunConfig) -> None:
+        if config.log2_constraints > MAX_LOG2_GPU:
+            raise ConfigError("log2_constraints", config.log2_constraints,
+                              f"at most {MAX_LOG2_GPU} on the GPU backend")
+        free, _ = self._cp.cuda.runtime.memGetInfo()
+        # a, b, c, h, scratch and the tables of one worker, 32 bytes an element each.
+        need = config.gpu_workers * 10 * 32 << config.log2_constraints
+        if need > free:
+            raise ConfigError(
+                "log2_constraints", config.log2_constraints,
+                f"a size whose device buffers fit: {config.gpu_workers} workers need "
+                f"{need / 2**30:.1f} GiB, the GPU has {free / 2**30:.1f} GiB free",
+            )
+
+    def setup(self, config: RunConfig, scope: Scope) -> None:
+        self.log2 = config.log2_constraints
+        n = 1 << config.log2_constraints
+        with scope.span("proving_key", log2=config.log2_constraints):
+            self.key = srs.load_or_generate(config.log2_constraints, n, config.seed)
+        with scope.span("kernels"):
+            kernels.module("ntt")
+            kernels.module("fr_vector")
+
+    def new_device_buffers(self, worker: int, with_staging: bool) -> DeviceBuffers:
+        cp = self._cp
+        shape = (1 << self.log2, 4)
+        with cp.cuda.Device(self.device):
+            stream = cp.cuda.Stream(non_blocking=True)
+            with stream:
+                a, b, c, h = (cp.empty(shape, dtype=cp.uint64) for _ in range(4))
+                domain = GpuDomain(self.log2, stream=stream)
+                domain.prepare()
+            stream.synchronize()
+        staging = tuple(self.host.pinned(shape) for _ in range(3)) if with_staging else None
+        events = (cp.cuda.Event(), cp.cuda.Event())
+        return DeviceBuffers(a, b, c, staging,  # type: ignore[arg-type]
+                             {"stream": stream, "domain": domain, "h": h, "events": events})
+
+    def copy_to_device(
+        self, buffers: DeviceBuffers, device_array: Any, host_array: np.ndarray, scope: Scope,
+    ) -> float | None:
+        cp = self._cp
+        stream = buffers.extra["stream"]
+        start, end = buffers.extra["events"]
+        start.record(stream)
+        # A plain runtime copy: from pageable memory the driver stages it through its own
+        # bounce buffer (the production path); from pinned memory it is a direct DMA.
+        cp.cuda.runtime.memcpyAsync(device_array.data.ptr, host_array.ctypes.data,
+                                    host_array.nbytes, HOST_TO_DEVICE, stream.ptr)
+        end.record(stream)
+        end.synchronize()
+        return float(cp.cuda.get_elapsed_time(start, end))
+
+    def ntt_msm_h(self, buffers: DeviceBuffers, scope: Scope) -> Any:
+        assert self.key is not None
+        extra = buffers.extra
+        with scope.span("ntt", transforms=7) as span:
+            events: dict[str, Any] = {}
+            extra["domain"].compute_h(buffers.a, buffers.b, buffers.c, out=extra["h"], events=events)
+            for stage, ms in durations_ms(events).items():
+                span.set(f"device_{stage}_ms", ms)
+        with scope.span("msm_h", points=1 << self.log2, on="cpu"):
+            return curve.msm(self.key.h, self.h_vector(buffers))
+
+    def h_vector(self, buffers: DeviceBuffers) -> np.ndarray:
+        stream = buffers.extra["stream"]
+        host = buffers.extra["h"].get(stream=stream)
+        stream.synchronize()
+        return np.ascontiguousarray(host)
+
+    def batch_add(self, buffers: DeviceBuffers, prepared: prep.PrepResult, scope: Scope) -> dict[str, Any]:
+        assert self.key is not None
+        with scope.span("batch_add_cpu", on="cpu"):
+            return prep.batch_add_queries(prepared, self.key)
+
+    def tail_msm(self, buffers: DeviceBuffers, prepared: prep.PrepResult, scope: Scope) -> dict[str, Any]:
+        assert self.key is not None
+        with scope.span("tail_msm_cpu", on="cpu"):
+            return prep.tail_msm_queries(prepared, self.key)
+
+    def b_g2_msm(self, witness: np.ndarray, prepared: prep.PrepResult, scope: Scope) -> Any:
+        assert self.key is not None
+        return prep.b_g2_msm(witness, self.key)
+
+    def finish(self, parts: dict[str, Any], partition: int, scope: Scope) -> Any:
+        assert self.key is not None
+        return assemble_proof(self.key, parts, partition)
+
+    def describe(self) -> dict[str, Any]:
+        props = self._cp.cuda.runtime.getDeviceProperties(self.device)
+        name = props["name"]
+        return {
+            "backend": self.name, "device": name.decode() if isinstance(name, bytes) else str(name),
+            "gpu_msm": importlib.util.find_spec("workbench.gpu.msm") is not None,
+        }

@@ -1,0 +1,113 @@
+"""The CUDA sources in the repository's kernels/ folder, compiled once per process.
+
+Each .cu file becomes one CuPy RawModule built by NVRTC for the current device's
+architecture (sm_90 on the H200). CuPy keys its on-disk binary cache by the source text, so
+the local headers are inlined here rather than passed as include paths: an edit to fr.cuh
+then changes the key instead of loading a stale binary.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+KERNELS_DIR = Path(__file__).resolve().parents[2] / "kernels"
+GPU_EXTRA_HINT = "pip install 'workbench[gpu]'"
+
+_INCLUDE = re.compile(r'^#include "([^"]+)"\s*$', re.MULTILINE)
+_lock = threading.Lock()
+_modules: dict[tuple[str, int], Any] = {}
+_functions: dict[tuple[str, str, int], Any] = {}
+
+
+def require_cupy() -> Any:
+    """The cupy module, or an error that says how to get it."""
+    try:
+        import cupy
+    except ImportError as exc:  # cupy absent or its CUDA libraries missing
+        raise ModuleNotFoundError(
+            f"the GPU backend needs CuPy ({exc}); install the gpu extra: {GPU_EXTRA_HINT}"
+        ) from exc
+    return cupy
+
+
+def source(name: str) -> str:
+    """kernels/<name>.cu with its local #include lines replaced by the headers' text."""
+    seen: set[str] = set()
+
+    def expand(text: str) -> str:
+        def include(match: re.Match[str]) -> str:
+            header = match.group(1)
+            if header in seen:
+                return ""
+            seen.add(header)
+            return expand((KERNELS_DIR / header).read_text())
+        return _INCLUDE.sub(include, text)
+
+    path = KERNELS_DIR / f"{name}.cu"
+    if not path.exists():
+        raise FileNotFoundError(f"kernel source {path} not found")
+    return expand(path.read_text())
+
+
+def _compile(cupy: Any, code: str, probe: str) -> Any:
+    cc = cupy.cuda.Device().compute_capability
+    base = ("-std=c++17",)
+    try:
+        module = cupy.RawModule(code=code, options=(*base, f"-arch=sm_{cc}"))
+        module.get_function(probe)  # compiles now, so a bad option shows up here
+        return module
+    except cupy.cuda.compiler.CompileException as exc:
+        # CuPy appends its own -arch for the current device; some NVRTC versions refuse a
+        # second one. The target is the same either way.
+        if "arch" not in str(exc):
+            raise
+    module = cupy.RawModule(code=code, options=base)
+    module.get_function(probe)
+    return module
+
+
+_KERNEL_NAME = re.compile(
+    r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(')
+
+
+def module(name: str) -> Any:
+    """The compiled RawModule of kernels/<name>.cu for the current device."""
+    cupy = require_cupy()
+    key = (name, cupy.cuda.Device().id)
+    with _lock:
+        mod = _modules.get(key)
+        if mod is None:
+            code = source(name)
+            first = _KERNEL_NAME.search(code)
+            if first is None:
+                raise ValueError(f"kernels/{name}.cu defines no extern \"C\" kernel")
+            mod = _modules[key] = _compile(cupy, code, first.group(1))
+        return mod
+
+
+def function(module_name: str, kernel: str) -> Any:
+    """One kernel of a module; the same object every time, so attributes set on it stay."""
+    cupy = require_cupy()
+    key = (module_name, kernel, cupy.cuda.Device().id)
+    fn = _functions.get(key)
+    if fn is None:
+        mod = module(module_name)
+        with _lock:
+            fn = _functions.get(key)
+            if fn is None:
+                fn = _functions[key] = mod.get_function(kernel)
+    return fn
+
+
+def launch_elementwise(kernel: str, out: Any, *inputs: Any, threads: int = 256) -> None:
+    """Run one of fr_vector.cu's element-wise kernels over every element of out, on the
+    current stream. Operands are C-contiguous (n, 4) uint64 device arrays (or, for
+    fr_scale_kernel, a (1, 4) constant)."""
+    import numpy as np
+
+    n = out.shape[0]
+    blocks = max(1, min(-(-n // threads), 1 << 20))
+    function("fr_vector", kernel)((blocks,), (threads,), (out, *inputs, np.uint64(n)))
