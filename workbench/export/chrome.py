@@ -3,7 +3,9 @@
 One process, one thread per track (named by `M` metadata events). Duration events on one
 thread must nest, so a track whose spans overlap without nesting (mutex waits of two
 workers, two barrier parties) goes out as async events (`b`/`e` pairs with an id).
-Times are microseconds from the trace's first event.
+Times are microseconds from the trace's first event; `otherData` carries that origin in
+nanoseconds, the run's configuration and facts, and each thread's metadata names its track,
+so the importer (importers/chrome.py) rebuilds the trace exactly.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 from workbench.trace.container import Trace
 
 PID = 1
+FORMAT = "workbench"
 
 
 def to_chrome(trace: Trace) -> dict[str, Any]:
@@ -30,7 +33,10 @@ def to_chrome(trace: Trace) -> dict[str, Any]:
         label = track
         if track in trace.thread_names:
             label = f"{track} ({trace.thread_names[track]})"
-        events.append({"ph": "M", "pid": PID, "tid": tid, "name": "thread_name", "args": {"name": label}})
+        args = {"name": label, "track": track}
+        if track in trace.thread_names:
+            args["thread"] = trace.thread_names[track]
+        events.append({"ph": "M", "pid": PID, "tid": tid, "name": "thread_name", "args": args})
         events.append(
             {"ph": "M", "pid": PID, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}}
         )
@@ -43,6 +49,8 @@ def to_chrome(trace: Trace) -> dict[str, Any]:
         track = text[track_id]
         start_us = (int(spans.start_ns[i]) - origin) / 1e3
         end_us = (int(spans.end_ns[i]) - origin) / 1e3
+        # From the integer length, so start + duration rounds back to the exact end.
+        dur_us = (int(spans.end_ns[i]) - int(spans.start_ns[i])) / 1e3
         args = _args(spans.partition[i], spans.worker[i], spans.attrs[i])
         name = text[spans.name[i]]
         if track_id in async_tracks:
@@ -53,7 +61,7 @@ def to_chrome(trace: Trace) -> dict[str, Any]:
         else:
             events.append({
                 "ph": "X", "pid": PID, "tid": tids[track], "name": name, "ts": start_us,
-                "dur": end_us - start_us, "args": args,
+                "dur": dur_us, "args": args,
             })
     for instant in trace.iter_instants():
         events.append({
@@ -66,7 +74,8 @@ def to_chrome(trace: Trace) -> dict[str, Any]:
             "ph": "C", "pid": PID, "name": sample.track, "ts": (sample.ts_ns - origin) / 1e3,
             "args": {sample.name: sample.value},
         })
-    return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"config": trace.config}}
+    other = {"format": FORMAT, "origin_ns": origin, "config": trace.config, "meta": trace.meta}
+    return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": other}
 
 
 def to_chrome_json(trace: Trace) -> str:

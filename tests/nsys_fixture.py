@@ -1,0 +1,110 @@
+"""Exports built to the documented nsys SQLite schema, for importer tests (nsys itself cannot
+run here). `export_like_nsys(trace, path)` writes what a capture of that workbench run would
+hold: each span as the NVTX range the recorder pushes on its thread (the mutex's and the
+barrier's own ranges on the waiting thread), thread names, and optional kernels and copies.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from workbench.trace.container import Trace
+
+PID = 4242
+DOMAIN_ID = 7
+
+SCHEMA = {
+    "StringIds": "id INTEGER PRIMARY KEY, value TEXT NOT NULL",
+    "ThreadNames": "nameId INT NOT NULL, priority INT, globalTid INT",
+    "NVTX_EVENTS": ("start INT NOT NULL, end INT, eventType INT NOT NULL, rangeId INT, category INT, "
+                    "color INT, text TEXT, globalTid INT, endGlobalTid INT, textId INT, domainId INT"),
+    "CUPTI_ACTIVITY_KIND_KERNEL": ("start INT NOT NULL, end INT NOT NULL, deviceId INT, contextId INT, "
+                                   "streamId INT, correlationId INT, globalPid INT, demangledName INT, "
+                                   "shortName INT, mangledName INT"),
+    "CUPTI_ACTIVITY_KIND_MEMCPY": ("start INT NOT NULL, end INT NOT NULL, deviceId INT, contextId INT, "
+                                   "streamId INT, correlationId INT, globalPid INT, bytes INT, "
+                                   "copyKind INT, srcKind INT, dstKind INT"),
+    "OSRT_API": "start INT NOT NULL, end INT NOT NULL, eventClass INT, globalTid INT, nameId INT",
+}
+
+
+def global_tid(tid: int) -> int:
+    return (PID << 24) | tid
+
+
+class Export:
+    def __init__(self, path: Path, tables: tuple[str, ...] = tuple(SCHEMA),
+                 drop_columns: dict[str, tuple[str, ...]] | None = None) -> None:
+        self.conn = sqlite3.connect(path)
+        self.strings: dict[str, int] = {}
+        drop = drop_columns or {}
+        self.columns: dict[str, list[str]] = {}
+        for table in tables:
+            defs = [c.strip() for c in SCHEMA[table].split(",")]
+            defs = [d for d in defs if d.split()[0] not in drop.get(table, ())]
+            self.columns[table] = [d.split()[0] for d in defs]
+            self.conn.execute(f'CREATE TABLE "{table}" ({", ".join(defs)})')
+
+    def string(self, value: str) -> int:
+        if value not in self.strings:
+            self.strings[value] = len(self.strings) + 1
+        return self.strings[value]
+
+    def insert(self, table: str, **values: Any) -> None:
+        if table not in self.columns:
+            return
+        kept = {k: v for k, v in values.items() if k in self.columns[table]}
+        names = ", ".join(kept)
+        self.conn.execute(f'INSERT INTO "{table}" ({names}) VALUES ({", ".join("?" * len(kept))})',
+                          tuple(kept.values()))
+
+    def close(self) -> None:
+        for value, i in self.strings.items():
+            self.insert("StringIds", id=i, value=value)
+        self.conn.commit()
+        self.conn.close()
+
+
+def export_like_nsys(trace: Trace, path: Path, *, inline_text: bool = False,
+                     tables: tuple[str, ...] = tuple(SCHEMA),
+                     drop_columns: dict[str, tuple[str, ...]] | None = None,
+                     kernels: list[tuple[int, int, str]] = (),  # type: ignore[assignment]
+                     copies: list[tuple[int, int, int, int]] = (),  # type: ignore[assignment]
+                     thread_names: bool = True) -> Path:
+    out = Export(path, tables, drop_columns)
+    tids: dict[str, int] = {}
+
+    def thread(track: str) -> int:
+        return tids.setdefault(track, 100 + len(tids))
+
+    def nvtx(track: str, name: str, start: int, end: int) -> None:
+        text = {"text": name} if inline_text else {"textId": out.string(name)}
+        out.insert("NVTX_EVENTS", start=start, end=end, eventType=59, globalTid=global_tid(thread(track)),
+                   domainId=DOMAIN_ID, **text)
+
+    out.insert("NVTX_EVENTS", start=0, end=None, eventType=75, text="workbench", domainId=DOMAIN_ID)
+    for span in trace.iter_spans():
+        if span.track.startswith("mutex/"):
+            nvtx(f"worker/{span.worker}", f"mutex_{span.name}", span.start_ns, span.end_ns)
+        elif span.track.startswith("barrier/"):
+            owner = f"worker/{span.worker}" + ("/prep" if span.attrs.get("party") == "prep" else "")
+            nvtx(owner, "barrier_wait", span.start_ns, span.end_ns)
+        elif not span.track.startswith("gpu"):
+            nvtx(span.track, span.name, span.start_ns, span.end_ns)
+    if thread_names:
+        for track, name in trace.thread_names.items():
+            out.insert("ThreadNames", nameId=out.string(name), priority=0,
+                       globalTid=global_tid(thread(track)))
+    for start, end, name in kernels:
+        out.insert("CUPTI_ACTIVITY_KIND_KERNEL", start=start, end=end, deviceId=0, streamId=7,
+                   shortName=out.string(name), demangledName=out.string(name + "(args)"))
+    for start, end, nbytes, src in copies:
+        out.insert("CUPTI_ACTIVITY_KIND_MEMCPY", start=start, end=end, deviceId=0, streamId=13,
+                   bytes=nbytes, copyKind=1, srcKind=src, dstKind=2)
+    first = trace.time_range()[0]
+    out.insert("OSRT_API", start=first + 10, end=first + 20, globalTid=global_tid(thread("worker/0")),
+               nameId=out.string("pthread_mutex_lock"))
+    out.close()
+    return path

@@ -1,0 +1,153 @@
+"""What each partition cost, phase by phase, read back from a trace for the what-if replay.
+
+Durations are host wall times. When the host was shared (`host_cores` given), a phase that
+ran beside others on too few cores took longer than its own work; the work is recovered by
+integrating the share of a core the phase had, min(1, cores / CPU phases running), over
+its span, so the replay can hand out cores again under a different schedule.
+
+Contract: `run_shape(trace, host_cores=None) -> RunShape`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from workbench.analysis.summary import run_window_ns, summarize
+from workbench.analysis.tracks import COMPUTE_SPANS
+from workbench.trace.container import Trace
+
+# Spans that occupy a host core on any backend; on an emulated (CPU) backend, every phase does.
+HOST_WORK = ("synthesis", "buffer_checkout", "host_register", "prep_msm", "staging_copy",
+             "b_g2_msm", "finish", "host_unregister")
+EMULATED_WORK = (*HOST_WORK, "h2d_copy", *COMPUTE_SPANS)
+
+
+@dataclass(frozen=True)
+class PartitionCosts:
+    partition: int
+    synthesis_ns: float
+    checkout_ns: float  # buffer allocation or registration, not waiting for a pool slot
+    prep_ns: float
+    copy_ns: float  # host-to-device copies of a, b, c
+    copy_bytes: float
+    staging_ns: float  # explicit staging into pinned buffers
+    compute_ns: float  # the rest of ntt_msm_h: NTTs and the H MSM
+    batch_add_ns: float
+    tail_msm_ns: float
+    lock_other_ns: float  # held, but in no phase (bookkeeping between phases)
+    b_g2_msm_ns: float
+    finish_ns: float
+
+
+@dataclass(frozen=True)
+class RunShape:
+    workers: int
+    synth_threads: int
+    lookahead: int
+    lock_scope: str
+    memory_mode: str
+    emulated: bool  # every phase used a host core (CPU backend)
+    host_cores: float | None
+    costs: tuple[PartitionCosts, ...]
+    measured_per_min: float
+    measured_done: int
+
+
+def run_shape(trace: Trace, host_cores: float | None = None) -> RunShape:
+    config = trace.config
+    emulated = bool(trace.meta.get("memory_emulated")) or config.get("backend") == "cpu"
+    raw = (trace.spans.end_ns - trace.spans.start_ns).astype(np.float64)
+    work = _durations(trace, host_cores, EMULATED_WORK if emulated else HOST_WORK)
+    spans = trace.spans
+    per: dict[int, dict[str, float]] = {}
+    per_raw: dict[int, dict[str, float]] = {}
+    bytes_of: dict[int, float] = {}
+    names = trace.strings.values
+    for i in np.flatnonzero((spans.partition >= 0) & ~trace.span_mask(track_prefix="gpu")).tolist():
+        track, name = names[spans.track[i]], names[spans.name[i]]
+        if track.startswith(("mutex/", "barrier/")):
+            name = f"{track.split('/')[0]}_{name}"
+        p = int(spans.partition[i])
+        phases, phases_raw = per.setdefault(p, {}), per_raw.setdefault(p, {})
+        phases[name] = phases.get(name, 0.0) + work[i]
+        phases_raw[name] = phases_raw.get(name, 0.0) + raw[i]
+        if name == "h2d_copy":
+            bytes_of[p] = bytes_of.get(p, 0.0) + float((spans.attrs[i] or {}).get("bytes", 0) or 0)
+    costs = tuple(
+        _costs(p, per[p], per_raw[p], bytes_of.get(p, 0.0))
+        for p in sorted(per) if "ntt_msm_h" in per[p] or "mutex_hold" in per[p]
+    )
+    summary = summarize(trace)
+    start, end = run_window_ns(trace)
+    done = summary.partitions_done or len(costs)
+    return RunShape(
+        workers=int(config.get("gpu_workers") or _count(trace, r"^worker/\d+$") or 1),
+        synth_threads=int(config.get("synth_threads") or _count(trace, r"^synth/\d+$") or 1),
+        lookahead=int(config.get("synth_lookahead") or max(len(costs), 1)),
+        lock_scope=str(config.get("lock_scope") or _infer_scope(trace)),
+        memory_mode=str(config.get("memory_mode") or "unknown"),
+        emulated=emulated, host_cores=host_cores, costs=costs,
+        measured_per_min=done / (end - start) * 60e9 if end > start else 0.0,
+        measured_done=done,
+    )
+
+
+def _costs(partition: int, d: dict[str, float], raw: dict[str, float], copy_bytes: float) -> PartitionCosts:
+    """`d` holds each phase's work, `raw` its wall time: parents such as ntt_msm_h are not
+    work themselves, so what they add beyond their children is taken from wall times."""
+    copy = d.get("h2d_copy", 0.0)
+    staging = d.get("staging_copy", 0.0)
+    # Copies sit inside ntt_msm_h under a coarse lock and in `upload` before it otherwise.
+    coarse = raw.get("upload", 0.0) == 0.0
+    inside_raw = raw.get("h2d_copy", 0.0) + raw.get("staging_copy", 0.0) if coarse else 0.0
+    parts = ("ntt", "coset_intt", "msm_h")
+    parts_raw = sum(raw.get(n, 0.0) for n in parts)
+    between = max(raw.get("ntt_msm_h", 0.0) - inside_raw - parts_raw, 0.0)
+    compute = sum(d.get(n, 0.0) for n in parts) + between
+    lock_phases = sum(raw.get(n, 0.0) for n in ("ntt_msm_h", "barrier_wait", "batch_add", "tail_msm"))
+    hold = raw.get("mutex_hold", lock_phases)
+    return PartitionCosts(
+        partition=partition, synthesis_ns=d.get("synthesis", 0.0),
+        checkout_ns=max(d.get("buffer_checkout", 0.0) - raw.get("pool_checkout", 0.0), 0.0),
+        prep_ns=d.get("prep_msm", 0.0), copy_ns=copy, copy_bytes=copy_bytes, staging_ns=staging,
+        compute_ns=compute, batch_add_ns=d.get("batch_add", 0.0), tail_msm_ns=d.get("tail_msm", 0.0),
+        lock_other_ns=max(hold - lock_phases, 0.0), b_g2_msm_ns=d.get("b_g2_msm", 0.0),
+        finish_ns=d.get("finish", 0.0),
+    )
+
+
+def _count(trace: Trace, pattern: str) -> int:
+    regex = re.compile(pattern)
+    return sum(1 for t in trace.tracks() if regex.match(t))
+
+
+def _infer_scope(trace: Trace) -> str:
+    return "compute" if trace.span_mask(name="upload").any() else "coarse"
+
+
+def _durations(trace: Trace, host_cores: float | None, cpu_names: tuple[str, ...]) -> np.ndarray:
+    """Each span's length, or for host work on a shared host, its own work."""
+    spans = trace.spans
+    durations = (spans.end_ns - spans.start_ns).astype(np.float64)
+    if host_cores is None:
+        return durations
+    ids = [trace.string_id(n) for n in cpu_names]
+    cpu = np.isin(spans.name, [i for i in ids if i >= 0]) & ~trace.span_mask(track_prefix="gpu")
+    if not cpu.any():
+        return durations
+    starts, ends = spans.start_ns[cpu], spans.end_ns[cpu]
+    times = np.concatenate([starts, ends])
+    order = np.argsort(times, kind="stable")
+    steps = np.concatenate([np.ones(len(starts)), -np.ones(len(ends))])[order]
+    times = times[order]
+    running = np.cumsum(steps)[:-1]  # phases running between consecutive boundaries
+    share = np.where(running > host_cores, host_cores / np.maximum(running, 1), 1.0)
+    integral = np.concatenate([[0.0], np.cumsum(share * np.diff(times))])
+    at_start = np.searchsorted(times, starts, side="left")
+    at_end = np.searchsorted(times, ends, side="left")
+    durations[cpu] = integral[at_end] - integral[at_start]
+    return durations
+

@@ -1,0 +1,375 @@
+"""The detectors behind the verdict: each reads the analyses and returns a finding or None.
+
+Thresholds are deliberately plain: a cause must account for a visible share of the run
+(`cost`, the ranking key) before it is reported, and every sentence quotes the numbers that
+made it fire.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from workbench.analysis.finding import Evidence, Finding
+from workbench.analysis.idle import IdleReport
+from workbench.analysis.locks import BarrierReport, MutexReport
+from workbench.analysis.phases import PhaseReport
+from workbench.analysis.summary import RunSummary
+from workbench.analysis.transfers import TransferReport
+from workbench.analysis.utilisation import GpuUtilisation
+from workbench.analysis.whatif import ZEROCOPY, Change, Prediction, WhatIf, WhatIfError
+from workbench.trace.container import Trace
+
+SLOW_COPY = 0.5  # copies below this share of the reference rate are slow
+COPY_UNDER_LOCK = 0.15  # share of the mutex hold that copies must take to matter
+SERIALISED_HELD = 0.8
+NOT_COMPUTE = 0.2
+PREP_WAIT = 0.05
+STARVED = 0.15
+ASSEMBLY = 0.1
+STAGING = 0.05
+GPU_BOUND = 0.7
+SWING = 2.0
+SWING_CV = 0.25
+SWING_INSTANCES = 5  # fewer instances than this make a swing anecdote, not a pattern
+
+
+@dataclass
+class Context:
+    trace: Trace
+    summary: RunSummary
+    utilisation: tuple[GpuUtilisation, ...]
+    mutex: tuple[MutexReport, ...]
+    barriers: tuple[BarrierReport, ...]
+    phases: PhaseReport
+    transfers: TransferReport | None
+    idle: tuple[IdleReport, ...]
+    whatif: WhatIf | None
+    window_ms: float
+    workers: int
+    lock_scope: str
+    failed_predictions: list[str] = field(default_factory=list)
+    fired: set[str] = field(default_factory=set)
+
+    def predict(self, *changes: Change) -> tuple[Prediction, ...]:
+        if self.whatif is None:
+            return ()
+        out = []
+        for change in changes:
+            try:
+                out.append(self.whatif.predict(change))
+            except WhatIfError as err:
+                self.failed_predictions.append(f"{change.describe()}: {err}")
+        return tuple(out)
+
+    @property
+    def held_ms(self) -> float:
+        return sum(m.holds.total_ms for m in self.mutex)
+
+    @property
+    def held_over_compute(self) -> float | None:
+        return next((u.held_over_compute for u in self.utilisation if u.held_over_compute), None)
+
+    def share(self, ms: float) -> float:
+        return ms / self.window_ms if self.window_ms > 0 else 0.0
+
+
+Detector = Callable[[Context], Finding | None]
+
+
+def _gain_sentence(predictions: tuple[Prediction, ...], what: str) -> str:
+    best = max(predictions, key=lambda p: p.gain, default=None)
+    if best is None:
+        return ""
+    if abs(best.gain) < 0.005:
+        return f" {what} is predicted not to change throughput."
+    verb = "raise" if best.gain > 0 else "lower"
+    return f" {what} is predicted to {verb} throughput by {abs(best.gain):.0%}."
+
+
+def _constant_phrase(ctx: Context, phases: tuple[str, ...]) -> str:
+    constant = [prof for p in phases if (prof := ctx.phases.get(p)) is not None and prof.constant]
+    if not constant:
+        return ""
+    names = " and ".join(prof.phase for prof in constant)
+    figures = ", ".join(f"{prof.phase} ~{prof.durations.median_ms:.0f} ms" for prof in constant)
+    return f" while {names} stay constant ({figures})"
+
+
+def copy_bound(ctx: Context) -> Finding | None:
+    tr = ctx.transfers
+    held = ctx.held_ms
+    if tr is None or tr.rates is None or held <= 0 or tr.under_lock_ms / held < COPY_UNDER_LOCK:
+        return None
+    reference = tr.link.gbps if tr.link else tr.rates.max
+    share = tr.rates.median / reference
+    if share >= SLOW_COPY:
+        return None
+    where = (f"a {reference:.0f} GB/s link" if tr.link else
+             f"the {reference:.1f} GB/s of the run's fastest copy (no link speed known)")
+    parts = []
+    ntt = ctx.phases.get("ntt_msm_h")
+    if ntt is not None and not ntt.constant and ntt.durations.swing >= 1.5:
+        parts.append(
+            f"ntt_msm_h swings {ntt.durations.swing:.1f}x ({ntt.durations.min_ms:.0f}-"
+            f"{ntt.durations.max_ms:.0f} ms){_constant_phrase(ctx, ('batch_add', 'tail_msm'))}"
+        )
+    parts.append(
+        f"its host-to-device copies run at {tr.rates.median:.1f} GB/s (median of {tr.rates.count}, "
+        f"{tr.rates.min:.1f}-{tr.rates.max:.1f}) on {where}, {share:.0%} of it"
+        + (" (emulated: host memcpys)" if tr.emulated else "")
+    )
+    if tr.synth_correlation is not None and tr.synth_correlation <= -0.3:
+        parts.append(f"copies slow down as more synthesis threads run (r = {tr.synth_correlation:.2f})")
+    ratio = ctx.held_over_compute
+    if tr.hidden_staging_ms and tr.per_partition.total_ms:
+        parts.append(f"{tr.hidden_staging_ms / tr.per_partition.total_ms:.0%} of the copy time is host "
+                     "staging hidden inside pageable copies (device records)")
+    if ratio is not None and ratio >= 1.3:
+        parts.append(f"the mutex is held {ratio:.1f}x longer than the GPU computes")
+    copy_ms = tr.per_partition.total_ms
+    excess = tr.excess_ms if tr.excess_ms is not None else copy_ms * (1 - share)
+    excess_under_lock = excess * (tr.under_lock_ms / copy_ms if copy_ms else 0.0)
+    predictions = ctx.predict(ZEROCOPY) if tr.link else ()
+    if ctx.lock_scope == "coarse":
+        predictions += ctx.predict(Change(lock_scope="compute"))
+    zerocopy = tuple(p for p in predictions if p.change == ZEROCOPY.describe())
+    sentence = "; ".join(parts) + "." + _gain_sentence(zerocopy, "Zerocopy")
+    spans = list(tr.slowest)
+    if ntt is not None:
+        spans += [ntt.slowest, ntt.fastest]
+    return Finding(
+        id="copy_bound", title="Slow host-to-device copies hold the GPU mutex", sentence=sentence,
+        cost=ctx.share(excess_under_lock),
+        numbers={"copy_gbps": tr.rates.median, "reference_gbps": reference, "link_share": share,
+                 "copy_under_lock_share": tr.under_lock_ms / held,
+                 "ntt_msm_h_swing": ntt.durations.swing if ntt else 0.0,
+                 "held_over_compute": ratio or 0.0},
+        evidence=Evidence.of(ctx.trace, spans),
+        suggestion="Synthesise straight into pinned buffers (memory_mode=zerocopy) so a, b, c copy at "
+                   "link speed; or copy before taking the mutex (lock_scope=compute).",
+        predictions=predictions,
+    )
+
+
+def variable_lock_phase(ctx: Context) -> Finding | None:
+    best: Finding | None = None
+    for phase in ("ntt_msm_h", "batch_add", "tail_msm"):
+        prof = ctx.phases.get(phase)
+        if phase == "ntt_msm_h" and "copy_bound" in ctx.fired:
+            continue  # the copy finding already tells this phase's story, with its cause
+        if prof is None or prof.durations.count < SWING_INSTANCES:
+            continue
+        d = prof.durations
+        if d.swing < SWING or d.cv < SWING_CV or (prof.hold_variance_share or 0.0) < 0.4:
+            continue
+        others = tuple(p for p in ("ntt_msm_h", "batch_add", "tail_msm") if p != phase)
+        sentence = (
+            f"{phase} swings {d.swing:.1f}x ({d.min_ms:.0f}-{d.max_ms:.0f} ms, CV {d.cv:.0%}) and "
+            f"accounts for {prof.hold_variance_share:.0%} of the variation in how long the mutex is "
+            f"held{_constant_phrase(ctx, others)}"
+        )
+        if prof.synth_correlation is not None and prof.synth_correlation >= 0.3:
+            sentence += (f"; it runs longer when more synthesis threads run "
+                         f"(r = {prof.synth_correlation:.2f}, "
+                         f"{prof.mean_synth_active:.1f} running on average)")
+        predictions = ctx.predict(Change(phase_at_fastest=phase))
+        finding = Finding(
+            id="variable_lock_phase", title=f"{phase} varies under the mutex while the kernels stay constant",
+            sentence=sentence + "." + _gain_sentence(predictions, f"Every {phase} as fast as the fastest"),
+            cost=ctx.share(d.total_ms - d.min_ms * d.count),
+            numbers={"swing": d.swing, "cv": d.cv, "min_ms": d.min_ms, "max_ms": d.max_ms,
+                     "hold_variance_share": prof.hold_variance_share or 0.0},
+            evidence=Evidence.of(ctx.trace, (prof.slowest, prof.fastest)),
+            suggestion=f"Break {phase} down (copy, NTT, MSM) to see which part varies: the kernels do "
+                       "the same work every time, so the variation is waiting (in the production "
+                       "case, the host-to-device copy contended by synthesis threads).",
+            predictions=predictions,
+        )
+        if best is None or finding.cost > best.cost:
+            best = finding
+    return best
+
+
+def lock_serialised(ctx: Context) -> Finding | None:
+    if not ctx.mutex or ctx.workers < 2:
+        return None
+    m = ctx.mutex[0]
+    ratio = ctx.held_over_compute
+    if m.held_fraction < SERIALISED_HELD or ratio is None:
+        return None
+    held = m.holds.total_ms
+    compute = held / ratio
+    barrier = sum(b.gpu_cost_ms for b in ctx.barriers)
+    copy = ctx.transfers.under_lock_ms if ctx.transfers else 0.0
+    not_compute = max(held - compute - barrier, 0.0)
+    if not_compute / held < NOT_COMPUTE:
+        return None
+    wait_share = m.waits.total_ms / (ctx.workers * ctx.window_ms) if ctx.window_ms else 0.0
+    sentence = (
+        f"The mutex is held {m.held_fraction:.0%} of the run and workers spend {wait_share:.0%} of their "
+        f"time waiting for it; {not_compute / held:.0%} of the time it is held is not GPU compute"
+        + (f" ({copy / held:.0%} copying a, b, c)" if copy > 0 else "")
+        + f". Holds back to back allow {m.ceiling_per_min:.1f} partitions/min; the run reached "
+        f"{m.achieved_per_min:.1f} ({m.ceiling_share:.0%} of that ceiling)."
+    )
+    changes = [Change(gpu_workers=ctx.workers + 1)]
+    if ctx.lock_scope == "coarse" and copy > 0:
+        changes.insert(0, Change(lock_scope="compute"))
+    predictions = ctx.predict(*changes)
+    scope = tuple(p for p in predictions if "lock scope" in p.change)
+    copy_bound_excess = 0.0
+    if ctx.transfers is not None and ctx.transfers.excess_ms is not None:
+        copy_bound_excess = ctx.transfers.excess_ms
+    return Finding(
+        id="lock_serialised", title="The GPU mutex serialises work that is not GPU compute",
+        sentence=sentence + _gain_sentence(scope, "Copying before the lock (lock_scope=compute)"),
+        cost=ctx.share(max(not_compute - copy_bound_excess, 0.0)),
+        numbers={"held_fraction": m.held_fraction, "wait_share": wait_share,
+                 "not_compute_share": not_compute / held, "ceiling_per_min": m.ceiling_per_min,
+                 "achieved_per_min": m.achieved_per_min},
+        evidence=Evidence.of(ctx.trace, m.longest_waits + m.longest_holds),
+        suggestion="Take the copies out of the lock (lock_scope=compute) so one worker's copy overlaps "
+                   "the other's kernels; more workers cannot beat the lock's ceiling.",
+        predictions=predictions,
+    )
+
+
+def prep_bound(ctx: Context) -> Finding | None:
+    if not ctx.barriers:
+        return None
+    waited = sum(b.gpu_cost_ms for b in ctx.barriers)
+    rounds = sum(b.rounds for b in ctx.barriers)
+    prep_last = sum(b.prep_last for b in ctx.barriers)
+    if ctx.share(waited) < PREP_WAIT or prep_last < 0.3 * rounds:
+        return None
+    longest = max(b.gpu_waited.max_ms for b in ctx.barriers)
+    prep = ctx.phases.get("prep_msm")
+    ntt = ctx.phases.get("ntt_msm_h")
+    held_share = waited / ctx.held_ms if ctx.held_ms else 0.0
+    sentence = (
+        f"The GPU thread waits at the barrier for prep_msm in {prep_last} of {rounds} rounds, "
+        f"{waited:.0f} ms in all ({held_share:.0%} of the time the mutex is held"
+        f", up to {longest:.0f} ms at once)"
+    )
+    if prep is not None and ntt is not None:
+        sentence += (f": prep_msm takes {prep.durations.median_ms:.0f} ms (median, up to "
+                     f"{prep.durations.max_ms:.0f}) against ntt_msm_h's {ntt.durations.median_ms:.0f} ms")
+    predictions = ctx.predict(Change(prep_speedup=2.0))
+    spans = [i for b in ctx.barriers for i in b.gpu_wait_spans]
+    if prep is not None:
+        spans.append(prep.slowest)
+    return Finding(
+        id="prep_bound", title="The GPU waits for prep_msm at the barrier, holding the mutex",
+        sentence=sentence + "." + _gain_sentence(predictions, "prep_msm twice as fast"),
+        cost=ctx.share(waited),
+        numbers={"waited_ms": waited, "rounds": float(rounds), "prep_last": float(prep_last),
+                 "held_share": held_share},
+        evidence=Evidence.of(ctx.trace, spans),
+        suggestion="Make prep_msm faster (more threads) or start it earlier; while the GPU thread waits "
+                   "at the barrier the mutex is held and the GPU idles.",
+        predictions=predictions,
+    )
+
+
+def synthesis_starved(ctx: Context) -> Finding | None:
+    if not ctx.idle:
+        return None
+    report = max(ctx.idle, key=lambda r: r.share("waiting_for_synthesis"))
+    cause = report.get("waiting_for_synthesis")
+    if cause is None or cause.share < STARVED:
+        return None
+    synth = ctx.phases.get("synthesis")
+    threads = int(ctx.trace.config.get("synth_threads") or 0)
+    sentence = f"The GPU idles {cause.share:.0%} of the run because no partition is ready"
+    if synth is not None:
+        sentence += (f": {threads or 'the'} synthesis threads take {synth.durations.median_ms:.0f} ms a "
+                     f"partition (median)")
+        if ctx.mutex:
+            sentence += f" while a partition holds the mutex {ctx.mutex[0].holds.median_ms:.0f} ms"
+    changes = [Change(synthesis_speedup=2.0)]
+    if threads:
+        changes.append(Change(synth_threads=threads * 2))
+    predictions = ctx.predict(*changes)
+    return Finding(
+        id="synthesis_starved", title="The GPU waits for synthesis",
+        sentence=sentence + "." + _gain_sentence(predictions, "Twice the synthesis rate"),
+        cost=cause.share, numbers={"idle_share": cause.share},
+        evidence=Evidence.of(ctx.trace, cause.evidence),
+        suggestion="Add synthesis threads, make synthesis faster, or let it run further ahead "
+                   "(synth_lookahead).",
+        predictions=predictions,
+    )
+
+
+def workers_short(ctx: Context) -> Finding | None:
+    if not ctx.idle:
+        return None
+    report = max(ctx.idle, key=lambda r: r.share("proof_assembly"))
+    cause = report.get("proof_assembly")
+    if cause is None or cause.share < ASSEMBLY:
+        return None
+    after = [f"{p} {prof.durations.median_ms:.0f} ms" for p in ("b_g2_msm", "finish")
+             if (prof := ctx.phases.get(p)) is not None]
+    who = "the only GPU worker runs" if ctx.workers == 1 else f"all {ctx.workers} GPU workers run"
+    predictions = ctx.predict(Change(gpu_workers=ctx.workers + 1))
+    return Finding(
+        id="workers_short", title="The GPU idles while every worker assembles proofs",
+        sentence=f"The GPU idles {cause.share:.0%} of the run while {who} b_g2_msm and finish after "
+                 f"releasing the mutex ({', '.join(after)} a partition)."
+                 + _gain_sentence(predictions, f"{ctx.workers + 1} GPU workers"),
+        cost=cause.share, numbers={"idle_share": cause.share, "workers": float(ctx.workers)},
+        evidence=Evidence.of(ctx.trace, cause.evidence),
+        suggestion="Add a GPU worker so that another partition's GPU work overlaps this CPU work.",
+        predictions=predictions,
+    )
+
+
+def staging(ctx: Context) -> Finding | None:
+    tr = ctx.transfers
+    if tr is None:
+        return None
+    # Under contention the hidden staging is the slow part of the copy: the copy finding
+    # already counts that time.
+    hidden = 0.0 if "copy_bound" in ctx.fired else tr.hidden_staging_ms or 0.0
+    total = tr.staging_ms + hidden
+    if ctx.share(total) < STAGING:
+        return None
+    predictions = ctx.predict(ZEROCOPY) if tr.link else ()
+    return Finding(
+        id="staging", title="Copies are staged through pinned buffers on the host",
+        sentence=f"Copies spend {total:.0f} ms ({ctx.share(total):.0%} of the run) copying a, b, c into "
+                 f"pinned buffers first: {tr.staging_ms:.0f} ms in explicit staging, {hidden:.0f} ms hidden "
+                 "inside pageable copies." + _gain_sentence(predictions, "Zerocopy"),
+        cost=ctx.share(total), numbers={"staging_ms": tr.staging_ms, "hidden_staging_ms": hidden},
+        evidence=Evidence.of(ctx.trace, tr.slowest),
+        suggestion="Let synthesis write into pinned buffers (memory_mode=zerocopy) so nothing is staged.",
+        predictions=predictions,
+    )
+
+
+def gpu_bound(ctx: Context) -> Finding | None:
+    if not ctx.utilisation:
+        return None
+    u = ctx.utilisation[0]
+    busy = u.kernel_busy if u.kernel_busy is not None else u.host_timed_compute
+    if busy is None or busy < GPU_BOUND:
+        return None
+    basis = "device kernels" if u.kernel_busy is not None else u.compute_source
+    predictions = ctx.predict(Change(compute_speedup=2.0))
+    held = f"; the mutex is held {u.mutex_held:.0%}" if u.mutex_held is not None else ""
+    return Finding(
+        id="gpu_bound", title="GPU-bound: the host keeps the GPU busy",
+        sentence=f"The GPU computes {busy:.0%} of the run ({basis}){held}."
+                 + _gain_sentence(predictions, "Kernels twice as fast"),
+        cost=busy, numbers={"busy": busy},
+        evidence=Evidence.of(ctx.trace, ()),
+        suggestion="Only faster kernels (or more GPUs) raise throughput from here.",
+        predictions=predictions,
+    )
+
+
+DETECTORS: tuple[Detector, ...] = (
+    copy_bound, variable_lock_phase, lock_serialised, prep_bound, synthesis_starved, workers_short,
+    staging,
+)

@@ -1,0 +1,127 @@
+"""Utilisation per GPU, each figure named for what it measures.
+
+- `mutex_held`: share of the run the GPU mutex was held (what the host believes is GPU time).
+- `host_timed_compute`: share covered by compute phases timed on the host (kernels plus
+  their synchronisation), or, for logs that do not break ntt_msm_h down, an estimate that
+  counts each ntt_msm_h only up to the fastest one's length.
+- `kernel_busy` / `copy_busy`: share with at least one kernel / copy in the device records.
+- `nvml_duty_cycle`: mean of NVML's sampled utilisation (a kernel ran during the sample).
+
+Contract: `utilisation(trace) -> tuple[GpuUtilisation, ...]`, one per GPU the trace names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from workbench.analysis.intervals import Intervals
+from workbench.analysis.summary import run_window_ns
+from workbench.analysis.tracks import (
+    COMPUTE_SPANS,
+    counter_values,
+    device_copy_mask,
+    gpus,
+    kernel_mask,
+    names_mask,
+    worker_mask,
+)
+from workbench.trace.container import Trace
+
+DEVICE_KERNELS = "device kernels"
+HOST_TIMED = "compute phases timed on the host"
+ESTIMATED = "estimated: batch_add + tail_msm + the fastest ntt_msm_h"
+
+
+@dataclass(frozen=True)
+class GpuUtilisation:
+    gpu: int
+    window_ms: float
+    mutex_held: float | None
+    host_timed_compute: float | None
+    compute_source: str  # how host_timed_compute was obtained (HOST_TIMED or ESTIMATED)
+    kernel_busy: float | None
+    copy_busy: float | None
+    nvml_duty_cycle: float | None
+    nvml_pcie_rx_gbps: float | None  # mean host-to-device rate NVML sampled
+    # Mutex-held time over GPU compute time (device kernels when recorded): how much longer
+    # the lock is held than the GPU computes. None without both.
+    held_over_compute: float | None
+
+
+def utilisation(trace: Trace) -> tuple[GpuUtilisation, ...]:
+    start, end = run_window_ns(trace)
+    found = gpus(trace) or ([0] if worker_mask(trace).any() else [])
+    return tuple(gpu_utilisation(trace, gpu, start, end) for gpu in found)
+
+
+def gpu_utilisation(trace: Trace, gpu: int, start: int, end: int) -> GpuUtilisation:
+    window = max(end - start, 0)
+
+    def fraction(intervals: Intervals | None) -> float | None:
+        if intervals is None or window == 0:
+            return None
+        return intervals.clip(start, end).total() / window
+
+    held = held_intervals(trace, gpu)
+    compute, source = host_compute_intervals(trace, gpu)
+    kernels = _spans(trace, kernel_mask(trace, gpu))
+    copies = _spans(trace, device_copy_mask(trace, gpu))
+    busiest = kernels if kernels is not None else compute
+    ratio = None
+    if held is not None and busiest is not None and busiest.clip(start, end).total() > 0:
+        ratio = held.clip(start, end).total() / busiest.clip(start, end).total()
+    return GpuUtilisation(
+        gpu=gpu, window_ms=window / 1e6, mutex_held=fraction(held),
+        host_timed_compute=fraction(compute), compute_source=source,
+        kernel_busy=fraction(kernels), copy_busy=fraction(copies),
+        nvml_duty_cycle=_nvml_mean(trace, gpu, "utilization_gpu", start, end, scale=0.01),
+        nvml_pcie_rx_gbps=_nvml_mean(trace, gpu, "pcie_rx_bytes_s", start, end, scale=1e-9),
+        held_over_compute=ratio,
+    )
+
+
+def held_intervals(trace: Trace, gpu: int) -> Intervals | None:
+    return _spans(trace, trace.span_mask(track=f"mutex/gpu{gpu}", name="hold"))
+
+
+def workers_of_gpu(trace: Trace, gpu: int) -> set[int]:
+    """Workers that hold this GPU's mutex (all workers when no mutex was recorded)."""
+    holds = trace.span_mask(name="hold", track_prefix="mutex/")
+    if not holds.any():
+        return set(np.unique(trace.spans.worker[worker_mask(trace)]).tolist())
+    mine = trace.span_mask(track=f"mutex/gpu{gpu}", name="hold")
+    return set(np.unique(trace.spans.worker[mine]).tolist())
+
+
+def host_compute_intervals(trace: Trace, gpu: int) -> tuple[Intervals | None, str]:
+    workers = list(workers_of_gpu(trace, gpu))
+    on_workers = worker_mask(trace) & np.isin(trace.spans.worker, workers)
+    mask = names_mask(trace, COMPUTE_SPANS) & on_workers
+    broken_down = names_mask(trace, ("ntt", "msm_h")) & on_workers
+    whole = trace.span_mask(name="ntt_msm_h") & on_workers
+    if broken_down.any() or not whole.any():
+        return _spans(trace, mask), HOST_TIMED
+    # ntt_msm_h without its parts: its kernel share is at most the fastest instance.
+    starts = trace.spans.start_ns[whole]
+    fastest = int((trace.spans.end_ns[whole] - starts).min())
+    estimated = Intervals.of(starts, starts + fastest)
+    rest = _spans(trace, mask)
+    return (estimated if rest is None else estimated.union(rest)), ESTIMATED
+
+
+def _spans(trace: Trace, mask: np.ndarray) -> Intervals | None:
+    if not mask.any():
+        return None
+    return Intervals.of(trace.spans.start_ns[mask], trace.spans.end_ns[mask])
+
+
+def _nvml_mean(
+    trace: Trace, gpu: int, name: str, start: int, end: int, scale: float,
+) -> float | None:
+    ts, values = counter_values(trace, f"nvml/gpu{gpu}", name)
+    inside = (ts >= start) & (ts <= end)
+    if not inside.any():
+        return None
+    return float(values[inside].mean()) * scale

@@ -1,0 +1,321 @@
+"""What-if replay: re-run a recorded pipeline in simulation, as recorded or with a change.
+
+Each partition keeps the costs it had in the recording (analysis/costs.py); the pipeline's
+structure is rebuilt around them: synthesis threads with look-ahead permits, a FIFO queue,
+GPU workers each with a prep thread, the FIFO GPU mutex and the prep barrier, the two lock
+scopes. A change alters costs (copies at link speed, synthesis k times faster, a phase at
+its fastest) or structure (workers, synthesis threads, lock scope). The prediction is the
+change's replay against the unchanged replay, applied to the measured throughput, so the
+model's own bias largely cancels; the unchanged replay's distance from the measurement is
+reported as `replay_error`.
+
+Contract: `replay(trace, change, options) -> Trace` (the simulated run, same tracks as a
+real one) and `predict(trace, change, options) -> Prediction`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench.analysis.costs import PartitionCosts, RunShape, run_shape
+from workbench.analysis.simulation import (
+    Acquire,
+    Event,
+    Get,
+    Lock,
+    Process,
+    Queue,
+    Semaphore,
+    Simulator,
+    WaitFor,
+    Work,
+)
+from workbench.analysis.summary import summarize
+from workbench.trace.container import Trace
+
+
+class WhatIfError(ValueError):
+    """A change the recording cannot support (say, link speed unknown, or no partitions)."""
+
+
+@dataclass(frozen=True)
+class Change:
+    gpu_workers: int | None = None
+    synth_threads: int | None = None
+    synth_lookahead: int | None = None
+    lock_scope: str | None = None
+    copies_at_link: bool = False  # host-to-device copies at link speed, no staging: zerocopy
+    synthesis_speedup: float = 1.0
+    prep_speedup: float = 1.0
+    compute_speedup: float = 1.0  # NTTs, MSMs, batch addition: faster kernels
+    phase_at_fastest: str | None = None  # every instance of this phase as fast as the fastest
+
+    def describe(self) -> str:
+        words = []
+        if self.gpu_workers is not None:
+            words.append(f"{self.gpu_workers} GPU workers")
+        if self.synth_threads is not None:
+            words.append(f"{self.synth_threads} synthesis threads")
+        if self.synth_lookahead is not None:
+            words.append(f"look-ahead {self.synth_lookahead}")
+        if self.lock_scope is not None:
+            words.append(f"lock scope {self.lock_scope}")
+        if self.copies_at_link:
+            words.append("copies at link speed (zerocopy)")
+        for name, value in (("synthesis", self.synthesis_speedup), ("prep_msm", self.prep_speedup),
+                            ("GPU compute", self.compute_speedup)):
+            if value != 1.0:
+                words.append(f"{name} {value:g}x faster")
+        if self.phase_at_fastest:
+            words.append(f"every {self.phase_at_fastest} as fast as the fastest")
+        return ", ".join(words) or "as recorded"
+
+
+ZEROCOPY = Change(copies_at_link=True)
+
+
+@dataclass(frozen=True)
+class WhatIfOptions:
+    link_gbps: float | None = None
+    copy_bytes: float | None = None  # per partition, for copies that do not record bytes
+    host_cores: float | None = None  # cores the host phases share; None: never short of cores
+
+
+@dataclass(frozen=True)
+class Prediction:
+    change: str
+    measured_per_min: float
+    baseline_per_min: float  # the unchanged replay
+    replayed_per_min: float  # the changed replay
+    replay_error: float  # baseline / measured - 1: how well the model reproduces the run
+    mutex_held: float  # in the changed replay
+    trace: Trace = field(repr=False, compare=False)
+
+    @property
+    def gain(self) -> float:
+        """Predicted relative change in throughput."""
+        return self.replayed_per_min / self.baseline_per_min - 1 if self.baseline_per_min else 0.0
+
+    @property
+    def predicted_per_min(self) -> float:
+        return self.measured_per_min * (1 + self.gain)
+
+
+class WhatIf:
+    """Replays of one recording: the unchanged replay is computed once and shared."""
+
+    def __init__(self, trace: Trace, options: WhatIfOptions | None = None) -> None:
+        self.options = options or WhatIfOptions()
+        self.shape = run_shape(trace, _cores(trace, self.options))
+        self._baseline: float | None = None
+
+    @property
+    def baseline_per_min(self) -> float:
+        if self._baseline is None:
+            self._baseline = summarize(simulate(self.shape, Change(), self.options)).throughput_per_min
+        return self._baseline
+
+    def replay(self, change: Change | None = None) -> Trace:
+        return simulate(self.shape, change or Change(), self.options)
+
+    def predict(self, change: Change) -> Prediction:
+        changed = self.replay(change)
+        after = summarize(changed)
+        measured = self.shape.measured_per_min
+        base = self.baseline_per_min
+        return Prediction(
+            change=change.describe(), measured_per_min=measured, baseline_per_min=base,
+            replayed_per_min=after.throughput_per_min,
+            replay_error=base / measured - 1 if measured else 0.0,
+            mutex_held=after.mutex_held_fraction, trace=changed,
+        )
+
+
+def predict(trace: Trace, change: Change, options: WhatIfOptions | None = None) -> Prediction:
+    return WhatIf(trace, options).predict(change)
+
+
+def replay(trace: Trace, change: Change | None = None, options: WhatIfOptions | None = None) -> Trace:
+    return WhatIf(trace, options).replay(change)
+
+
+def _cores(trace: Trace, options: WhatIfOptions) -> float | None:
+    if options.host_cores is not None:
+        return options.host_cores
+    emulated = bool(trace.meta.get("memory_emulated")) or trace.config.get("backend") == "cpu"
+    return CPU_BACKEND_CORES if emulated else None
+
+
+# The CPU backend's NTTs and MSMs hold the interpreter lock nearly throughout (two threads of
+# either run at 0.94-1.06x the speed of one) while its copies and synthesis partly release
+# it, so its phases share less than the machine's cores. 1.5 is what replays best against
+# real runs (benchmarks/whatif_validation.py: mean error 8% against 14-16% for 1 core on
+# the two-core development machine); per-span CPU time in the trace would measure it instead.
+CPU_BACKEND_CORES = 1.5
+
+
+def simulate(shape: RunShape, change: Change, options: WhatIfOptions) -> Trace:
+    if not shape.costs:
+        raise WhatIfError("the trace has no partition that reached the GPU mutex: nothing to replay")
+    costs = [_changed(c, change, shape, options) for c in shape.costs]
+    return _PipelineModel(shape, change, costs).run()
+
+
+def _changed(c: PartitionCosts, change: Change, shape: RunShape, options: WhatIfOptions) -> PartitionCosts:
+    copy_ns, staging_ns = c.copy_ns, c.staging_ns
+    if change.copies_at_link:
+        link = options.link_gbps
+        if not link:
+            raise WhatIfError("copies at link speed need the link's speed (link_gbps)")
+        nbytes = c.copy_bytes or (options.copy_bytes or 0.0)
+        if not nbytes:
+            raise WhatIfError(
+                f"partition {c.partition} records no copy sizes: give the bytes a partition moves"
+            )
+        copy_ns, staging_ns = nbytes / link, 0.0
+    result = dataclasses.replace(
+        c, synthesis_ns=c.synthesis_ns / change.synthesis_speedup,
+        prep_ns=c.prep_ns / change.prep_speedup, compute_ns=c.compute_ns / change.compute_speedup,
+        batch_add_ns=c.batch_add_ns / change.compute_speedup,
+        tail_msm_ns=c.tail_msm_ns / change.compute_speedup, copy_ns=copy_ns, staging_ns=staging_ns,
+    )
+    if change.phase_at_fastest:
+        fastest = min(_phase_ns(x, change.phase_at_fastest) for x in shape.costs)
+        result = _with_phase(result, change.phase_at_fastest, fastest)
+    return result
+
+
+_PHASE_FIELDS = {
+    "synthesis": ("synthesis_ns",), "prep_msm": ("prep_ns",), "h2d_copy": ("copy_ns",),
+    "ntt_msm_h": ("copy_ns", "staging_ns", "compute_ns"), "batch_add": ("batch_add_ns",),
+    "tail_msm": ("tail_msm_ns",), "b_g2_msm": ("b_g2_msm_ns",), "finish": ("finish_ns",),
+}
+
+
+def _phase_ns(c: PartitionCosts, phase: str) -> float:
+    if phase not in _PHASE_FIELDS:
+        raise WhatIfError(f"no what-if for phase {phase!r}; phases: {', '.join(_PHASE_FIELDS)}")
+    return sum(getattr(c, f) for f in _PHASE_FIELDS[phase])
+
+
+def _with_phase(c: PartitionCosts, phase: str, target: float) -> PartitionCosts:
+    now = _phase_ns(c, phase)
+    scale = target / now if now > 0 else 1.0
+    return dataclasses.replace(c, **{f: getattr(c, f) * scale for f in _PHASE_FIELDS[phase]})
+
+
+class _PipelineModel:
+    """The pipeline's threads as simulator processes, recording spans as a real run does."""
+
+    def __init__(self, shape: RunShape, change: Change, costs: list[PartitionCosts]) -> None:
+        self.workers = change.gpu_workers or shape.workers
+        self.synth_threads = change.synth_threads or shape.synth_threads
+        self.lock_scope = change.lock_scope or shape.lock_scope
+        lookahead = change.synth_lookahead or shape.lookahead
+        self.costs = costs
+        self.cpu_kernels = shape.emulated  # on the CPU backend the "GPU" phases use cores too
+        self.sim = Simulator(shape.host_cores)
+        self.mutex = Lock()
+        self.permits = Semaphore(lookahead)
+        self.ready = Queue()
+        self.next_partition = 0
+        self.claimed = 0
+        self.spans: list[tuple[str, str, int, int, int, int, dict[str, Any] | None]] = []
+        self.instants: list[tuple[str, str, int, int, int, dict[str, Any] | None]] = []
+        self.config = {
+            "gpu_workers": self.workers, "synth_threads": self.synth_threads,
+            "synth_lookahead": lookahead, "lock_scope": self.lock_scope,
+            "memory_mode": "zerocopy" if change.copies_at_link else shape.memory_mode,
+            "partitions": len(costs), "backend": "cpu" if shape.emulated else "replay",
+        }
+        self.description = change.describe()
+
+    def run(self) -> Trace:
+        sim = self.sim
+        for t in range(self.synth_threads):
+            sim.spawn(self._synthesis(t))
+        for w in range(self.workers):
+            sim.spawn(self._worker(w))
+        end = sim.run()
+        self.instants.append(("run", "run_start", 0, -1, -1, None))
+        self.instants.append(("run", "run_end", int(end), -1, -1, {"outcome": "completed"}))
+        meta = {"outcome": "completed", "replay": self.description, "partitions_done": len(self.costs)}
+        return Trace.from_rows(self.spans, self.instants, (), self.config, meta)
+
+    def _span(self, track: str, name: str, start: float, p: int, w: int = -1,
+              attrs: dict[str, Any] | None = None) -> None:
+        self.spans.append((track, name, int(start), int(self.sim.now), p, w, attrs))
+
+    def _work(self, track: str, name: str, ns: float, p: int, w: int = -1, cpu: bool = True,
+              attrs: dict[str, Any] | None = None) -> Process:
+        start = self.sim.now
+        yield Work(ns, cpu)
+        if ns > 0:
+            self._span(track, name, start, p, w, attrs)
+
+    def _synthesis(self, thread: int) -> Process:
+        track = f"synth/{thread}"
+        while self.next_partition < len(self.costs):
+            index = self.next_partition
+            self.next_partition += 1
+            c = self.costs[index]
+            yield Acquire(self.permits)
+            yield from self._work(track, "buffer_checkout", c.checkout_ns, c.partition)
+            yield from self._work(track, "synthesis", c.synthesis_ns, c.partition)
+            self.instants.append(("queue", "queued", int(self.sim.now), c.partition, -1, None))
+            self.sim.put(self.ready, index)
+
+    def _worker(self, w: int) -> Process:
+        sim, track = self.sim, f"worker/{w}"
+        kernels_cpu = self.cpu_kernels
+        while self.claimed < len(self.costs):
+            self.claimed += 1
+            index: int = yield Get(self.ready)
+            c = self.costs[index]
+            p = c.partition
+            sim.release(self.permits)
+            self.instants.append((track, "pickup", int(sim.now), p, w, None))
+            prep_done = Event()
+            prep_arrived: list[float] = []
+            sim.spawn(self._prep(w, c, prep_done, prep_arrived))
+            if self.lock_scope == "compute":
+                start = sim.now
+                yield from self._copy(track, c, w)
+                self._span(track, "upload", start, p, w)
+            asked = sim.now
+            yield Acquire(self.mutex)
+            self._span("mutex/gpu0", "wait", asked, p, w)
+            held = sim.now
+            start = sim.now
+            if self.lock_scope == "coarse":
+                yield from self._copy(track, c, w)
+            yield from self._work(track, "ntt", c.compute_ns, p, w, kernels_cpu)
+            self._span(track, "ntt_msm_h", start, p, w)
+            arrived = sim.now
+            yield WaitFor(prep_done)
+            self._span(track, "barrier_wait", arrived, p, w)
+            self._span(f"barrier/worker{w}", "wait", arrived, p, w, {"party": "gpu"})
+            self._span(f"barrier/worker{w}", "wait", prep_arrived[0] if prep_arrived else arrived, p, w,
+                       {"party": "prep"})
+            yield from self._work(track, "batch_add", c.batch_add_ns, p, w, kernels_cpu)
+            yield from self._work(track, "tail_msm", c.tail_msm_ns, p, w, kernels_cpu)
+            yield Work(c.lock_other_ns, kernels_cpu)
+            self._span("mutex/gpu0", "hold", held, p, w)
+            sim.release(self.mutex)
+            yield from self._work(track, "b_g2_msm", c.b_g2_msm_ns, p, w)
+            yield from self._work(track, "finish", c.finish_ns, p, w)
+            if c.finish_ns <= 0:
+                self._span(track, "finish", sim.now, p, w)
+
+    def _copy(self, track: str, c: PartitionCosts, w: int) -> Process:
+        yield from self._work(track, "staging_copy", c.staging_ns, c.partition, w)
+        copy_on_cpu = self.cpu_kernels
+        yield from self._work(track, "h2d_copy", c.copy_ns, c.partition, w, copy_on_cpu,
+                              {"bytes": c.copy_bytes} if c.copy_bytes else None)
+
+    def _prep(self, w: int, c: PartitionCosts, done: Event, arrived: list[float]) -> Process:
+        yield from self._work(f"worker/{w}/prep", "prep_msm", c.prep_ns, c.partition, w)
+        arrived.append(self.sim.now)
+        self.sim.set(done)

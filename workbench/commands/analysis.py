@@ -1,0 +1,128 @@
+"""`workbench diagnose`, `import`, `diff` and `whatif`: verdicts on traces, logs and exports."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+INPUTS = "a trace (.wbtrace), cuzk daemon log, nsys SQLite export or Chrome trace JSON"
+
+
+def register(commands: Any) -> None:
+    diagnose = commands.add_parser(
+        "diagnose", help="print the verdict on a trace, cuzk log, nsys SQLite export or Chrome trace")
+    diagnose.add_argument("path", type=Path, help=INPUTS)
+    _analysis_options(diagnose)
+    diagnose.add_argument("--brief", action="store_true", help="findings only, no tables")
+    diagnose.set_defaults(func=_diagnose)
+
+    importing = commands.add_parser(
+        "import", help="convert a cuzk log, nsys export or Chrome trace to a trace")
+    importing.add_argument("path", type=Path, help=INPUTS)
+    importing.add_argument("-o", "--output", type=Path, required=True, help="trace file to write (.wbtrace)")
+    importing.set_defaults(func=_import)
+
+    diff = commands.add_parser("diff", help="compare two runs: phases, utilisation, findings")
+    diff.add_argument("a", type=Path, help="run A: " + INPUTS)
+    diff.add_argument("b", type=Path, help="run B, compared against A")
+    _analysis_options(diff)
+    diff.set_defaults(func=_diff)
+
+    whatif = commands.add_parser("whatif", help="predict a run's throughput with a change, by replay")
+    whatif.add_argument("path", type=Path, help=INPUTS)
+    whatif.add_argument("--gpu-workers", type=int)
+    whatif.add_argument("--synth-threads", type=int)
+    whatif.add_argument("--lock-scope", choices=("coarse", "compute"))
+    whatif.add_argument("--zerocopy", action="store_true", help="copies at link speed, no staging")
+    whatif.add_argument("--synthesis-speedup", type=float, default=1.0, metavar="K")
+    whatif.add_argument("--prep-speedup", type=float, default=1.0, metavar="K")
+    whatif.add_argument("--compute-speedup", type=float, default=1.0, metavar="K")
+    _analysis_options(whatif)
+    whatif.set_defaults(func=_whatif)
+
+
+def _analysis_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--link-gbps", type=float, help="host-to-device link speed in GB/s")
+    parser.add_argument("--copy-bytes", type=float,
+                        help="bytes of a, b, c per partition, for logs that record times only")
+    parser.add_argument("--host-cores", type=float,
+                        help="cores the host phases share in the replay (default: from the backend)")
+    parser.add_argument("--no-whatif", action="store_true", help="skip the what-if predictions")
+
+
+def _options(args: argparse.Namespace) -> Any:
+    from workbench.analysis.verdict import DiagnoseOptions
+
+    for name in ("link_gbps", "copy_bytes", "host_cores"):
+        value = getattr(args, name, None)
+        if value is not None and not value > 0:
+            raise ValueError(f"--{name.replace('_', '-')}={value} is not allowed: a positive number")
+    return DiagnoseOptions(args.link_gbps, args.copy_bytes, args.host_cores, not args.no_whatif)
+
+
+def _diagnose(args: argparse.Namespace) -> int:
+    from workbench.analysis.verdict import diagnose
+    from workbench.importers import load_any
+    from workbench.render.verdict_text import render_verdict
+
+    trace = load_any(args.path)
+    print(render_verdict(diagnose(trace, _options(args)), trace, details=not args.brief))
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    from workbench.importers import load_any
+    from workbench.trace import store
+
+    trace = load_any(args.path)
+    path = store.save(trace, args.output)
+    report = trace.meta.get("import", {})
+    skipped = report.get("skipped", {}) if isinstance(report, dict) else {}
+    print(f"{len(trace.spans)} spans, {len(trace.instants)} instants, {len(trace.counters)} counter samples "
+          f"from {report.get('format', 'a workbench trace') if isinstance(report, dict) else args.path}")
+    for reason, count in sorted(skipped.items()):
+        print(f"skipped {count}: {reason} (first at {report['first_at'].get(reason, '?')})")
+    for missing in report.get("missing", []) if isinstance(report, dict) else []:
+        print(f"missing: {missing}")
+    print(f"trace: {path}")
+    return 0
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from workbench.analysis.diff import diff
+    from workbench.importers import load_any
+    from workbench.render.verdict_text import render_diff
+
+    options = _options(args)
+    print(render_diff(diff(load_any(args.a), load_any(args.b), options), str(args.a), str(args.b)))
+    return 0
+
+
+def _whatif(args: argparse.Namespace) -> int:
+    from workbench.analysis.transfers import transfer_report
+    from workbench.analysis.whatif import Change, WhatIf, WhatIfOptions
+    from workbench.importers import load_any
+
+    options = _options(args)
+    trace = load_any(args.path)
+    link = options.link_gbps
+    if link is None and (report := transfer_report(trace)) is not None and report.link is not None:
+        link = report.link.gbps
+    for name in ("synthesis_speedup", "prep_speedup", "compute_speedup"):
+        value = getattr(args, name)
+        if not value > 0:
+            raise ValueError(f"--{name.replace('_', '-')}={value} is not allowed: a positive number")
+    for name in ("gpu_workers", "synth_threads"):
+        if getattr(args, name) is not None and not 1 <= getattr(args, name) <= 64:
+            raise ValueError(f"--{name.replace('_', '-')}={getattr(args, name)} is not allowed: 1 to 64")
+    change = Change(
+        gpu_workers=args.gpu_workers, synth_threads=args.synth_threads, lock_scope=args.lock_scope,
+        copies_at_link=args.zerocopy, synthesis_speedup=args.synthesis_speedup,
+        prep_speedup=args.prep_speedup, compute_speedup=args.compute_speedup,
+    )
+    p = WhatIf(trace, WhatIfOptions(link, options.copy_bytes, options.host_cores)).predict(change)
+    print(f"{p.change}: {p.gain:+.1%} throughput, {p.measured_per_min:.1f} -> {p.predicted_per_min:.1f} "
+          f"partitions/min (mutex held {p.mutex_held:.0%} in the replay; the unchanged replay is "
+          f"{p.replay_error:+.1%} from the measurement)")
+    return 0

@@ -1,0 +1,148 @@
+"""Plain-text rendering of a verdict and of a run diff, for the terminal."""
+
+from __future__ import annotations
+
+from workbench.analysis.diff import Delta, RunDiff
+from workbench.analysis.finding import Finding
+from workbench.analysis.verdict import Verdict
+from workbench.render.text import table
+from workbench.trace.container import Trace
+
+EVIDENCE_SHOWN = 3
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def render_verdict(verdict: Verdict, trace: Trace | None = None, details: bool = True) -> str:
+    s = verdict.summary
+    out = [verdict.headline, ""]
+    out.append(f"{s.outcome}: {s.partitions_done} partitions in {s.wall_s:.2f} s = "
+               f"{s.throughput_per_min:.1f} partitions/min")
+    for u in verdict.utilisation:
+        out.append("")
+        out.append(table([f"GPU {u.gpu}", "share of the run"], [
+            ["mutex held", _pct(u.mutex_held)],
+            [f"compute ({u.compute_source})", _pct(u.host_timed_compute)],
+            ["kernel busy (device records)", _pct(u.kernel_busy)],
+            ["copy busy (device records)", _pct(u.copy_busy)],
+            ["NVML duty cycle", _pct(u.nvml_duty_cycle)],
+        ]))
+        if u.held_over_compute is not None:
+            out.append(f"the mutex is held {u.held_over_compute:.1f}x as long as the GPU computes")
+    out.append("")
+    out.append("Findings" if verdict.findings else "No findings.")
+    for n, finding in enumerate(verdict.findings, start=1):
+        out.extend(_finding(n, finding, trace))
+    if details:
+        out.extend(_details(verdict))
+    if verdict.replay_error is not None:
+        out.append("")
+        out.append(f"what-if: the unchanged replay is {verdict.replay_error:+.1%} from the measured "
+                   "throughput")
+    if verdict.notes:
+        out.append("")
+        out.extend(f"note: {note}" for note in verdict.notes)
+    return "\n".join(out)
+
+
+def _finding(n: int, finding: Finding, trace: Trace | None) -> list[str]:
+    lines = [f"{n:2d}. {finding.title} [{finding.id}; {finding.cost:.0%} of the run]",
+             f"    {finding.sentence}", f"    change: {finding.suggestion}"]
+    for p in finding.predictions:
+        lines.append(f"    predicted: {p.change}: {p.gain:+.0%} ({p.measured_per_min:.1f} -> "
+                     f"{p.predicted_per_min:.1f} partitions/min)")
+    if finding.evidence.spans or finding.evidence.partitions:
+        shown = []
+        if trace is not None:
+            for i in finding.evidence.spans[:EVIDENCE_SHOWN]:
+                span = trace.span(i)
+                shown.append(f"{span.track} {span.name} p{span.partition} {span.duration_ns / 1e6:.0f} ms")
+        partitions = ", ".join(str(p) for p in finding.evidence.partitions)
+        lines.append(f"    evidence: spans {', '.join(map(str, finding.evidence.spans))}"
+                     + (f" (partitions {partitions})" if partitions else "")
+                     + (f"; e.g. {'; '.join(shown)}" if shown else ""))
+    return lines
+
+
+def _details(v: Verdict) -> list[str]:
+    out: list[str] = []
+    for idle in v.idle:
+        out += ["", f"GPU {idle.gpu} idle {idle.idle_ms:.0f} of {idle.window_ms:.0f} ms "
+                    f"(busy = {idle.basis})"]
+        out.append(table(["idle cause", "ms", "share"], [
+            [c.label, f"{c.ms:.1f}", _pct(c.share)] for c in idle.causes
+        ]))
+    if v.phases.phases:
+        out.append("")
+        out.append(table(["phase", "count", "min ms", "median", "p90", "max", "CV", "kind", "r(synth)"], [
+            [p.phase, str(p.durations.count), f"{p.durations.min_ms:.1f}", f"{p.durations.median_ms:.1f}",
+             f"{p.durations.p90_ms:.1f}", f"{p.durations.max_ms:.1f}", f"{p.durations.cv:.2f}",
+             "constant" if p.constant else "variable",
+             "-" if p.synth_correlation is None else f"{p.synth_correlation:+.2f}"]
+            for p in v.phases.phases
+        ]))
+    for m in v.mutex:
+        out.append("")
+        out.append(f"{m.track}: held {m.held_fraction:.0%}; hand-off gap median "
+                   f"{m.handoff_gaps.median_ms:.2f} ms; holds back to back allow {m.ceiling_per_min:.1f} "
+                   f"partitions/min, the run reached {m.achieved_per_min:.1f}")
+        out.append(table(["worker", "holds", "hold median", "hold p90", "waits", "wait median", "wait max"], [
+            [str(w.worker), str(w.holds.count), f"{w.holds.median_ms:.1f}", f"{w.holds.p90_ms:.1f}",
+             str(w.waits.count), f"{w.waits.median_ms:.1f}", f"{w.waits.max_ms:.1f}"] for w in m.workers
+        ]))
+    if v.barriers:
+        out.append("")
+        out.append(table(["barrier", "rounds", "GPU waited ms", "prep waited ms", "prep last"], [
+            [b.track, str(b.rounds), f"{b.gpu_waited.total_ms:.1f}", f"{b.prep_waited.total_ms:.1f}",
+             str(b.prep_last)] for b in v.barriers
+        ]))
+    tr = v.transfers
+    if tr is not None and tr.rates is not None:
+        out.append("")
+        link = f"{tr.link.gbps:.1f} GB/s ({tr.link.source})" if tr.link else "unknown"
+        out.append(f"copies: {tr.rates.count}, median {tr.rates.median:.2f} GB/s (min {tr.rates.min:.2f}, "
+                   f"max {tr.rates.max:.2f}); link {link}; {tr.under_lock_ms:.0f} ms under the mutex"
+                   + (f"; hidden staging {tr.hidden_staging_ms:.0f} ms" if tr.hidden_staging_ms else ""))
+    return out
+
+
+def _change(delta: Delta, share: bool = False) -> list[str]:
+    def show(value: float | None) -> str:
+        return "-" if value is None else f"{value:.0%}" if share else f"{value:.2f}"
+
+    a, b = show(delta.a), show(delta.b)
+    change = "-" if delta.change is None else f"{delta.change:+.0%}"
+    return [delta.name, a, b, change]
+
+
+def render_diff(d: RunDiff, label_a: str = "A", label_b: str = "B") -> str:
+    out = [f"A: {label_a}", f"B: {label_b}"]
+    if d.settings:
+        out.append("settings: " + "; ".join(f"{k} {a} -> {b}" for k, a, b in d.settings))
+    t = d.throughput
+    out.append(f"throughput: {t.a:.1f} -> {t.b:.1f} partitions/min"
+               + (f" ({t.change:+.1%})" if t.change is not None else ""))
+    out.append("")
+    out.append(table(["phase (median ms)", "A", "B", "change"], [_change(p) for p in d.phases]))
+    if d.utilisation:
+        out.append("")
+        out.append(table(["utilisation", "A", "B", "change"],
+                         [_change(u, share="GB/s" not in u.name) for u in d.utilisation]))
+    if d.idle:
+        out.append("")
+        out.append(table(["idle cause (share of run)", "A", "B", "change"], [
+            [i.name, _pct(i.a), _pct(i.b),
+             "-" if i.a is None or i.b is None else f"{(i.b - i.a) * 100:+.0f} pts"] for i in d.idle
+        ]))
+    out.append("")
+    for word, findings in (("appeared in B", d.appeared), ("went away in B", d.went_away)):
+        for f in findings:
+            out.append(f"{word}: {f.title} [{f.id}; {f.cost:.0%} of the run]")
+    for a, b in d.persisted:
+        out.append(f"in both: {b.title} [{b.id}; {a.cost:.0%} -> {b.cost:.0%} of the run]")
+    out.append("")
+    out.append(f"A: {d.a.headline}")
+    out.append(f"B: {d.b.headline}")
+    return "\n".join(out)
