@@ -21,13 +21,13 @@ from workbench.gpu.ntt import GpuDomain, durations_ms
 from workbench.pipeline.scope import Scope
 from workbench.prover import curve, prep, srs
 from workbench.prover.backend import Backend, DeviceBuffers
-from workbench.prover.proof import assemble_proof
+from workbench.prover.host_curve import HostCurvePhases
 
 HOST_TO_DEVICE = 1  # cudaMemcpyHostToDevice
 MAX_LOG2_GPU = 26
 
 
-class GpuBackend(Backend):
+class GpuBackend(HostCurvePhases, Backend):
     name = "gpu"
 
     def __init__(self, device: int = 0) -> None:
@@ -111,20 +111,12 @@ class GpuBackend(Backend):
     def batch_add(self, buffers: DeviceBuffers, prepared: prep.PrepResult, scope: Scope) -> dict[str, Any]:
         assert self.key is not None
         with scope.span("batch_add_cpu", on="cpu"):
-            return prep.batch_add_queries(prepared, self.key)
+            return super().batch_add(buffers, prepared, scope)
 
     def tail_msm(self, buffers: DeviceBuffers, prepared: prep.PrepResult, scope: Scope) -> dict[str, Any]:
         assert self.key is not None
         with scope.span("tail_msm_cpu", on="cpu"):
-            return prep.tail_msm_queries(prepared, self.key)
-
-    def b_g2_msm(self, witness: np.ndarray, prepared: prep.PrepResult, scope: Scope) -> Any:
-        assert self.key is not None
-        return prep.b_g2_msm(witness, self.key)
-
-    def finish(self, parts: dict[str, Any], partition: int, scope: Scope) -> Any:
-        assert self.key is not None
-        return assemble_proof(self.key, parts, partition)
+            return super().tail_msm(buffers, prepared, scope)
 
     def describe(self) -> dict[str, Any]:
         props = self._cp.cuda.runtime.getDeviceProperties(self.device)

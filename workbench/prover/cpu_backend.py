@@ -15,9 +15,9 @@ import numpy as np
 
 from workbench.config import ConfigError, RunConfig
 from workbench.pipeline.scope import Scope
-from workbench.prover import curve, field, ntt, prep, srs
+from workbench.prover import curve, field, ntt, srs
 from workbench.prover.backend import Backend, DeviceBuffers, HostMemory
-from workbench.prover.proof import assemble_proof
+from workbench.prover.host_curve import HostCurvePhases
 
 # Beyond this the CPU's MSMs and the key's generation take minutes per partition.
 MAX_LOG2_CPU = 18
@@ -40,7 +40,7 @@ class EmulatedHostMemory(HostMemory):
         pass
 
 
-class CpuBackend(Backend):
+class CpuBackend(HostCurvePhases, Backend):
     name = "cpu"
 
     def __init__(self) -> None:
@@ -86,22 +86,6 @@ class CpuBackend(Backend):
 
     def h_vector(self, buffers: DeviceBuffers) -> np.ndarray:
         return np.array(buffers.extra["h"])
-
-    def batch_add(self, buffers: DeviceBuffers, prepared: prep.PrepResult, scope: Scope) -> dict[str, Any]:
-        assert self.key is not None
-        return prep.batch_add_queries(prepared, self.key)
-
-    def tail_msm(self, buffers: DeviceBuffers, prepared: prep.PrepResult, scope: Scope) -> dict[str, Any]:
-        assert self.key is not None
-        return prep.tail_msm_queries(prepared, self.key)
-
-    def b_g2_msm(self, witness: np.ndarray, prepared: prep.PrepResult, scope: Scope) -> Any:
-        assert self.key is not None
-        return prep.b_g2_msm(witness, self.key)
-
-    def finish(self, parts: dict[str, Any], partition: int, scope: Scope) -> Any:
-        assert self.key is not None
-        return assemble_proof(self.key, parts, partition)
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "device": f"CPU ({platform.machine()})"}
