@@ -36,6 +36,7 @@ class GpuBackend(HostCurvePhases, Backend):
         self.host = CudaHostMemory()
         self.key: srs.Srs | None = None
         self.log2 = 0
+        self.link_gbps: float | None = None
         self._lock = threading.Lock()
 
     def check(self, config: RunConfig) -> None:
@@ -60,6 +61,25 @@ class GpuBackend(HostCurvePhases, Backend):
         with scope.span("kernels"):
             kernels.module("ntt")
             kernels.module("fr_vector")
+        with scope.span("link_probe") as span:
+            self.link_gbps = self._measure_link()
+            span.set("gbps", self.link_gbps)
+
+    def _measure_link(self, nbytes: int = 256 << 20, repeats: int = 5) -> float:
+        """Pinned host-to-device bandwidth, the yardstick the copy analysis compares with."""
+        cp = self._cp
+        host = self.host.pinned((nbytes // 32, 4))
+        device = cp.empty(host.shape, dtype=cp.uint64)
+        stream = cp.cuda.Stream(non_blocking=True)
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        times = []
+        for _ in range(repeats + 1):  # the first copy warms the path up and is not counted
+            start.record(stream)
+            cp.cuda.runtime.memcpyAsync(device.data.ptr, host.ctypes.data, nbytes, HOST_TO_DEVICE, stream.ptr)
+            end.record(stream)
+            end.synchronize()
+            times.append(cp.cuda.get_elapsed_time(start, end))
+        return nbytes / (sorted(times[1:])[repeats // 2] * 1e-3) / 1e9
 
     def new_device_buffers(self, worker: int, with_staging: bool) -> DeviceBuffers:
         cp = self._cp
@@ -124,4 +144,5 @@ class GpuBackend(HostCurvePhases, Backend):
         return {
             "backend": self.name, "device": name.decode() if isinstance(name, bytes) else str(name),
             "gpu_msm": importlib.util.find_spec("workbench.gpu.msm") is not None,
+            "link_gbps": self.link_gbps,
         }

@@ -15,6 +15,7 @@ mutex and barriers are aborted so nobody hangs, and the trace keeps all that was
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -242,7 +243,7 @@ class Pipeline:
             "outcome": outcome, "error": error, **self.backend.describe(),
             "memory_emulated": self.backend.host.emulated,
             "partitions_done": self.progress.done, "wall_s": wall_s,
-            "started_ns": self.progress.started_ns,
+            "started_ns": self.progress.started_ns, "host_cpus": os.cpu_count(),
         }
         if self.memory is not None and hasattr(self.memory, "pool"):
             meta["pool"] = vars(self.memory.pool.statistics())
