@@ -4,28 +4,32 @@ import pytest
 
 pytest.importorskip("cupy")
 
-from pipeline_checks import (  # noqa: E402
+from pipeline_checks import (
     barrier_release_never_precedes_prep_end,
     every_partition_passes_every_phase_once_in_order,
     lookahead_is_respected,
     mutex_holds_never_overlap,
 )
 
-from workbench.config import RunConfig  # noqa: E402
-from workbench.pipeline.run import Pipeline  # noqa: E402
-from workbench.prover.cpu_backend import CpuBackend  # noqa: E402
+from workbench.config import RunConfig
+from workbench.pipeline.run import Pipeline
+from workbench.prover.cpu_backend import CpuBackend
 
 pytestmark = pytest.mark.gpu
 
 
-@pytest.mark.parametrize("memory_mode", ["pageable", "pinned", "zerocopy", "registered"])
-@pytest.mark.parametrize("lock_scope", ["coarse", "compute"])
-def test_gpu_run_matches_cpu_run_exactly(memory_mode, lock_scope):
+@pytest.mark.parametrize(("memory_mode", "lock_scope", "gpu_msm"), [
+    *((mode, scope, True) for mode in ("pageable", "pinned", "zerocopy", "registered")
+      for scope in ("coarse", "compute")),
+    ("pageable", "coarse", False),
+])
+def test_gpu_run_matches_cpu_run_exactly(memory_mode, lock_scope, gpu_msm):
     from workbench.gpu.backend import GpuBackend
 
     config = RunConfig(backend="gpu", log2_constraints=10, partitions=4, memory_mode=memory_mode,
-                       lock_scope=lock_scope, gpu_workers=2, synth_threads=2, seed=11)
-    gpu = Pipeline(config, GpuBackend(), keep_outputs=True).run()
+                       lock_scope=lock_scope, gpu_workers=2, synth_threads=2, seed=11,
+                       bool_fraction=0.7)
+    gpu = Pipeline(config, GpuBackend(gpu_msm=gpu_msm), keep_outputs=True).run()
     assert gpu.ok, gpu.error
     cpu = Pipeline(config.replace(backend="cpu"), CpuBackend(), keep_outputs=True).run()
     assert cpu.ok, cpu.error
@@ -41,5 +45,6 @@ def test_gpu_run_matches_cpu_run_exactly(memory_mode, lock_scope):
     assert len(copies) == 12
     assert all(not c.attrs["emulated"] and c.attrs["device_ms"] > 0 for c in copies)
     assert trace.meta["memory_emulated"] is False and trace.meta["backend"] == "gpu"
+    assert {s.attrs["on"] for s in trace.select(name="msm_h")} == {"gpu" if gpu_msm else "cpu"}
     ntt = trace.select(name="ntt")
     assert all(s.attrs["device_forward_ms"] > 0 for s in ntt)

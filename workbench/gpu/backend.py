@@ -1,18 +1,19 @@
 """The GPU backend: a, b, c copied per memory mode, h computed by our NTT kernels on each
 worker's own CUDA stream, device buffers allocated once per worker and reused.
 
-The MSMs run on the GPU when the MSM kernels are present (workbench/gpu/msm.py); until then
-the H MSM and the query sums run on the CPU backend's code path, and every such span says
-`on="cpu"` so the trace never passes CPU time off as GPU time.
+The H MSM, batch_add and tail_msm run on our MSM kernels (workbench/gpu/msm.py) over query
+points uploaded once per run; b_g2_msm and finish stay on the host, as in the production
+prover. With `gpu_msm=False` the G1 sums run on the host instead and every such span says
+`on="cpu"`, so a trace never passes CPU time off as GPU time.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 from typing import Any
 
 import numpy as np
+from py_arkworks_bls12381 import G1Point
 
 from workbench.config import ConfigError, RunConfig
 from workbench.gpu import kernels
@@ -30,8 +31,10 @@ MAX_LOG2_GPU = 26
 class GpuBackend(HostCurvePhases, Backend):
     name = "gpu"
 
-    def __init__(self, device: int = 0) -> None:
+    def __init__(self, device: int = 0, gpu_msm: bool = True) -> None:
         self._cp: Any = kernels.require_cupy()
+        self.gpu_msm = gpu_msm
+        self.points: dict[str, Any] = {}
         self.device = device
         self.host = CudaHostMemory()
         self.key: srs.Srs | None = None
@@ -61,6 +64,15 @@ class GpuBackend(HostCurvePhases, Backend):
         with scope.span("kernels"):
             kernels.module("ntt")
             kernels.module("fr_vector")
+        if self.gpu_msm:
+            from workbench.gpu import msm
+
+            with scope.span("upload_key", points=4 << config.log2_constraints):
+                key = self.key
+                queries = {"h": key.h, "l": key.l, "a": key.a, "b": key.b_g1}
+                self.points = {q: msm.DevicePoints.from_points(p) for q, p in queries.items()}
+                # Uploaded on the default stream; workers' streams must see them complete.
+                self._cp.cuda.Device(self.device).synchronize()
         with scope.span("link_probe") as span:
             self.link_gbps = self._measure_link()
             span.set("gbps", self.link_gbps)
@@ -119,8 +131,13 @@ class GpuBackend(HostCurvePhases, Backend):
             extra["domain"].compute_h(buffers.a, buffers.b, buffers.c, out=extra["h"], events=events)
             for stage, ms in durations_ms(events).items():
                 span.set(f"device_{stage}_ms", ms)
-        with scope.span("msm_h", points=1 << self.log2, on="cpu"):
-            return curve.msm(self.key.h, self.h_vector(buffers))
+        if not self.gpu_msm:
+            with scope.span("msm_h", points=1 << self.log2, on="cpu"):
+                return curve.msm(self.key.h, self.h_vector(buffers))
+        from workbench.gpu import msm
+
+        with scope.span("msm_h", points=1 << self.log2, on="gpu"):
+            return msm.to_library_point(msm.msm(self.points["h"], extra["h"], stream=extra["stream"]))
 
     def h_vector(self, buffers: DeviceBuffers) -> np.ndarray:
         stream = buffers.extra["stream"]
@@ -129,20 +146,48 @@ class GpuBackend(HostCurvePhases, Backend):
         return np.ascontiguousarray(host)
 
     def batch_add(self, buffers: DeviceBuffers, prepared: prep.PrepResult, scope: Scope) -> dict[str, Any]:
-        assert self.key is not None
-        with scope.span("batch_add_cpu", on="cpu"):
-            return super().batch_add(buffers, prepared, scope)
+        if not self.gpu_msm:
+            with scope.span("batch_add_cpu", on="cpu"):
+                return super().batch_add(buffers, prepared, scope)
+        from workbench.gpu import msm
+
+        stream = buffers.extra["stream"]
+        bitmap = self._upload_prep(buffers, prepared, scope)
+        return {
+            q: msm.to_library_point(msm.batch_add(self.points[q], bitmap, stream=stream))
+            if prepared.split[q] else G1Point.identity()
+            for q in prep.QUERIES
+        }
+
+    def _upload_prep(self, buffers: DeviceBuffers, prepared: prep.PrepResult, scope: Scope) -> Any:
+        """prep_msm's bitmap and tail arrays to the device, once per partition."""
+        cp = self._cp
+        with scope.span("prep_upload", bytes=prepared.nbytes), buffers.extra["stream"]:
+            tail = (cp.asarray(prepared.ones_bitmap), cp.asarray(prepared.tail_scalars),
+                    cp.asarray(prepared.tail_indices))
+        buffers.extra["tail"] = tail
+        return tail[0]
 
     def tail_msm(self, buffers: DeviceBuffers, prepared: prep.PrepResult, scope: Scope) -> dict[str, Any]:
-        assert self.key is not None
-        with scope.span("tail_msm_cpu", on="cpu"):
-            return super().tail_msm(buffers, prepared, scope)
+        if not self.gpu_msm:
+            with scope.span("tail_msm_cpu", on="cpu"):
+                return super().tail_msm(buffers, prepared, scope)
+        from workbench.gpu import msm
+
+        if "tail" not in buffers.extra:
+            self._upload_prep(buffers, prepared, scope)
+        _, scalars, indices = buffers.extra.pop("tail")
+        stream = buffers.extra["stream"]
+        return {
+            q: msm.to_library_point(msm.msm(self.points[q], scalars, indices, stream=stream))
+            for q in prep.QUERIES
+        }
 
     def describe(self) -> dict[str, Any]:
         props = self._cp.cuda.runtime.getDeviceProperties(self.device)
         name = props["name"]
         return {
             "backend": self.name, "device": name.decode() if isinstance(name, bytes) else str(name),
-            "gpu_msm": importlib.util.find_spec("workbench.gpu.msm") is not None,
+            "gpu_msm": self.gpu_msm,
             "link_gbps": self.link_gbps,
         }

@@ -1,0 +1,241 @@
+"""G1 MSM and batch-add benchmarks on the GPU (needs a CUDA device and CuPy).
+
+    python benchmarks/msm_gpu.py --out results.json [--sizes 20 22 24] [--repeats 10]
+
+Inputs live on the device: 2^max distinct points k_i * G made by the SRS generator's
+fixed-base kernel (its time is reported too), and as scalars the k_i shifted by one row
+(uniform below r, read as Montgomery representations). Each MSM is timed with CUDA events
+around the whole call on one stream, which includes the host's window combination and the
+read-back; median of the repeats after warm-up. One more run per size records events at the
+phase boundaries. A linearity check compares each size with the sum of its four quarters
+(which get a different window size).
+
+Floors, both arithmetic (the data is read once in far less time):
+  * imad: the field multiplications' 32-bit multiply-adds (588 per product: 12 CIOS rounds
+    of 2 x 12 for a * b_i, 1 + 2 x 12 for the reduction) over 64 IMADs per clock per SM;
+  * madd: the mixed additions over the rate a microkernel measures for the same inlined
+    g1_add_affine the hot loops use (bucket reduction counted as 2.8 mixed additions per
+    bucket: two full additions at 14 products against 10). The rate of the called (not
+    inlined) form is reported beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from workbench.gpu import kernels, srs_gen
+from workbench.gpu import msm as gpu_msm
+
+BANDWIDTH = 4.1e12  # bytes/s, device-to-device copy measured on the lent H200
+IMADS_PER_MUL = 12 * (2 * 12 + 1 + 2 * 12)
+IMAD_PER_CLOCK_PER_SM = 64
+MULS_PER_MADD, MULS_PER_ADD = 10, 14
+TARGETS_MS = {("msm", 20): 20.0, ("msm", 22): 60.0, ("msm", 24): 200.0, ("batch_add", 24): 5.0}
+
+RATE_KERNELS = r"""
+extern "C" __global__ void fp_mul_rate(uint4* data, unsigned int iters)
+{
+    const unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    fp_t a = fp_load(data, 3 * i), b = fp_load(data, 3 * i + 1), c = fp_load(data, 3 * i + 2);
+    for (unsigned int k = 0; k < iters; ++k) { a = fp_mul(a, b); c = fp_mul(c, b); }
+    fp_store(data, 3 * i, fp_add(a, c));
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+madd_rate(const uint4* table, uint4* out, unsigned int iters)
+{
+    const unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    g1_xyzz_t acc = g1_infinity();
+    for (unsigned int k = 0; k < iters; ++k)
+        acc = g1_add_affine_inline(acc, g1_affine_load(table, (i + k) & 1023));
+    g1_xyzz_store(out, i, acc);
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+madd_call_rate(const uint4* table, uint4* out, unsigned int iters)
+{
+    const unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    g1_xyzz_t acc = g1_infinity();
+    for (unsigned int k = 0; k < iters; ++k)
+        acc = g1_add_affine(acc, g1_affine_load(table, (i + k) & 1023));
+    g1_xyzz_store(out, i, acc);
+}
+"""
+
+
+def device_info(cupy: Any) -> dict[str, Any]:
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    clock_khz = int(props.get("clockRate", 0)) or 1_980_000
+    name = props["name"]
+    return {
+        "name": name.decode() if isinstance(name, bytes) else str(name),
+        "sms": int(props["multiProcessorCount"]),
+        "clock_ghz": clock_khz / 1e6,
+        "memory_gib": int(props["totalGlobalMem"]) / 2**30,
+        "cupy": cupy.__version__,
+        "host": platform.node(),
+    }
+
+
+def time_events(cupy: Any, fn: Callable[[], Any], warmup: int, repeats: int) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(repeats):
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        out.append(float(cupy.cuda.get_elapsed_time(start, end)))
+    return out
+
+
+def measure_rates(cupy: Any, info: dict[str, Any], points: gpu_msm.DevicePoints) -> dict[str, float]:
+    fp = (kernels.KERNELS_DIR / "fp.cuh").read_text()
+    g1 = (kernels.KERNELS_DIR / "g1.cuh").read_text().replace('#include "fp.cuh"', "")
+    module = cupy.RawModule(code=fp + g1 + RATE_KERNELS, options=("-std=c++17",))
+    sms = info["sms"]
+    threads, iters = sms * 8 * 256, 512
+    data = cupy.ascontiguousarray(cupy.tile(points.data[:1024].reshape(-1, 12), (threads * 3 // 2048 + 1, 1))
+                                  [: 3 * threads])
+    mul = module.get_function("fp_mul_rate")
+    ms = statistics.median(time_events(cupy, lambda: mul((sms * 8,), (256,), (data, np.uint32(iters))), 1, 5))
+    blocks, madd_iters = sms * 4, 256
+    out = cupy.empty((blocks * 128, 48), dtype=cupy.uint32)
+    table = points.data[:1024]
+    rates = {"fp_mul_per_s": 2 * threads * iters / (ms / 1e3),
+             "imad_per_s": sms * IMAD_PER_CLOCK_PER_SM * info["clock_ghz"] * 1e9}
+    for name, kernel in (("madd_per_s", "madd_rate"), ("madd_call_per_s", "madd_call_rate")):
+        fn = module.get_function(kernel)
+
+        def launch(fn: Any = fn) -> None:
+            fn((blocks,), (128,), (table, out, np.uint32(madd_iters)))
+
+        madd_ms = statistics.median(time_events(cupy, launch, 1, 5))
+        rates[name] = blocks * 128 * madd_iters / (madd_ms / 1e3)
+    return rates
+
+
+def _add(a: bytes, b: bytes) -> bytes:
+    return bytes((gpu_msm.to_library_point(a) + gpu_msm.to_library_point(b)).to_xy_bytes_le())
+
+
+def bench_msm(cupy: Any, points: gpu_msm.DevicePoints, scalars: Any, log2: int, rates: dict[str, float],
+              args: argparse.Namespace) -> dict[str, Any]:
+    n = 1 << log2
+    sub = gpu_msm.DevicePoints(data=points.data[:n], n=n, backend=points.backend)
+    s = scalars[:n]
+    times = time_events(cupy, lambda: gpu_msm.msm(sub, s), args.warmup, args.repeats)
+    marks: list[tuple[str, Any]] = []
+
+    def hook(name: str) -> None:
+        ev = cupy.cuda.Event()
+        ev.record()
+        marks.append((name, ev))
+
+    gpu_msm.phase_hook = hook
+    try:
+        result = gpu_msm.msm(sub, s)
+    finally:
+        gpu_msm.phase_hook = None
+    marks[-1][1].synchronize()
+    phases = {a[0]: float(cupy.cuda.get_elapsed_time(a[1], b[1])) for a, b in itertools.pairwise(marks)}
+    quarter = n // 4
+    parts = [gpu_msm.msm(gpu_msm.DevicePoints(data=points.data[k * quarter:(k + 1) * quarter], n=quarter,
+                                              backend=points.backend), s[k * quarter:(k + 1) * quarter])
+             for k in range(4)]
+    total = parts[0]
+    for part in parts[1:]:
+        total = _add(total, part)
+    c = gpu_msm.window_bits(n)
+    windows = gpu_msm.window_count(c)
+    buckets = windows * ((1 << (c - 1)) + 1)
+    muls = n * windows * MULS_PER_MADD + buckets * 2 * MULS_PER_ADD
+    madds = n * windows + buckets * 2 * MULS_PER_ADD / MULS_PER_MADD
+    median = statistics.median(times)
+    floors = {"imad_ms": muls * IMADS_PER_MUL / rates["imad_per_s"] * 1e3,
+              "madd_ms": madds / rates["madd_per_s"] * 1e3,
+              "bytes_ms": n * (96 + 32) / BANDWIDTH * 1e3}
+    return {"op": "msm", "log2": log2, "window_bits": c, "windows": windows, "median_ms": median,
+            "min_ms": min(times), "times_ms": times, "phases_ms": phases, "floors": floors,
+            "over_imad_floor": median / floors["imad_ms"], "over_madd_floor": median / floors["madd_ms"],
+            "target_ms": TARGETS_MS.get(("msm", log2)), "quarters_consistent": total == result}
+
+
+def bench_batch_add(cupy: Any, points: gpu_msm.DevicePoints, log2: int, rates: dict[str, float],
+                    args: argparse.Namespace) -> dict[str, Any]:
+    n = 1 << log2
+    sub = gpu_msm.DevicePoints(data=points.data[:n], n=n, backend=points.backend)
+    mask = np.random.default_rng(args.seed + 1).random(n) < 0.5
+    bitmap = cupy.asarray(np.packbits(mask, bitorder="little"))
+    times = time_events(cupy, lambda: gpu_msm.batch_add(sub, bitmap), args.warmup, args.repeats)
+    selected = int(mask.sum())
+    median = statistics.median(times)
+    floors = {"imad_ms": selected * MULS_PER_MADD * IMADS_PER_MUL / rates["imad_per_s"] * 1e3,
+              "madd_ms": selected / rates["madd_per_s"] * 1e3,
+              "bytes_ms": (selected * 96 + n / 8) / BANDWIDTH * 1e3}
+    return {"op": "batch_add", "log2": log2, "selected": selected, "median_ms": median, "min_ms": min(times),
+            "times_ms": times, "floors": floors, "over_imad_floor": median / floors["imad_ms"],
+            "over_madd_floor": median / floors["madd_ms"], "target_ms": TARGETS_MS.get(("batch_add", log2))}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[20, 22, 24])
+    parser.add_argument("--batch-add-log2", type=int, default=24)
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=20261129)
+    args = parser.parse_args()
+    cupy = kernels.require_cupy()
+    info = device_info(cupy)
+    top = max(*args.sizes, args.batch_add_log2)
+    rng = np.random.default_rng(args.seed)
+    t0 = time.perf_counter()
+    point_scalars = srs_gen.random_scalars(1 << top, rng)
+    t1 = time.perf_counter()
+    points = srs_gen.device_points_from_scalars(point_scalars)
+    cupy.cuda.Device().synchronize()
+    t2 = time.perf_counter()
+    # The points' own scalars shifted by one row: uniform below r, no second host draw.
+    scalars = cupy.roll(cupy.asarray(point_scalars), 1, axis=0)
+    rates = measure_rates(cupy, info, points)
+    results = [bench_msm(cupy, points, scalars, log2, rates, args) for log2 in args.sizes]
+    results.append(bench_batch_add(cupy, points, args.batch_add_log2, rates, args))
+    report = {"device": info, "rates": rates, "repeats": args.repeats, "warmup": args.warmup,
+              "srs_generation": {"log2": top, "host_scalars_s": t1 - t0, "device_points_s": t2 - t1},
+              "results": results}
+    args.out.write_text(json.dumps(report, indent=2))
+    print(f"{info['name']}: {info['sms']} SMs at {info['clock_ghz']:.2f} GHz; "
+          f"fp_mul {rates['fp_mul_per_s']:.3g}/s, madd {rates['madd_per_s']:.3g}/s "
+          f"(called {rates['madd_call_per_s']:.3g}/s); "
+          f"SRS gen 2^{top}: {t2 - t1:.2f} s device + {t1 - t0:.2f} s host")
+    print(f"{'op':10} {'log2':>4} {'c':>3} {'median ms':>10} {'target':>7} {'imad floor':>10} {'x':>5} "
+          f"{'madd floor':>10} {'x':>5}  phases / check")
+    for r in results:
+        extra = ""
+        if r["op"] == "msm":
+            extra = " ".join(f"{k}={v:.2f}" for k, v in r["phases_ms"].items())
+            extra += f" quarters_ok={r['quarters_consistent']}"
+        print(f"{r['op']:10} {r['log2']:>4} {r.get('window_bits', '-'):>3} {r['median_ms']:>10.2f} "
+              f"{r['target_ms'] or 0:>7.1f} {r['floors']['imad_ms']:>10.2f} {r['over_imad_floor']:>5.2f} "
+              f"{r['floors']['madd_ms']:>10.2f} {r['over_madd_floor']:>5.2f}  {extra}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,267 @@
+// Pippenger multi-scalar multiplication over BLS12-381 G1, plus the point-format kernels
+// the host side needs (to and from Montgomery form, fixed-base multiplication for the SRS).
+//
+// Pipeline for sum_i s_i * P_i with c-bit windows (workbench/gpu/msm.py drives it):
+//   1. msm_count: each scalar (Montgomery Fr, converted here) is recoded into W = ceil(256/c)
+//      signed digits in (-2^(c-1), 2^(c-1)]; a nonzero digit d of window w is bucket
+//      w * (B + 1) + |d| with B = 2^(c-1), counted with one atomic each. Signed digits halve
+//      the buckets (P and -P share one, the sign travels with the entry). Bucket |d| = 0 of
+//      each window stays empty; keeping it makes the bucket index equal the digit's weight.
+//   2. host: ends = inclusive prefix sum of counts; cursor = ends - counts.
+//   3. msm_scatter: recodes again and writes (point index | sign << 31) at an atomically
+//      claimed slot of its bucket: a counting sort by bucket. Order inside a bucket varies
+//      from run to run; the sum does not.
+//   4. msm_accumulate: thread t adds the affine points of sorted entries [t K, t K + K) into
+//      XYZZ sums, whatever buckets they fall in, so every thread does the same K additions
+//      (cutting per bucket instead left ~30% of each warp idle: bucket sizes vary). A bucket
+//      wholly inside a slice is stored as it is; the pieces at a slice's two ends go aside.
+//   5. msm_bucket_sum: one thread per bucket adds its pieces, at most K_max / K + 1 of them.
+//      K = max(k0, ceil(sqrt(largest bucket))) bounds that serial chain to about sqrt(n)
+//      when one bucket holds every point (all scalars equal, say).
+//   6. msm_reduce_level, repeated: per window, sum_j j * S_j over the buckets, as a segmented
+//      running sum (see the kernel).
+//   7. host: the W window sums are combined as sum_w 2^(c w) * T_w. That chain of 255
+//      doublings is inherently serial; one GPU thread runs it slower than the host does.
+//
+// Every kernel is a grid-stride loop with no shared memory, barriers or warp intrinsics, so
+// any grid is correct, and the whole pipeline also runs on the CPU with a grid of one thread
+// (the CI tests compile this file with a host compiler and run it that way).
+#include "fr.cuh"
+#include "g1.cuh"
+
+typedef unsigned long long msm_u64;
+
+#define MSM_GRID_STRIDE(i, n) \
+    for (msm_u64 i = blockIdx.x * (msm_u64)blockDim.x + threadIdx.x; i < (n); \
+         i += (msm_u64)gridDim.x * blockDim.x)
+
+#define MSM_SIGN_BIT 0x80000000u
+
+// Limb k of a scalar without indexing its array at run time (which would move it to local
+// memory).
+FP_FN unsigned int msm_limb(const fr_t& s, unsigned int k)
+{
+    unsigned int v = 0;
+#pragma unroll
+    for (unsigned int j = 0; j < 8; ++j) v = j == k ? s.l[j] : v;
+    return v;
+}
+
+// Bits [lo, lo + c) of a 256-bit scalar, c <= 31.
+FP_FN unsigned int msm_bits(const fr_t& s, unsigned int lo, unsigned int c)
+{
+    const unsigned int k = lo >> 5;
+    const msm_u64 pair = msm_limb(s, k) | ((msm_u64)msm_limb(s, k + 1) << 32);
+    return (unsigned int)(pair >> (lo & 31)) & ((1u << c) - 1u);
+}
+
+// Calls f(window, magnitude, negative) for each nonzero signed digit of canonical s < 2^255.
+// W * c >= 256 keeps the top window's digit (its raw bits plus the carry) at most B, so it
+// is never recoded and no carry is lost.
+template <class F>
+FP_FN void msm_for_each_digit(const fr_t& s, unsigned int c, unsigned int windows, F f)
+{
+    const unsigned int half = 1u << (c - 1);
+    unsigned int carry = 0;
+#pragma unroll 1
+    for (unsigned int w = 0; w < windows; ++w) {
+        unsigned int d = msm_bits(s, w * c, c) + carry;
+        bool negative = false;
+        carry = 0;
+        if (d > half && w + 1 < windows) {
+            d = (1u << c) - d;
+            negative = true;
+            carry = 1;
+        }
+        if (d != 0) f(w, d, negative);
+    }
+}
+
+FP_FN fr_t msm_scalar(const uint4* scalars, msm_u64 i)
+{
+    return fr_from_mont(fr_load(scalars, i));
+}
+
+extern "C" __global__ void msm_count(const uint4* scalars, unsigned int* counts, msm_u64 n,
+                                     unsigned int c, unsigned int windows)
+{
+    const unsigned int stride = (1u << (c - 1)) + 1u;
+    MSM_GRID_STRIDE(i, n) {
+        msm_for_each_digit(msm_scalar(scalars, i), c, windows,
+                           [&](unsigned int w, unsigned int d, bool) {
+                               atomicAdd(counts + (msm_u64)w * stride + d, 1u);
+                           });
+    }
+}
+
+// indices (int64) maps scalar i to its point when has_indices; otherwise point i.
+extern "C" __global__ void msm_scatter(const uint4* scalars, const long long* indices,
+                                       unsigned int has_indices, unsigned int* cursor,
+                                       unsigned int* entries, msm_u64 n, unsigned int c,
+                                       unsigned int windows)
+{
+    const unsigned int stride = (1u << (c - 1)) + 1u;
+    MSM_GRID_STRIDE(i, n) {
+        const unsigned int point = has_indices ? (unsigned int)indices[i] : (unsigned int)i;
+        msm_for_each_digit(msm_scalar(scalars, i), c, windows,
+                           [&](unsigned int w, unsigned int d, bool negative) {
+                               const unsigned int slot =
+                                   atomicAdd(cursor + (msm_u64)w * stride + d, 1u);
+                               entries[slot] = point | (negative ? MSM_SIGN_BIT : 0u);
+                           });
+    }
+}
+
+// Entries per thread: at least k0 (the host picks about twice the mean bucket load) and at
+// least ceil(sqrt(largest)), which keeps the sum of a bucket's pieces short.
+FP_FN msm_u64 msm_slice_size(unsigned int largest, unsigned int k0)
+{
+    unsigned int r = 0;
+#pragma unroll
+    for (int b = 15; b >= 0; --b) {
+        const unsigned int t = r | (1u << b);
+        if (t * t <= largest) r = t;
+    }
+    if (r * r < largest) ++r;
+    return r > k0 ? r : k0;
+}
+
+// Where a run of one bucket inside slice t goes: a run at the slice's start to heads[t] (it
+// may continue a bucket from earlier slices), else a run at its end to tails[t] (it may go
+// on into later ones), else the run is the whole bucket.
+FP_FN void msm_store_run(uint4* heads, uint4* tails, uint4* sums, msm_u64 t, msm_u64 bucket,
+                         bool at_start, bool at_end, const g1_xyzz_t& acc)
+{
+    if (at_start) g1_xyzz_store(heads, t, acc);
+    else if (at_end) g1_xyzz_store(tails, t, acc);
+    else g1_xyzz_store(sums, bucket, acc);
+}
+
+// max_slices is the host's upper bound on the slice count (entries / k0), so the launch
+// needs no read-back; largest is the largest bucket count, on the device.
+extern "C" __global__ void __launch_bounds__(128)
+msm_accumulate(const uint4* points, const unsigned int* entries, const unsigned int* bucket_ends,
+               const unsigned int* largest, uint4* heads, uint4* tails, uint4* sums,
+               msm_u64 buckets, msm_u64 max_slices, unsigned int k0)
+{
+    const msm_u64 total = bucket_ends[buckets - 1];
+    const msm_u64 size = msm_slice_size(*largest, k0);
+    MSM_GRID_STRIDE(t, max_slices) {
+        const msm_u64 begin = t * size;
+        if (begin >= total) break;
+        const msm_u64 end = begin + size < total ? begin + size : total;
+        msm_u64 lo = 0, hi = buckets - 1;  // the bucket of entry `begin`: first end past it
+        while (lo < hi) {
+            const msm_u64 mid = (lo + hi) / 2;
+            if (bucket_ends[mid] > begin) hi = mid; else lo = mid + 1;
+        }
+        msm_u64 bucket = lo, bucket_end = bucket_ends[lo], run = begin;
+        g1_xyzz_t acc = g1_infinity();
+#pragma unroll 1
+        for (msm_u64 e = begin; e < end; ++e) {
+            if (e == bucket_end) {
+                msm_store_run(heads, tails, sums, t, bucket, run == begin, false, acc);
+                acc = g1_infinity();
+                run = e;
+                do bucket_end = bucket_ends[++bucket]; while (bucket_end <= e);  // skip empty ones
+            }
+            const unsigned int entry = entries[e];
+            g1_affine_t p = g1_affine_load(points, entry & ~MSM_SIGN_BIT);
+            if (entry & MSM_SIGN_BIT) p = g1_affine_neg(p);
+            acc = g1_add_affine_inline(acc, p);
+        }
+        msm_store_run(heads, tails, sums, t, bucket, run == begin, true, acc);
+    }
+}
+
+// The buckets msm_accumulate did not store whole: the sum of their pieces (see
+// msm_store_run), or infinity for an empty bucket.
+extern "C" __global__ void __launch_bounds__(128)
+msm_bucket_sum(const uint4* heads, const uint4* tails, const unsigned int* counts,
+               const unsigned int* bucket_ends, const unsigned int* largest, uint4* sums,
+               msm_u64 buckets, unsigned int k0)
+{
+    const msm_u64 total = bucket_ends[buckets - 1];
+    const msm_u64 size = msm_slice_size(*largest, k0);
+    MSM_GRID_STRIDE(b, buckets) {
+        const unsigned int count = counts[b];
+        if (count == 0) {
+            g1_xyzz_store(sums, b, g1_infinity());
+            continue;
+        }
+        const msm_u64 end = bucket_ends[b], start = end - count;
+        const msm_u64 first = start / size, last = (end - 1) / size;
+        const bool at_start = start == first * size;
+        const msm_u64 first_end = (first + 1) * size < total ? (first + 1) * size : total;
+        if (first == last && !at_start && end != first_end) continue;  // stored whole
+        g1_xyzz_t acc = at_start ? g1_xyzz_load(heads, first) : g1_xyzz_load(tails, first);
+#pragma unroll 1
+        for (msm_u64 t = first + 1; t <= last; ++t) acc = g1_add(acc, g1_xyzz_load(heads, t));
+        g1_xyzz_store(sums, b, acc);
+    }
+}
+
+// One level of the weighted sum WS(X) = sum_i i * X_i, per window (rows of m_in points).
+// Cutting X into segments of L = 2^seg_log2, i = s L + j:
+//   WS(X) = sum_s Aw_s + L * WS(U),  Aw_s = sum_j j * X_{sL+j},  U_s = sum_j X_{sL+j},
+// and Aw_s is a running sum inside the segment (2L additions, no multiplications). Level k
+// keeps the invariant  total = sum A^(k) + 2^scale_log2 * WS(X^(k)), so it emits
+// U as the next X and A_s = sum_j A^(k)_{sL+j} + 2^scale_log2 * Aw_s as the next A. When a
+// row is one point long, WS of it is zero and the row's A is the window's sum.
+extern "C" __global__ void __launch_bounds__(128)
+msm_reduce_level(const uint4* x_in, const uint4* a_in, unsigned int has_a, uint4* u_out,
+                 uint4* a_out, msm_u64 windows, msm_u64 m_in, msm_u64 m_out,
+                 unsigned int seg_log2, unsigned int scale_log2)
+{
+    const msm_u64 seg = 1ull << seg_log2;
+    MSM_GRID_STRIDE(idx, windows * m_out) {
+        const msm_u64 w = idx / m_out, s = idx % m_out;
+        const msm_u64 row = w * m_in, first = s * seg;
+        g1_xyzz_t running = g1_infinity(), weighted = g1_infinity(), plain = g1_infinity();
+#pragma unroll 1
+        for (msm_u64 j = seg - 1; j >= 1; --j) {
+            if (first + j < m_in) {
+                running = g1_add(running, g1_xyzz_load(x_in, row + first + j));
+                if (has_a) plain = g1_add(plain, g1_xyzz_load(a_in, row + first + j));
+            }
+            weighted = g1_add(weighted, running);
+        }
+        running = g1_add(running, g1_xyzz_load(x_in, row + first));
+        if (has_a) plain = g1_add(plain, g1_xyzz_load(a_in, row + first));
+        weighted = g1_add(plain, g1_dbl_n(weighted, scale_log2));
+        g1_xyzz_store(u_out, w * m_out + s, running);
+        g1_xyzz_store(a_out, w * m_out + s, weighted);
+    }
+}
+
+// Canonical affine coordinates -> Montgomery form, in place (2n field elements).
+extern "C" __global__ void g1_points_to_mont(uint4* points, msm_u64 n)
+{
+    MSM_GRID_STRIDE(i, 2 * n) fp_store(points, i, fp_to_mont(fp_load(points, i)));
+}
+
+extern "C" __global__ void g1_points_from_mont(uint4* out, const uint4* points, msm_u64 n)
+{
+    MSM_GRID_STRIDE(i, 2 * n) fp_store(out, i, fp_from_mont(fp_load(points, i)));
+}
+
+// out_i = s_i * G for canonical scalars s_i (the (n, 4) uint64 layout), written as canonical
+// affine coordinates. table holds d * 2^(8w) * G for 32 byte positions w and d < 256 (entry
+// 0 is infinity) in Montgomery form, so each product is 32 mixed additions and one inversion.
+extern "C" __global__ void __launch_bounds__(128)
+g1_fixed_base(const uint4* table, const uint4* scalars, uint4* out, msm_u64 n)
+{
+    MSM_GRID_STRIDE(i, n) {
+        const fr_t s = fr_load(scalars, i);
+        g1_xyzz_t acc = g1_infinity();
+#pragma unroll 1
+        for (unsigned int w = 0; w < 32; ++w) {
+            const unsigned int byte = (msm_limb(s, w >> 2) >> (8 * (w & 3))) & 0xffu;
+            if (byte) acc = g1_add_affine(acc, g1_affine_load(table, 256ull * w + byte));
+        }
+        g1_affine_t a = g1_to_affine(acc);
+        a.x = fp_from_mont(a.x);
+        a.y = fp_from_mont(a.y);
+        g1_affine_store(out, i, a);
+    }
+}

@@ -1,0 +1,240 @@
+"""The G1 kernels on the GPU against Python integers and the independent curve library.
+Run on a machine with a CUDA device: python -m pytest -m gpu tests/test_gpu_msm.py
+
+Every test draws fresh random inputs (the seed is printed, so a failure can be replayed with
+SEED=... in the environment) and fills device outputs and scratch with 0xFF bytes before
+each run (not a valid field element or point), so an element nobody wrote cannot pass."""
+
+from __future__ import annotations
+
+import os
+import random
+import secrets
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+with warnings.catch_warnings():  # an environment warning at import is not a test failure
+    warnings.simplefilter("default")
+    cupy = pytest.importorskip("cupy")
+
+from py_arkworks_bls12381 import G1Point, Scalar
+
+from workbench.gpu import msm as gpu_msm
+from workbench.gpu import srs_gen
+from workbench.prover.curve import R_MODULUS, G1Points, batch_add, msm, point_to_bytes
+
+pytestmark = pytest.mark.gpu
+
+P = gpu_msm.P_MODULUS
+R384, R384_INV = (1 << 384) % P, pow(1 << 384, -1, P)
+MONT_R256 = (1 << 256) % R_MODULUS
+KERNELS = Path(__file__).resolve().parents[1] / "kernels"
+
+
+def _device_count() -> int:
+    try:
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # no driver, or no device
+        return 0
+
+
+if _device_count() == 0:
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+
+@pytest.fixture
+def rng() -> random.Random:
+    seed = int(os.environ.get("SEED", secrets.randbits(63)))
+    print(f"SEED={seed}")
+    return random.Random(seed)
+
+
+# ---------------------------------------------------------------- helpers
+
+def _fp_limbs(values: list[int]) -> np.ndarray:
+    raw = b"".join(v.to_bytes(48, "little") for v in values)
+    return np.frombuffer(raw, dtype="<u4").astype(np.uint32).reshape(len(values), 12)
+
+
+def _fp_ints(limbs: np.ndarray) -> list[int]:
+    raw = np.ascontiguousarray(limbs).astype("<u4").tobytes()
+    return [int.from_bytes(raw[i : i + 48], "little") for i in range(0, len(raw), 48)]
+
+
+def _mont_scalars(values: list[int]) -> np.ndarray:
+    raw = b"".join((v * MONT_R256 % R_MODULUS).to_bytes(32, "little") for v in values)
+    return np.frombuffer(raw, dtype="<u8").astype(np.uint64).reshape(len(values), 4)
+
+
+def _points(rng: random.Random, n: int) -> G1Points:
+    """n distinct random points at one library addition each: B_j + C_k over a grid."""
+    side = max(1, int(n**0.5) + 1)
+    rows = [G1Point() * Scalar(rng.randrange(1, R_MODULUS)) for _ in range(side)]
+    cols = [G1Point() * Scalar(rng.randrange(1, R_MODULUS)) for _ in range(side)]
+    return G1Points.from_objects([rows[i // side] + cols[i % side] for i in range(n)])
+
+
+def _poison() -> None:
+    gpu_msm._workspace(gpu_msm.default_backend()).poison()
+    cupy.cuda.Device().synchronize()  # the fills run on the current stream, a test's MSM maybe on another
+
+
+def _device_msm(points: G1Points, scalars: np.ndarray, indices: np.ndarray | None = None) -> bytes:
+    dev = gpu_msm.DevicePoints.from_points(points)
+    _poison()
+    return gpu_msm.msm(dev, scalars, indices)
+
+
+# ---------------------------------------------------------------- field arithmetic
+
+FP_TEST_KERNEL = r"""
+extern "C" __global__ void fp_ops(const uint4* a, const uint4* b, uint4* out, unsigned long long n)
+{
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        const fp_t x = fp_load(a, i), y = fp_load(b, i);
+        fp_store(out, 6 * i, fp_add(x, y));
+        fp_store(out, 6 * i + 1, fp_sub(x, y));
+        fp_store(out, 6 * i + 2, fp_mul(x, y));
+        fp_store(out, 6 * i + 3, fp_inv(x));
+        fp_store(out, 6 * i + 4, fp_to_mont(x));
+        fp_store(out, 6 * i + 5, fp_from_mont(x));
+    }
+}
+"""
+
+
+def test_fp_arithmetic_matches_python_ints(rng: random.Random):
+    module = cupy.RawModule(code=(KERNELS / "fp.cuh").read_text() + FP_TEST_KERNEL, options=("-std=c++17",))
+    edges = [0, 1, 2, P - 1, P - 2, R384, (P - 1) // 2, (P + 1) // 2, 2**32 - 1, 2**64 - 1, 2**380, P - 2**32]
+    xs = edges + [rng.randrange(P) for _ in range(4000)]
+    ys = [rng.choice(xs) for _ in xs]
+    n = len(xs)
+    out = cupy.full((6 * n, 12), 0xFFFFFFFF, dtype=cupy.uint32)
+    module.get_function("fp_ops")((64,), (128,), (cupy.asarray(_fp_limbs(xs)), cupy.asarray(_fp_limbs(ys)),
+                                                  out, np.uint64(n)))
+    got = _fp_ints(out.get())
+    for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
+        inv = 0 if x == 0 else pow(x * R384_INV % P, -1, P) * R384 % P
+        want = [(x + y) % P, (x - y) % P, x * y * R384_INV % P, inv, x * R384 % P, x * R384_INV % P]
+        assert got[6 * i : 6 * i + 6] == want, f"x={x:#x} y={y:#x}"
+
+
+# ---------------------------------------------------------------- MSM
+
+@pytest.mark.parametrize("log2", [10, 12, 14, 16])
+def test_msm_matches_library(rng: random.Random, log2: int):
+    n = 1 << log2
+    points = _points(rng, n)
+    scalars = _mont_scalars([rng.randrange(R_MODULUS) for _ in range(n)])
+    assert _device_msm(points, scalars) == point_to_bytes(msm(points, scalars))
+
+
+def test_msm_device_scalars_on_a_stream(rng: random.Random):
+    n = 5000
+    points = _points(rng, n)
+    scalars = _mont_scalars([rng.randrange(R_MODULUS) for _ in range(n)])
+    stream = cupy.cuda.Stream(non_blocking=True)
+    dev = gpu_msm.DevicePoints.from_points(points, stream=stream)
+    with stream:
+        scalars_dev = cupy.asarray(scalars)
+    _poison()
+    got = gpu_msm.msm(dev, scalars_dev, stream=stream)
+    again = gpu_msm.msm(dev, scalars_dev, stream=stream)  # the reused scratch gives the same result
+    want = point_to_bytes(msm(points, scalars))
+    assert got == want and again == want
+
+
+@pytest.mark.parametrize("case", ["zero", "one", "r_minus_1", "repeated", "cancel", "single", "odd_size",
+                                  "indices", "small"])
+def test_msm_edge_cases(rng: random.Random, case: str):
+    n = 3001
+    points = _points(rng, n)
+    values = [rng.randrange(R_MODULUS) for _ in range(n)]
+    indices = None
+    if case == "zero":
+        values = [0] * n
+    elif case == "one":
+        values = [1] * n
+    elif case == "r_minus_1":
+        values = [R_MODULUS - 1] * n
+    elif case == "repeated":
+        points = G1Points(np.repeat(points.xy[:3], [1000, 1000, 1001], axis=0))
+    elif case == "cancel":  # P with s and again with r - s: the sum is infinity
+        values = [values[0], R_MODULUS - values[0]] * (n // 2) + [0]
+        points = G1Points(np.repeat(points.xy[:1], n, axis=0))
+    elif case == "single":
+        points, values = points.take(np.array([7])), values[:1]
+    elif case == "odd_size":
+        points, values = points.take(np.arange(777)), values[:777]
+    elif case == "indices":  # a tail MSM: a subset of the points, in order
+        indices = np.array(sorted(rng.sample(range(n), 1234)), dtype=np.int64)
+        values = values[:1234]
+    elif case == "small":
+        values = [rng.randrange(0, 5) for _ in range(n)]
+    scalars = _mont_scalars(values)
+    got = _device_msm(points, scalars, indices)
+    assert got == point_to_bytes(msm(points, scalars, indices))
+    if case in ("zero", "cancel"):
+        assert got == gpu_msm.IDENTITY_BYTES
+
+
+def test_msm_one_bucket_holds_every_point(rng: random.Random):
+    """All scalars 1 at 2^16: every point lands in one bucket, which is cut between threads."""
+    n = 1 << 16
+    points = _points(rng, n)
+    scalars = _mont_scalars([1] * n)
+    assert _device_msm(points, scalars) == point_to_bytes(batch_add(points, np.ones(n, bool)))
+
+
+# ---------------------------------------------------------------- batch add
+
+@pytest.mark.parametrize("log2", [10, 13, 16])
+def test_batch_add_matches_library(rng: random.Random, log2: int):
+    n = (1 << log2) + 3  # not a multiple of 8 or of the chunk
+    points = _points(rng, n)
+    dev = gpu_msm.DevicePoints.from_points(points)
+    nprng = np.random.default_rng(rng.randrange(2**32))
+    for mask in (nprng.random(n) < 0.5, np.ones(n, bool), np.zeros(n, bool), nprng.random(n) < 0.01):
+        bitmap = np.packbits(mask, bitorder="little")
+        _poison()
+        assert gpu_msm.batch_add(dev, cupy.asarray(bitmap)) == point_to_bytes(batch_add(points, mask))
+
+
+def test_batch_add_cancelling_points(rng: random.Random):
+    p = G1Point() * Scalar(rng.randrange(1, R_MODULUS))
+    points = G1Points.from_objects([p, -p] * 500 + [p])
+    dev = gpu_msm.DevicePoints.from_points(points)
+    mask = np.ones(len(points), bool)
+    _poison()
+    assert gpu_msm.batch_add(dev, np.packbits(mask, bitorder="little")) == point_to_bytes(p)
+    mask[-1] = False
+    assert gpu_msm.batch_add(dev, np.packbits(mask, bitorder="little")) == gpu_msm.IDENTITY_BYTES
+
+
+# ---------------------------------------------------------------- SRS generation
+
+def test_srs_generation_matches_library(rng: random.Random):
+    scalars = srs_gen.random_scalars(300, np.random.default_rng(rng.randrange(2**32)))
+    scalars[0] = [1, 0, 0, 0]
+    got = srs_gen.generate_g1_from_scalars(scalars)
+    want = G1Points.from_objects([G1Point() * Scalar(srs_gen.scalar_to_int(row)) for row in scalars])
+    assert got == want
+    on_device = srs_gen.device_points_from_scalars(scalars)
+    assert on_device.to_points() == want
+    upload = gpu_msm.DevicePoints.from_points(want)
+    assert cupy.array_equal(on_device.data, upload.data)
+
+
+@pytest.mark.parametrize("window", [16, 20])
+def test_msm_with_the_windows_of_large_sizes(rng: random.Random, window: int):
+    """c = 16 and 20 are what 2^20..2^24 inputs get; check them on a testable size."""
+    n = 4096
+    points = _points(rng, n)
+    scalars = _mont_scalars([rng.randrange(R_MODULUS) for _ in range(n)])
+    dev = gpu_msm.DevicePoints.from_points(points)
+    _poison()
+    assert gpu_msm.msm(dev, scalars, window=window) == point_to_bytes(msm(points, scalars))

@@ -1,0 +1,369 @@
+"""The G1 kernels without a GPU: msm.cu and batch_add.cu build for the H200 (sm_90), the
+field and point arithmetic of fp.cuh / g1.cuh matches Python integers and the curve library,
+and the whole MSM, batch-add and fixed-base pipelines, compiled for the CPU with a grid of
+one thread (every kernel is a grid-stride loop), match the library.
+
+Needs nvcc for the sm_90 builds and a host C++ compiler plus the CUDA headers for the rest;
+each is skipped with a reason where absent. The device's own PTX carry chains are checked
+on the GPU by tests/test_gpu_msm.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import random
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from py_arkworks_bls12381 import G1Point, Scalar
+
+from workbench.gpu import msm as gpu_msm
+from workbench.gpu import srs_gen
+from workbench.prover.curve import R_MODULUS, G1Points, batch_add, msm, point_to_bytes
+
+KERNELS = Path(__file__).resolve().parents[1] / "kernels"
+OURS = ["msm.cu", "batch_add.cu"]
+NVCC = shutil.which("nvcc") or ("/usr/local/bin/nvcc" if Path("/usr/local/bin/nvcc").exists() else None)
+CXX = shutil.which("g++") or shutil.which("c++")
+CUDA_INCLUDE = next((p for p in (Path("/usr/local/cuda/include"),) if (p / "vector_types.h").exists()), None)
+if CUDA_INCLUDE is None and NVCC is not None:
+    guess = Path(NVCC).resolve().parents[1] / "include"
+    CUDA_INCLUDE = guess if (guess / "vector_types.h").exists() else None
+P = gpu_msm.P_MODULUS
+R384 = (1 << 384) % P
+R384_INV = pow(1 << 384, -1, P)
+MONT_R256 = (1 << 256) % R_MODULUS
+
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not found (CUDA toolkit absent)")
+needs_cxx = pytest.mark.skipif(CXX is None or CUDA_INCLUDE is None,
+                               reason="host C++ compiler or CUDA headers (vector_types.h) not found")
+
+# Stands in for the CUDA front end: one block of one thread, so a grid-stride loop covers
+# all the work in one call; atomics are plain read-modify-writes.
+PRELUDE = r"""
+#include <vector_types.h>
+#include <vector_functions.h>
+struct emu_dim3 { unsigned int x, y, z; };
+static const emu_dim3 threadIdx = {0, 0, 0}, blockIdx = {0, 0, 0};
+static const emu_dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
+#undef __global__
+#define __global__
+#define __launch_bounds__(...)
+template <class T> inline T atomicAdd(T* p, T v) { T old = *p; *p = old + v; return old; }
+"""
+
+HARNESS = r"""
+#include <cstdio>
+#include <cstring>
+#include "g1.cuh"
+
+static fp_t parse(const char* hex) {
+    fp_t x = fp_zero();
+    int len = (int)strlen(hex);
+    for (int k = 0; k < len; ++k) {
+        char ch = hex[len - 1 - k];
+        unsigned v = ch <= '9' ? ch - '0' : (ch | 32) - 'a' + 10;
+        x.l[k / 8] |= v << (4 * (k % 8));
+    }
+    return x;
+}
+static void show(const fp_t& z) { for (int j = 11; j >= 0; --j) printf("%08x", z.l[j]); printf("\n"); }
+static g1_affine_t point(const char* x, const char* y) {
+    g1_affine_t p; p.x = fp_to_mont(parse(x)); p.y = fp_to_mont(parse(y)); return p;
+}
+static void show_point(const g1_xyzz_t& p) {
+    g1_affine_t a = g1_to_affine(p);
+    show(fp_from_mont(a.x)); show(fp_from_mont(a.y));
+}
+
+int main() {
+    char op[16], a[100], b[100], c[100], d[100];
+    while (scanf("%15s %99s %99s %99s %99s", op, a, b, c, d) == 5) {
+        fp_t x = parse(a), y = parse(b);
+        if (!strcmp(op, "add")) show(fp_add(x, y));
+        else if (!strcmp(op, "sub")) show(fp_sub(x, y));
+        else if (!strcmp(op, "mul")) show(fp_mul(x, y));
+        else if (!strcmp(op, "inv")) show(fp_inv(x));
+        else if (!strcmp(op, "to_mont")) show(fp_to_mont(x));
+        else if (!strcmp(op, "from_mont")) show(fp_from_mont(x));
+        else {
+            g1_affine_t p = point(a, b), q = point(c, d);
+            if (!strcmp(op, "g_madd")) show_point(g1_add_affine(g1_from_affine(p), q));
+            else if (!strcmp(op, "g_add")) show_point(g1_add(g1_from_affine(p), g1_from_affine(q)));
+            else if (!strcmp(op, "g_xadd"))  // 2p + (q + p): doubling and addition of XYZZ inputs
+                show_point(g1_add(g1_dbl(g1_from_affine(p)), g1_add_affine(g1_from_affine(q), p)));
+            else if (!strcmp(op, "g_dbl")) show_point(g1_dbl(g1_from_affine(p)));
+            else if (!strcmp(op, "g_dbl_affine")) show_point(g1_dbl_affine(p));
+            else if (!strcmp(op, "g_neg")) show_point(g1_from_affine(g1_affine_neg(p)));
+            else return 2;
+        }
+    }
+    return 0;
+}
+"""
+
+
+def _run(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=900, **kw)
+
+
+@needs_nvcc
+@pytest.mark.parametrize("source", OURS)
+def test_compiles_for_sm90(source: str, tmp_path: Path):
+    assert NVCC is not None
+    out = tmp_path / (Path(source).stem + ".o")
+    proc = _run([NVCC, "-arch=sm_90", "-std=c++17", "-c", str(KERNELS / source), "-o", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    assert out.stat().st_size > 0
+
+
+def _compile_host(tmp: Path, name: str, source: Path, shared: bool) -> Path:
+    assert CXX is not None and CUDA_INCLUDE is not None
+    prelude = tmp / "prelude.h"
+    prelude.write_text(PRELUDE)
+    out = tmp / name
+    cmd = [CXX, "-std=c++17", "-O2", "-w", f"-I{CUDA_INCLUDE}", f"-I{KERNELS}", "-include", str(prelude),
+           "-x", "c++", str(source), "-o", str(out)]
+    if shared:
+        cmd[1:1] = ["-shared", "-fPIC"]
+    proc = _run(cmd)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("fp_harness")
+    src = tmp / "harness.cpp"
+    src.write_text(HARNESS)
+    return _compile_host(tmp, "harness", src, shared=False)
+
+
+def _ask(exe: Path, lines: list[str]) -> list[int]:
+    proc = _run([str(exe)], input="".join(lines))
+    assert proc.returncode == 0, proc.stderr
+    return [int(v, 16) for v in proc.stdout.split()]
+
+
+def _fp_edges() -> list[int]:
+    return [0, 1, 2, P - 1, P - 2, R384, (P - 1) // 2, (P + 1) // 2, 2**32 - 1, 2**64 - 1, 2**380, P - 2**32,
+            P - 2**200]
+
+
+@needs_cxx
+def test_fp_matches_python_ints(harness: Path):
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    values = _fp_edges() + [rng.randrange(P) for _ in range(300)]
+    cases: list[tuple[str, int, int, int]] = []
+    for x in values:
+        y = rng.choice(values)
+        cases += [("add", x, y, (x + y) % P), ("sub", x, y, (x - y) % P), ("sub", y, x, (y - x) % P),
+                  ("mul", x, y, x * y * R384_INV % P), ("to_mont", x, 0, x * R384 % P),
+                  ("from_mont", x, 0, x * R384_INV % P)]
+    cases += [("mul", e, f, e * f * R384_INV % P) for e in _fp_edges() for f in _fp_edges()]
+    # fp_inv works in Montgomery form: inv(xR) = x^-1 R.
+    for x in values[:60]:
+        want = 0 if x == 0 else pow(x * R384_INV % P, -1, P) * R384 % P
+        cases.append(("inv", x, 0, want))
+    got = _ask(harness, [f"{op} {x:x} {y:x} 0 0\n" for op, x, y, _ in cases])
+    assert len(got) == len(cases)
+    bad = [(op, hex(x), hex(y)) for (op, x, y, w), g in zip(cases, got, strict=True) if g != w]
+    assert not bad, f"seed {seed}: {len(bad)} mismatches, first {bad[:3]}"
+
+
+def _ints(p: G1Point) -> tuple[int, int]:
+    raw = p.to_xy_bytes_le()
+    return int.from_bytes(raw[:48], "little"), int.from_bytes(raw[48:], "little")
+
+
+def _random_point(rng: random.Random) -> G1Point:
+    return G1Point() * Scalar(rng.randrange(1, R_MODULUS))
+
+
+@needs_cxx
+def test_g1_ops_match_library(harness: Path):
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    inf = G1Point.identity()
+    cases: list[tuple[str, G1Point, G1Point, G1Point]] = []
+    for _ in range(20):
+        p, q = _random_point(rng), _random_point(rng)
+        cases += [("madd", p, q, p + q), ("add", p, q, p + q), ("dbl", p, inf, p + p),
+                  ("dbl_affine", p, inf, p + p), ("neg", p, inf, -p), ("xadd", p, q, p + p + q + p)]
+        # The special cases the generic formulas cannot do.
+        cases += [("madd", p, p, p + p), ("add", p, p, p + p), ("madd", p, -p, inf), ("add", p, -p, inf),
+                  ("madd", p, inf, p), ("madd", inf, q, q), ("add", inf, q, q), ("add", p, inf, p),
+                  ("madd", inf, inf, inf), ("dbl", inf, inf, inf), ("xadd", p, -p, p + p)]
+    lines = []
+    for op, p, q, _ in cases:
+        (x1, y1), (x2, y2) = _ints(p), _ints(q)
+        lines.append(f"g_{op} {x1:x} {y1:x} {x2:x} {y2:x}\n")
+    got = _ask(harness, lines)
+    assert len(got) == 2 * len(cases)
+    bad = [op for i, (op, _, _, want) in enumerate(cases) if (got[2 * i], got[2 * i + 1]) != _ints(want)]
+    assert not bad, f"seed {seed}: mismatches in {bad[:5]}"
+
+
+# ---------------------------------------------------------------- the pipeline on the CPU
+
+
+class EmulatedBackend:
+    """The msm.py backend interface over kernels compiled for the host (numpy arrays)."""
+
+    xp = np
+
+    def __init__(self, libraries: dict[str, ctypes.CDLL]) -> None:
+        self.libraries = libraries
+        self.launches: list[str] = []
+
+    def launch(self, module: str, kernel: str, work: int, args: tuple[Any, ...], threads: int = 128) -> None:
+        fn = getattr(self.libraries[module], kernel)
+        fn.restype = None
+        fn(*(self._arg(a) for a in args))
+        self.launches.append(kernel)
+
+    @staticmethod
+    def _arg(a: Any) -> Any:
+        if isinstance(a, np.ndarray):
+            return ctypes.c_void_p(a.ctypes.data)
+        if isinstance(a, np.uint64):
+            return ctypes.c_uint64(int(a))
+        if isinstance(a, np.uint32):
+            return ctypes.c_uint32(int(a))
+        raise TypeError(f"unexpected kernel argument {type(a)}")
+
+    def upload(self, dst: np.ndarray, src: np.ndarray) -> None:
+        np.copyto(dst, src)
+
+    def download(self, arr: np.ndarray) -> np.ndarray:
+        return np.array(arr)
+
+    def stream_context(self, stream: Any) -> Any:
+        return contextlib.nullcontext()
+
+    def workspace_key(self) -> Any:
+        return "emulated"
+
+    def is_device_array(self, arr: Any) -> bool:
+        return False
+
+
+@pytest.fixture(scope="module")
+def backend(tmp_path_factory: pytest.TempPathFactory) -> EmulatedBackend:
+    if CXX is None or CUDA_INCLUDE is None:
+        pytest.skip("host C++ compiler or CUDA headers (vector_types.h) not found")
+    tmp = tmp_path_factory.mktemp("emulated_kernels")
+    libs = {name: ctypes.CDLL(str(_compile_host(tmp, f"{name}.so", KERNELS / f"{name}.cu", shared=True)))
+            for name in ("msm", "batch_add")}
+    return EmulatedBackend(libs)
+
+
+def _mont(values: list[int]) -> np.ndarray:
+    out = np.zeros((len(values), 4), dtype=np.uint64)
+    for i, v in enumerate(values):
+        m = v * MONT_R256 % R_MODULUS
+        out[i] = [(m >> (64 * k)) & (2**64 - 1) for k in range(4)]
+    return out
+
+
+def _points(rng: random.Random, n: int) -> G1Points:
+    return G1Points.from_objects([_random_point(rng) for _ in range(n)])
+
+
+@pytest.mark.parametrize("n", [1, 5, 64, 301])
+def test_emulated_msm_matches_library(backend: EmulatedBackend, n: int):
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    points = _points(rng, n)
+    dev = gpu_msm.DevicePoints.from_points(points, backend=backend)
+    scalars = _mont([rng.randrange(R_MODULUS) for _ in range(n)])
+    gpu_msm._workspace(backend).poison()
+    got = gpu_msm.msm(dev, scalars)
+    assert got == point_to_bytes(msm(points, scalars)), f"seed {seed}"
+    assert dev.to_points() == points
+
+
+@pytest.mark.parametrize("case", ["zero", "one", "r_minus_1", "repeated", "cancel", "small", "indices"])
+def test_emulated_msm_edge_cases(backend: EmulatedBackend, case: str):
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    n = 97
+    points = _points(rng, n)
+    values = [rng.randrange(R_MODULUS) for _ in range(n)]
+    indices = None
+    if case == "zero":
+        values = [0] * n
+    elif case == "one":
+        values = [1] * n
+    elif case == "r_minus_1":
+        values = [R_MODULUS - 1] * n
+    elif case == "repeated":
+        one = points.xy[3]
+        points = G1Points(np.repeat(one[None, :], n, axis=0))
+    elif case == "cancel":  # the same point with s and r - s: the sum is infinity
+        values = [values[0], R_MODULUS - values[0]] * (n // 2) + [0]
+        points = G1Points(np.repeat(points.xy[:1], n, axis=0))
+    elif case == "small":
+        values = [rng.randrange(1, 40) for _ in range(n)]
+    elif case == "indices":
+        indices = np.array(sorted(rng.sample(range(n), 40)), dtype=np.int64)
+        values = values[:40]
+    dev = gpu_msm.DevicePoints.from_points(points, backend=backend)
+    scalars = _mont(values)
+    gpu_msm._workspace(backend).poison()
+    got = gpu_msm.msm(dev, scalars, indices)
+    want = msm(points, scalars, indices)
+    assert got == point_to_bytes(want), f"{case}, seed {seed}"
+
+
+def test_emulated_msm_large_bucket_is_split(backend: EmulatedBackend):
+    """All scalars equal puts every point in one bucket: it is cut between threads."""
+    rng = random.Random(random.SystemRandom().randrange(2**32))
+    n = 400
+    points = _points(rng, n)
+    dev = gpu_msm.DevicePoints.from_points(points, backend=backend)
+    scalars = _mont([12345] * n)
+    assert gpu_msm.msm(dev, scalars) == point_to_bytes(msm(points, scalars))
+
+
+@pytest.mark.parametrize("n", [1, 9, 64, 200, 1000])
+def test_emulated_batch_add_matches_library(backend: EmulatedBackend, n: int):
+    seed = random.SystemRandom().randrange(2**32)
+    rng = np.random.default_rng(seed)
+    points = _points(random.Random(seed), n)
+    dev = gpu_msm.DevicePoints.from_points(points, backend=backend)
+    for mask in (rng.random(n) < 0.5, np.ones(n, bool), np.zeros(n, bool)):
+        bitmap = np.packbits(mask, bitorder="little")
+        gpu_msm._workspace(backend).poison()
+        assert gpu_msm.batch_add(dev, bitmap) == point_to_bytes(batch_add(points, mask)), f"seed {seed}"
+
+
+def test_emulated_fixed_base_matches_library(backend: EmulatedBackend):
+    rng = np.random.default_rng(random.SystemRandom().randrange(2**32))
+    scalars = srs_gen.random_scalars(12, rng)
+    scalars[0] = 0
+    scalars[1] = [1, 0, 0, 0]
+    got = srs_gen.generate_g1_from_scalars(scalars, backend=backend)
+    want = [G1Point() * Scalar(srs_gen.scalar_to_int(row)) for row in scalars]
+    assert got == G1Points.from_objects(want)
+
+
+@pytest.mark.parametrize("window", [2, 16, 20])
+def test_emulated_msm_window_sizes_of_large_inputs(backend: EmulatedBackend, window: int):
+    """The windows that 2^20..2^24 inputs get (c = 16, 20: digits straddle limbs, deep
+    reductions), on a few points."""
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    n = 40
+    points = _points(rng, n)
+    dev = gpu_msm.DevicePoints.from_points(points, backend=backend)
+    values = [rng.randrange(R_MODULUS) for _ in range(n - 3)] + [1, R_MODULUS - 1, 2**254]
+    scalars = _mont(values)
+    got = gpu_msm.msm(dev, scalars, window=window)
+    assert got == point_to_bytes(msm(points, scalars)), f"c = {window}, seed {seed}"

@@ -1,0 +1,406 @@
+"""Multi-scalar multiplication and batch addition of BLS12-381 G1 points on the GPU.
+
+Device layout: :class:`DevicePoints` holds n affine points as an ``(n, 24)`` uint32 array,
+x then y, each coordinate twelve little-endian 32-bit limbs in Montgomery form
+(kernels/fp.cuh); the point at infinity stays all zeros. Results come back to the host as
+the 96-byte "xy little-endian" encoding of :mod:`workbench.prover.curve`
+(:func:`to_library_point` turns one into the curve library's point).
+
+The MSM is Pippenger's method over signed c-bit digits (kernels/msm.cu describes the
+device pipeline). The window size comes from a cost model, :func:`window_bits`. The last
+step, sum_w 2^(c w) * T_w over the W window sums, runs here on the host with the curve
+library: it is a serial chain of about 255 doublings, which one GPU thread runs far slower
+than native host code, and the result has to come to the host anyway.
+
+Scratch memory lives in a per-thread, per-device workspace that grows to the largest size
+seen and is then reused, so repeated calls of one size allocate nothing; concurrent workers
+(one thread and stream each) never share scratch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from py_arkworks_bls12381 import G1Point, Scalar
+
+from workbench.gpu import kernels
+from workbench.prover.curve import G1Points
+
+__all__ = [
+    "IDENTITY_BYTES",
+    "P_MODULUS",
+    "CupyBackend",
+    "DevicePoints",
+    "batch_add",
+    "combine_windows",
+    "default_backend",
+    "msm",
+    "slice_floor",
+    "to_library_point",
+    "window_bits",
+    "window_count",
+]
+
+P_MODULUS = 0x1A0111EA397FE69A4B1BA7B6434BACD764774B84F38512BF6730D2A0F6B0F6241EABFFFEB153FFFFB9FEFFFFFFFFAAAB
+"""The base field modulus p."""
+
+IDENTITY_BYTES = bytes(96)
+"""The encoding of the point at infinity."""
+
+_R_INV = pow(1 << 384, -1, P_MODULUS)
+_XYZZ_WORDS = 48  # four coordinates of twelve 32-bit limbs
+_MAX_WINDOW_BITS = 20  # 13 windows x 2^19 buckets x 192 bytes = 1.3 GB of bucket sums
+_BATCH_CHUNK = 256  # points per thread in batch_add's first pass: 2^16 threads at 2^24, one full wave
+_GROUP = 16  # partials per thread in each later pass
+_MAX_BLOCKS = 1 << 20
+
+phase_hook: Any = None
+"""Called with a phase name at each MSM phase boundary when set (benchmarks record device
+events there); None costs nothing."""
+
+
+def _phase(name: str) -> None:
+    if phase_hook is not None:
+        phase_hook(name)
+
+
+# ---------------------------------------------------------------- parameters
+
+
+def window_count(c: int) -> int:
+    """Windows of c bits for scalars below r < 2^255 with signed digits: W * c >= 256 leaves
+    room for the last carry (kernels/msm.cu, msm_for_each_digit)."""
+    return -(-256 // c)
+
+
+def window_bits(n: int) -> int:
+    """Window size c for an MSM of n scalars.
+
+    Minimises  n * W + 4 * W * (2^(c-1) + 1)  over c in [2, 20]: n * W mixed additions to
+    fill the buckets, and about four mixed-addition equivalents per bucket to reduce them
+    (two full additions of the running sum at ~1.4 each, plus the sums of bucket pieces and
+    of segments). It gives c = 16 at 2^20 and 2^22 and c = 20 at 2^24, where the bucket
+    memory cap of 20 bits is also reached. Measured on the H200 at 2^24, filling cost about
+    0.9 ns per entry and reducing about 6 ns per bucket, which makes c = 19 and 20 equal.
+    """
+    if n < 1:
+        raise ValueError(f"n must be positive, got {n}")
+
+    def cost(c: int) -> tuple[int, int]:
+        w = window_count(c)
+        return (n * w + 4 * w * ((1 << (c - 1)) + 1), -c)
+
+    return min(range(2, _MAX_WINDOW_BITS + 1), key=cost)
+
+
+def slice_floor(n: int, c: int) -> int:
+    """Least entries per accumulating thread (kernels/msm.cu, msm_slice_size): twice the mean
+    bucket load n / 2^(c-1), so about one bucket in two is cut between threads and needs one
+    more addition; that still leaves over 2^18 threads from 2^20 points up."""
+    return max(16, 2 * -(-n // (1 << (c - 1))))
+
+
+# ---------------------------------------------------------------- host side of the results
+
+Affine = tuple[int, int] | None  # None is the point at infinity
+
+
+def xyzz_rows_to_affine(rows: np.ndarray) -> list[Affine]:
+    """XYZZ points as the kernels store them ((k, 48) uint32, Montgomery form) -> affine
+    ints, with one inversion for all of them (x = X / ZZ, y = Y / ZZZ; t = 1 / (ZZ ZZZ)
+    gives both, and a running product shares one inversion among the rows)."""
+    p = P_MODULUS
+    raw = np.ascontiguousarray(rows, dtype="<u4").tobytes()
+    coords = [int.from_bytes(raw[i : i + 48], "little") * _R_INV % p for i in range(0, len(raw), 48)]
+    points = [tuple(coords[k : k + 4]) for k in range(0, len(coords), 4)]
+    prefix, running = [], 1
+    for _, _, zz, zzz in points:
+        prefix.append(running)
+        if zz:
+            running = running * zz % p * zzz % p
+    inverse = pow(running, -1, p)
+    out: list[Affine] = [None] * len(points)
+    for k in range(len(points) - 1, -1, -1):
+        x, y, zz, zzz = points[k]
+        if zz:
+            t = inverse * prefix[k] % p  # 1 / (zz zzz)
+            inverse = inverse * zz % p * zzz % p
+            out[k] = (x * t % p * zzz % p, y * t % p * zz % p)
+    return out
+
+
+def encode_affine(point: Affine) -> bytes:
+    if point is None:
+        return IDENTITY_BYTES
+    return point[0].to_bytes(48, "little") + point[1].to_bytes(48, "little")
+
+
+def combine_windows(window_sums: Sequence[Affine], c: int) -> bytes:
+    """sum_w 2^(c w) * window_sums[w] by Horner's rule from the top window, with the curve
+    library (about 0.1 ms for 16 windows; the same chain in Python integers took 3 ms)."""
+    acc, shift = G1Point.identity(), Scalar(1 << c)
+    for point in reversed(window_sums):
+        acc = acc * shift
+        if point is not None:
+            acc = acc + G1Point.from_xy_bytes_unchecked_le(encode_affine(point))
+    return bytes(acc.to_xy_bytes_le())
+
+
+def to_library_point(xy: bytes) -> G1Point:
+    """The curve library's G1Point for a 96-byte result."""
+    return G1Point.identity() if not any(xy) else G1Point.from_xy_bytes_unchecked_le(bytes(xy))
+
+
+# ---------------------------------------------------------------- device plumbing
+
+
+class CupyBackend:
+    """Launches the kernels through the shared RawModule loader, on the current stream."""
+
+    def __init__(self) -> None:
+        self.xp = kernels.require_cupy()
+
+    def launch(self, module: str, kernel: str, work: int, args: tuple[Any, ...], threads: int = 128) -> None:
+        blocks = max(1, min(-(-work // threads), _MAX_BLOCKS))
+        kernels.function(module, kernel)((blocks,), (threads,), args)
+
+    # Both copies name the current stream: on a non-blocking stream, a copy on the legacy
+    # default stream would not wait for the kernels before it.
+    def upload(self, dst: Any, src: np.ndarray) -> None:
+        dst.set(src, stream=self.xp.cuda.get_current_stream())
+
+    def download(self, arr: Any) -> np.ndarray:
+        return np.asarray(arr.get(stream=self.xp.cuda.get_current_stream(), blocking=True))
+
+    def stream_context(self, stream: Any) -> Any:
+        return stream if stream is not None else contextlib.nullcontext()
+
+    def workspace_key(self) -> Any:
+        return ("cupy", self.xp.cuda.Device().id)
+
+    def is_device_array(self, arr: Any) -> bool:
+        return isinstance(arr, self.xp.ndarray)
+
+
+_default: CupyBackend | None = None
+_default_lock = threading.Lock()
+
+
+def default_backend() -> CupyBackend:
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = CupyBackend()
+        return _default
+
+
+class _Workspace:
+    """Named flat scratch arrays that grow to the largest size asked for and are then reused."""
+
+    def __init__(self, xp: Any) -> None:
+        self.xp = xp
+        self.arrays: dict[str, Any] = {}
+
+    def buffer(self, name: str, dtype: Any, size: int) -> Any:
+        arr = self.arrays.get(name)
+        if arr is None or arr.dtype != dtype or arr.size < size:
+            arr = self.arrays[name] = self.xp.empty(max(size, 1), dtype=dtype)
+        return arr[:size]
+
+    def poison(self) -> None:
+        """Fill every scratch array with ones, so that a read of memory no kernel wrote shows up."""
+        for arr in self.arrays.values():
+            arr.view(self.xp.uint8).fill(0xFF)
+
+
+_local = threading.local()
+
+
+def _workspace(backend: Any) -> _Workspace:
+    spaces = getattr(_local, "spaces", None)
+    if spaces is None:
+        spaces = _local.spaces = {}
+    key = (id(backend), backend.workspace_key())
+    ws = spaces.get(key)
+    if ws is None:
+        ws = spaces[key] = _Workspace(backend.xp)
+    return ws
+
+
+@dataclass(frozen=True, eq=False)
+class DevicePoints:
+    """Affine G1 points resident on the device (layout in the module docstring)."""
+
+    data: Any
+    n: int
+    backend: Any
+
+    @classmethod
+    def from_points(cls, points: G1Points, stream: Any = None, backend: Any = None) -> DevicePoints:
+        """Upload once; the conversion to Montgomery form runs on the device, on ``stream``
+        (the current one by default): work on another stream must be ordered after it."""
+        be = backend if backend is not None else default_backend()
+        n = len(points)
+        words = np.ascontiguousarray(points.xy).view("<u4").reshape(n, 24)
+        with be.stream_context(stream):
+            data = be.xp.empty((n, 24), dtype=be.xp.uint32)
+            if n:
+                be.upload(data, words)
+                be.launch("msm", "g1_points_to_mont", 2 * n, (data, np.uint64(n)), threads=256)
+        return cls(data=data, n=n, backend=be)
+
+    def to_points(self, stream: Any = None) -> G1Points:
+        """Download as canonical xy bytes (for checks and the SRS cache)."""
+        be = self.backend
+        with be.stream_context(stream):
+            out = be.xp.empty((self.n, 24), dtype=be.xp.uint32)
+            if self.n:
+                be.launch("msm", "g1_points_from_mont", 2 * self.n, (out, self.data, np.uint64(self.n)),
+                          threads=256)
+            host = be.download(out)
+        return G1Points(np.ascontiguousarray(host, dtype="<u4").view(np.uint8).reshape(self.n, 96))
+
+
+def _on_device(be: Any, ws: _Workspace, name: str, arr: Any, dtype: Any, width: int | None) -> Any:
+    """arr as a C-contiguous device array, uploading a host array into scratch."""
+    if not be.is_device_array(arr):
+        arr = np.asarray(arr)
+    shape_ok = arr.ndim == (1 if width is None else 2) and (width is None or arr.shape[1] == width)
+    if arr.dtype != dtype or not shape_ok:
+        shape = "(m,)" if width is None else f"(m, {width})"
+        raise ValueError(f"{name} must be {np.dtype(dtype)} of shape {shape}, got {arr.dtype} {arr.shape}")
+    if be.is_device_array(arr):
+        if not arr.flags.c_contiguous:
+            raise ValueError(f"{name} must be C-contiguous")
+        return arr
+    host = np.ascontiguousarray(arr)
+    dev = ws.buffer(name, dtype, host.size).reshape(host.shape)
+    be.upload(dev, host)
+    return dev
+
+
+def msm(points: DevicePoints, scalars: Any, indices: Any = None, stream: Any = None, *,
+        window: int | None = None) -> bytes:
+    """sum_i s_i * points[indices[i]] (or points[i]) as 96-byte xy little-endian.
+
+    ``scalars``: (m, 4) uint64 Montgomery-form Fr, fully reduced, on the host or the device.
+    ``indices``: optional (m,) int64, host or device; host indices are range-checked.
+    ``window``: c in [2, 20] instead of :func:`window_bits` (tests and tuning).
+    """
+    if window is not None and not 2 <= window <= _MAX_WINDOW_BITS:
+        raise ValueError(f"window must be in [2, {_MAX_WINDOW_BITS}], got {window}")
+    be = points.backend
+    ws = _workspace(be)
+    m = int(scalars.shape[0]) if scalars.ndim == 2 else -1
+    if indices is None and m != points.n:
+        raise ValueError(f"{points.n} points but {m} scalars")
+    if indices is not None:
+        if not be.is_device_array(indices):
+            idx = np.asarray(indices)
+            if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= points.n):
+                raise IndexError(f"indices out of range for {points.n} points")
+        if int(indices.shape[0]) != m:
+            raise ValueError(f"{indices.shape[0]} indices but {m} scalars")
+    if m == 0:
+        return IDENTITY_BYTES
+    with be.stream_context(stream):
+        return _msm(be, ws, points, scalars, indices, m, window or window_bits(m))
+
+
+def _msm(be: Any, ws: _Workspace, points: DevicePoints, scalars: Any, indices: Any, m: int, c: int) -> bytes:
+    xp = be.xp
+    windows = window_count(c)
+    rows = (1 << (c - 1)) + 1  # buckets per window, index = digit magnitude
+    buckets = windows * rows
+    if m * windows >= 1 << 32 or points.n >= 1 << 31:
+        raise ValueError(f"MSM of {m} scalars is past the 32-bit entry indexing")
+    scalars_dev = _on_device(be, ws, "scalars", scalars, np.uint64, 4)
+    indices_dev = scalars_dev if indices is None else _on_device(be, ws, "indices", indices, np.int64, None)
+    digit_args = (np.uint64(m), np.uint32(c), np.uint32(windows))
+
+    _phase("sort")
+    counts = ws.buffer("counts", np.uint32, buckets)
+    counts.fill(0)
+    be.launch("msm", "msm_count", m, (scalars_dev, counts, *digit_args), threads=256)
+    ends = ws.buffer("ends", np.uint32, buckets)
+    xp.cumsum(counts, dtype=np.uint32, out=ends)
+    cursor = ws.buffer("cursor", np.uint32, buckets)
+    xp.subtract(ends, counts, out=cursor)
+    entries = ws.buffer("entries", np.uint32, m * windows)
+    be.launch("msm", "msm_scatter", m, (scalars_dev, indices_dev, np.uint32(indices is not None), cursor,
+                                       entries, *digit_args), threads=256)
+
+    _phase("accumulate")
+    k0 = slice_floor(m, c)
+    largest = ws.buffer("largest", np.uint32, 1).reshape(())
+    xp.max(counts, out=largest)
+    max_slices = -(-m * windows // k0)  # slices are at least k0 entries long
+    heads = ws.buffer("heads", np.uint32, max_slices * _XYZZ_WORDS)
+    tails = ws.buffer("tails", np.uint32, max_slices * _XYZZ_WORDS)
+    sums = ws.buffer("sums", np.uint32, buckets * _XYZZ_WORDS)
+    be.launch("msm", "msm_accumulate", max_slices,
+              (points.data, entries, ends, largest, heads, tails, sums, np.uint64(buckets),
+               np.uint64(max_slices), np.uint32(k0)))
+    be.launch("msm", "msm_bucket_sum", buckets,
+              (heads, tails, counts, ends, largest, sums, np.uint64(buckets), np.uint32(k0)))
+    _phase("reduce")
+    window_sums = be.download(_reduce_windows(be, ws, sums, windows, rows)).reshape(windows, _XYZZ_WORDS)
+    _phase("combine")
+    result = combine_windows(xyzz_rows_to_affine(window_sums), c)
+    _phase("done")
+    return result
+
+
+def _reduce_windows(be: Any, ws: _Workspace, sums: Any, windows: int, rows: int) -> Any:
+    """Per window, sum_j j * S_j over its row of bucket sums (msm_reduce_level in msm.cu)."""
+    x, a = sums, None
+    m_in, scale, parity = rows, 0, 0
+    while m_in > 1:
+        # Wide segments where the rows are long (fewer outputs); then short ones, which
+        # shorten each thread's serial chain once there are too few rows to fill the GPU.
+        seg_log2 = 4 if a is None else 2
+        m_out = -(-m_in // (1 << seg_log2))
+        u_out = ws.buffer(f"level_u{parity}", np.uint32, windows * m_out * _XYZZ_WORDS)
+        a_out = ws.buffer(f"level_a{parity}", np.uint32, windows * m_out * _XYZZ_WORDS)
+        be.launch("msm", "msm_reduce_level", windows * m_out,
+                  (x, x if a is None else a, np.uint32(a is not None), u_out, a_out, np.uint64(windows),
+                   np.uint64(m_in), np.uint64(m_out), np.uint32(seg_log2), np.uint32(scale)))
+        x, a = u_out, a_out
+        m_in, scale, parity = m_out, scale + seg_log2, parity ^ 1
+    assert a is not None  # rows >= 2, so at least one level ran
+    return a
+
+
+def batch_add(points: DevicePoints, bitmap: Any, stream: Any = None) -> bytes:
+    """Sum of the points whose bit is set, as 96-byte xy little-endian.
+
+    ``bitmap``: uint8 of length ceil(n / 8), bit i % 8 of byte i // 8 (``np.packbits(mask,
+    bitorder="little")``), on the host or the device.
+    """
+    be = points.backend
+    ws = _workspace(be)
+    n = points.n
+    if bitmap.ndim != 1 or bitmap.dtype != np.uint8 or int(bitmap.shape[0]) != (n + 7) // 8:
+        raise ValueError(f"bitmap must be uint8 of {(n + 7) // 8} bytes, got {bitmap.dtype} {bitmap.shape}")
+    if n == 0:
+        return IDENTITY_BYTES
+    with be.stream_context(stream):
+        bits = _on_device(be, ws, "bitmap", bitmap, np.uint8, None)
+        count = -(-n // _BATCH_CHUNK)
+        current = ws.buffer("batch_partials", np.uint32, count * _XYZZ_WORDS)
+        be.launch("batch_add", "batch_add_chunks", count,
+                  (points.data, bits, current, np.uint64(n), np.uint64(count), np.uint32(_BATCH_CHUNK)))
+        parity = 0
+        while count > 1:
+            out_count = -(-count // _GROUP)
+            out = ws.buffer(f"batch_level{parity}", np.uint32, out_count * _XYZZ_WORDS)
+            be.launch("batch_add", "xyzz_sum_groups", out_count,
+                      (current, out, np.uint64(count), np.uint64(out_count), np.uint32(_GROUP)))
+            current, count, parity = out, out_count, parity ^ 1
+        total = be.download(current[:_XYZZ_WORDS])
+    return encode_affine(xyzz_rows_to_affine(total.reshape(1, _XYZZ_WORDS))[0])
