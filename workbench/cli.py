@@ -31,6 +31,8 @@ _HELP = {
     "seed": "seed of the synthetic circuit and witnesses",
     "synth_terms": "synthesis cost knob: witness terms combined per constraint",
     "trace": "record events (false: run uninstrumented)",
+    "gpu_trace": "also record device activity and sample GPU counters (needs the gpu extra)",
+    "sample_interval_ms": "period of the GPU counter sampler",
 }
 
 
@@ -54,6 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
         option = "--" + f.name.replace("_", "-")
         default = getattr(defaults, f.name)
         if f.name == "trace":
+            continue
+        if isinstance(default, bool):
+            run.add_argument(option, dest=f.name, action="store_const", const=True, default=None,
+                             help=_HELP[f.name])
             continue
         kind = type(default)
         run.add_argument(
@@ -178,6 +184,8 @@ def _run(args: argparse.Namespace) -> int:
         pipeline.wait_quietly()
     bar.draw(pipeline.progress.done, config.partitions, time.perf_counter() - started, final=True)
     result = pipeline.result(time.perf_counter() - started)
+    for notice in pipeline.notices:
+        print(f"workbench: {notice}", file=sys.stderr)
 
     path = args.trace_path or Path("runs") / time.strftime("run-%Y%m%d-%H%M%S.wbtrace")
     if config.trace:

@@ -42,6 +42,10 @@ class RunConfig:
     synth_terms: int = 4
     # Whether to record events; off leaves the instrumented primitives free of cost.
     trace: bool = True
+    # Record what the device did (activity records) and sample its counters during the run.
+    gpu_trace: bool = False
+    # Period of the counter sampler, in milliseconds.
+    sample_interval_ms: int = 100
 
     def __post_init__(self) -> None:
         _check_choice("backend", self.backend, BACKENDS)
@@ -58,8 +62,10 @@ class RunConfig:
             raise ConfigError("bool_fraction", self.bool_fraction, "a number from 0 to 1")
         if not 0.0 <= float(self.bool_fraction) <= 1.0:
             raise ConfigError("bool_fraction", self.bool_fraction, "a number from 0 to 1")
-        if not isinstance(self.trace, bool):
-            raise ConfigError("trace", self.trace, "true or false")
+        for name in ("trace", "gpu_trace"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(name, getattr(self, name), "true or false")
+        _check_int("sample_interval_ms", self.sample_interval_ms, 10, 60_000)
 
     @property
     def constraints(self) -> int:

@@ -19,12 +19,13 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.config import RunConfig
 from workbench.events import mutex_track, prep_track, synth_track, worker_track
+from workbench.pipeline.collector import Collector, CollectorUnavailable
 from workbench.pipeline.memory import MemoryMode, PartitionBuffers, PoolClosed, make_memory_mode
 from workbench.pipeline.scope import Scope
 from workbench.prover.backend import Backend, DeviceBuffers
@@ -86,6 +87,7 @@ class Pipeline:
     def __init__(
         self, config: RunConfig, backend: Backend, recorder: Recorder | None = None,
         keep_outputs: bool = False, fault: FaultHook | None = None,
+        collectors: Sequence[Collector] | None = None,
     ) -> None:
         backend.check(config)
         self.config = config
@@ -93,6 +95,13 @@ class Pipeline:
         self.recorder = recorder or Recorder(enabled=config.trace)
         self.keep_outputs = keep_outputs
         self.fault = fault
+        if collectors is None and config.gpu_trace:
+            from workbench.collectors import for_config
+
+            collectors = for_config(config)
+        self.collectors = list(collectors or ())
+        self._started_collectors: list[Collector] = []
+        self.notices: list[str] = []  # said once each: collectors that could not start, ...
         self.circuit = SyntheticCircuit(
             config.log2_constraints, config.bool_fraction, config.synth_terms, config.seed
         )
@@ -174,6 +183,7 @@ class Pipeline:
             self._fail(PhaseError("setup", -1, -1, err))
             self._finished.set()
             return
+        self._start_collectors()
         # The run's clock starts after setup: the key and twiddles are a one-off per process.
         self.progress.started_ns = recorder.now_ns()
         recorder.instant(RUN_TRACK, "run_start", attrs={"config": config.to_json()})
@@ -192,6 +202,29 @@ class Pipeline:
             )
         watcher = threading.Thread(target=self._watch, name="pipeline-watch", daemon=True)
         watcher.start()
+
+    def _start_collectors(self) -> None:
+        for collector in self.collectors:
+            try:
+                collector.start(self.recorder)
+            except CollectorUnavailable as err:
+                self._notice(f"{collector.name} is off for this run: {err}")
+            except Exception as err:  # a collector must never take the run down with it
+                self._notice(f"{collector.name} failed to start and is off: {type(err).__name__}: {err}")
+            else:
+                self._started_collectors.append(collector)
+
+    def _stop_collectors(self) -> None:
+        while self._started_collectors:
+            collector = self._started_collectors.pop()
+            try:
+                collector.stop()
+            except Exception as err:
+                self._notice(f"{collector.name} failed while stopping: {type(err).__name__}: {err}")
+
+    def _notice(self, message: str) -> None:
+        self.notices.append(message)
+        self.recorder.instant(RUN_TRACK, "notice", attrs={"message": message})
 
     def _spawn(self, name: str, target: Callable[..., None], *args: Any, track: str) -> None:
         self.recorder.name_track(track, name)
@@ -232,6 +265,7 @@ class Pipeline:
 
     def result(self, wall_s: float) -> RunResult:
         self._discard_unclaimed()
+        self._stop_collectors()
         if self._error is not None:
             outcome, error = "failed", str(self._error)
         elif self._stop_reason is not None:
@@ -244,6 +278,7 @@ class Pipeline:
             "memory_emulated": self.backend.host.emulated,
             "partitions_done": self.progress.done, "wall_s": wall_s,
             "started_ns": self.progress.started_ns, "host_cpus": os.cpu_count(),
+            "notices": list(self.notices),
         }
         if self.memory is not None and hasattr(self.memory, "pool"):
             meta["pool"] = vars(self.memory.pool.statistics())
