@@ -214,3 +214,23 @@ def test_module_has_no_pickle_path(tmp_path: Path) -> None:
     with np.load(cache_path(2, 3, 1, tmp_path), allow_pickle=False) as z:
         assert all(z[k].dtype != object for k in z.files)
     assert srs_mod.FORMAT_VERSION == FORMAT_VERSION
+
+
+def test_a_g1_generator_replaces_the_grid_and_is_cached_under_its_method(tmp_path):
+    from workbench.prover import srs as srs_module
+
+    calls = []
+
+    def generator(count, rng):
+        calls.append(count)
+        return srs_module.G1Points.from_objects(srs_module._grid(srs_module.G1Point(), count, rng))
+
+    srs_module.clear_memory_cache()
+    key = srs_module.load_or_generate(3, 5, 2, tmp_path, g1_generator=generator, method="alt")
+    assert calls == [8, 5, 5, 5]  # h, l, a, b_g1: G2 stays on the host's grid
+    assert cache_path(3, 5, 2, tmp_path, "alt").name.endswith("-alt.npz")
+    assert cache_path(3, 5, 2, tmp_path, "alt").exists()
+    assert not cache_path(3, 5, 2, tmp_path).exists()
+    srs_module.clear_memory_cache()
+    again = srs_module.load_or_generate(3, 5, 2, tmp_path, g1_generator=generator, method="alt")
+    assert calls == [8, 5, 5, 5] and again.h == key.h

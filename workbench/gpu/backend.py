@@ -26,6 +26,9 @@ from workbench.prover.host_curve import HostCurvePhases
 
 HOST_TO_DEVICE = 1  # cudaMemcpyHostToDevice
 MAX_LOG2_GPU = 26
+# From this size the G1 query points are made on the GPU (fixed-base multiplication of
+# random scalars); below it the host's grid method is quicker than starting the kernels.
+GPU_KEY_FROM_LOG2 = 16
 
 
 class GpuBackend(HostCurvePhases, Backend):
@@ -59,8 +62,15 @@ class GpuBackend(HostCurvePhases, Backend):
     def setup(self, config: RunConfig, scope: Scope) -> None:
         self.log2 = config.log2_constraints
         n = 1 << config.log2_constraints
-        with scope.span("proving_key", log2=config.log2_constraints):
-            self.key = srs.load_or_generate(config.log2_constraints, n, config.seed)
+        with scope.span("proving_key", log2=config.log2_constraints) as span:
+            if config.log2_constraints >= GPU_KEY_FROM_LOG2:
+                from workbench.gpu import srs_gen
+
+                span.set("g1_method", "gpu")
+                self.key = srs.load_or_generate(config.log2_constraints, n, config.seed,
+                                                g1_generator=srs_gen.generate_g1, method="gpu")
+            else:
+                self.key = srs.load_or_generate(config.log2_constraints, n, config.seed)
         with scope.span("kernels"):
             kernels.module("ntt")
             kernels.module("fr_vector")

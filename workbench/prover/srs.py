@@ -24,6 +24,7 @@ import math
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -87,8 +88,12 @@ class Srs:
         return sum(q.nbytes for q in (self.h, self.l, self.a, self.b_g1, self.b_g2))
 
     @classmethod
-    def generate(cls, log2_size: int, m: int, seed: int) -> Srs:
-        """Build the key from scratch (deterministic in its arguments)."""
+    def generate(
+        cls, log2_size: int, m: int, seed: int, g1_generator: G1Generator | None = None,
+    ) -> Srs:
+        """Build the key from scratch (deterministic in its arguments). `g1_generator(count,
+        rng)` replaces the grid method for the G1 queries (the GPU's fixed-base generation
+        at large sizes); G2 points are always built on the host."""
         _check_args(log2_size, m, seed)
         n = 1 << log2_size
 
@@ -96,15 +101,21 @@ class Srs:
             return np.random.default_rng([seed, stream])
 
         g1, g2 = G1Point(), G2Point()
+
+        def make_g1(count: int, stream_rng: np.random.Generator) -> G1Points:
+            if g1_generator is not None:
+                return g1_generator(count, stream_rng)
+            return G1Points.from_objects(_grid(g1, count, stream_rng))
+
         alpha, beta, delta = _random_scalars(rng(_STREAM_SINGLES), 3)
         return cls(
             log2_size=log2_size,
             m=m,
             seed=seed,
-            h=G1Points.from_objects(_grid(g1, n, rng(_STREAM_H))),
-            l=G1Points.from_objects(_grid(g1, m, rng(_STREAM_L))),
-            a=G1Points.from_objects(_grid(g1, m, rng(_STREAM_A))),
-            b_g1=G1Points.from_objects(_grid(g1, m, rng(_STREAM_B_G1))),
+            h=make_g1(n, rng(_STREAM_H)),
+            l=make_g1(m, rng(_STREAM_L)),
+            a=make_g1(m, rng(_STREAM_A)),
+            b_g1=make_g1(m, rng(_STREAM_B_G1)),
             b_g2=G2Points.from_objects(_grid(g2, m, rng(_STREAM_B_G2))),
             alpha_g1=g1 * alpha,
             beta_g1=g1 * beta,
@@ -146,9 +157,10 @@ def _grid(generator: _P, count: int, rng: np.random.Generator) -> list[_P]:
 
 _QUERY_KEYS = ("h", "l", "a", "b_g1", "b_g2")
 _Key = tuple[int, int, int]
+G1Generator = Callable[[int, np.random.Generator], G1Points]
 
-_memory: dict[_Key, Srs] = {}
-_key_locks: dict[_Key, threading.Lock] = {}
+_memory: dict[tuple[int, int, int, str], Srs] = {}
+_key_locks: dict[tuple[int, int, int, str], threading.Lock] = {}
 _key_locks_guard = threading.Lock()
 
 
@@ -159,9 +171,14 @@ def default_cache_dir() -> Path:
     return base / "srs"
 
 
-def cache_path(log2_size: int, m: int, seed: int, cache_dir: str | Path | None = None) -> Path:
+def cache_path(
+    log2_size: int, m: int, seed: int, cache_dir: str | Path | None = None, method: str = "grid",
+) -> Path:
+    """The cache file; keys made by another method than the grid carry its name, since
+    their points differ."""
     directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    return directory / f"srs-v{FORMAT_VERSION}-k{log2_size}-m{m}-s{seed}.npz"
+    suffix = "" if method == "grid" else f"-{method}"
+    return directory / f"srs-v{FORMAT_VERSION}-k{log2_size}-m{m}-s{seed}{suffix}.npz"
 
 
 def clear_memory_cache() -> None:
@@ -170,28 +187,34 @@ def clear_memory_cache() -> None:
         _memory.clear()
 
 
-def load_or_generate(log2_size: int, m: int, seed: int, cache_dir: str | Path | None = None) -> Srs:
+def load_or_generate(
+    log2_size: int, m: int, seed: int, cache_dir: str | Path | None = None,
+    g1_generator: G1Generator | None = None, method: str = "grid",
+) -> Srs:
     """Return the key from memory, else from the cache file, else generate and store it.
 
     A file that is unreadable, truncated, of another format version or for
     other parameters is silently replaced. Failing to write the file (e.g. a
     read-only directory) is not an error: the cache is only an optimisation.
     Concurrent callers in one process asking for the same key generate once.
+    `g1_generator` and `method` name another way to make the G1 points (see Srs.generate).
     """
     _check_args(log2_size, m, seed)
     key = (log2_size, m, seed)
+    memory_key = (*key, method)
     with _key_locks_guard:
-        lock = _key_locks.setdefault(key, threading.Lock())
+        lock = _key_locks.setdefault(memory_key, threading.Lock())
     with lock:
-        hit = _memory.get(key)
+        hit = _memory.get(memory_key)
         if hit is not None:
             return hit
-        path = cache_path(log2_size, m, seed, cache_dir)
+        path = cache_path(log2_size, m, seed, cache_dir, method)
         srs = _read(path, key)
         if srs is None:
-            srs = Srs.generate(log2_size, m, seed)
+            extra = {} if g1_generator is None else {"g1_generator": g1_generator}
+            srs = Srs.generate(log2_size, m, seed, **extra)
             _write(path, srs)
-        _memory[key] = srs
+        _memory[memory_key] = srs
         return srs
 
 
