@@ -1,0 +1,323 @@
+"""In a real browser: the report opens offline, and the quickstart notebook works in JupyterLab.
+
+Debian's chromium is driven by Playwright (no browser download). Without either the tests
+skip and say why; CI installs both. Screenshots go to test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = os.environ.get("WORKBENCH_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"
+TOKEN = "workbench-test-token"
+PANEL_CELL = "panel = wb.panel(partitions=8, log2_constraints=10)"
+
+playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+pytest.importorskip("bokeh", reason="the notebook extra is not installed")
+if not Path(CHROMIUM).exists():
+    pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+# Bars of every depth in the named Gantt, as the browser holds them.
+BARS_JS = """(name) => {
+  const rows = [];
+  for (const doc of Bokeh.documents) {
+    for (let depth = 0; depth < 3; depth++) {
+      const source = doc.get_model_by_name(name + '_bars_' + depth);
+      if (!source) continue;
+      const d = source.data;
+      for (let i = 0; i < d.left.length; i++) rows.push([d.phase[i], Number(d.partition[i])]);
+    }
+  }
+  return rows;
+}"""
+
+
+@pytest.fixture
+def page(tmp_path) -> Iterator[Any]:
+    with playwright_api.sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        page.console_errors = []  # type: ignore[attr-defined]
+        page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
+        page.on("pageerror", lambda e: page.console_errors.append(f"{e}\n{e.stack}"))
+        page.failed_requests = []  # type: ignore[attr-defined]
+        page.on("response", lambda r: r.status >= 400 and page.failed_requests.append(r.url))
+        try:
+            yield page
+        finally:
+            browser.close()
+
+
+def screenshot(page: Any, name: str, element: Any = None) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    target = element if element is not None else page
+    target.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+# -- (a) the report ----------------------------------------------------------------------------
+def test_report_opens_offline_with_every_bar(page, tmp_path):
+    from workbench.config import RunConfig
+    from workbench.pipeline.run import run_pipeline
+    from workbench.viz.report import render_report
+
+    trace = run_pipeline(RunConfig(backend="cpu", partitions=4, log2_constraints=6)).trace
+    path = tmp_path / "report.html"
+    path.write_text(render_report(trace), encoding="utf-8")
+    requested: list[str] = []
+
+    def offline(route: Any) -> None:
+        if not route.request.url.startswith("file://"):
+            requested.append(route.request.url)
+            route.abort()
+        else:
+            route.continue_()
+
+    page.route("**/*", offline)
+    page.goto(path.as_uri())
+    page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0", timeout=30_000)
+    page.wait_for_function("() => Object.values(Bokeh.index).every(v => v.is_idle)", timeout=30_000)
+    rows = page.evaluate(BARS_JS, "gantt")
+    assert len(rows) == len(trace.spans)
+    assert {p for phase, p in rows if phase == "finish"} == {0, 1, 2, 3}
+    assert page.locator("canvas").count() >= 2
+    assert not requested, f"the report asked the network for {requested}"
+    assert not page.console_errors
+    screenshot(page, "report")
+
+
+# -- (b) JupyterLab ----------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory) -> Iterator[dict[str, Any]]:
+    pytest.importorskip("jupyterlab", reason="jupyterlab is not installed")
+    home = tmp_path_factory.mktemp("lab")
+    work = home / "notebooks"
+    shutil.copytree(ROOT / "notebooks", work)
+    long_run = nbjson(work / "01_quickstart.ipynb").replace(
+        PANEL_CELL, "panel = wb.panel(partitions=400, log2_constraints=10)")
+    (work / "long_run.ipynb").write_text(long_run)
+    shutil.copy(work / "01_quickstart.ipynb", work / "classic.ipynb")
+    settings = home / "settings" / "@jupyterlab"
+    (settings / "apputils-extension").mkdir(parents=True)
+    (settings / "notebook-extension").mkdir(parents=True)
+    # No news and no update checks: the browser must not reach for the network.
+    (settings / "apputils-extension" / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    # Start the notebook's own kernel without asking, as a person ticking "always" would.
+    (settings / "notebook-extension" / "tracker.jupyterlab-settings").write_text(
+        json.dumps({"autoStartDefaultKernel": True}))
+    port = free_port()
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"),
+           "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+           "WORKBENCH_CACHE": str(tmp_path_factory.getbasetemp() / "srs-cache")}
+    command = [
+        sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
+        f"--port={port}", f"--ServerApp.token={TOKEN}", f"--ServerApp.root_dir={work}",
+        f"--LabApp.user_settings_dir={home / 'settings'}",
+        f"--LabApp.workspaces_dir={home / 'workspaces'}",
+    ]
+    ARTIFACTS.mkdir(exist_ok=True)
+    log = open(ARTIFACTS / "jupyterlab.log", "w")  # noqa: SIM115 - closed after the server stops
+    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=2).read()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    log_tail = (ARTIFACTS / "jupyterlab.log").read_text()[-3000:]
+                    pytest.fail("JupyterLab did not start:\n" + log_tail)
+                time.sleep(0.5)
+        yield {"url": url, "work": work}
+    finally:
+        server.terminate()
+        try:
+            server.wait(20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(10)
+        log.close()
+
+
+def nbjson(path: Path) -> str:
+    return path.read_text()
+
+
+ALL_CELLS_RAN_JS = """() => {
+  const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
+    .map(p => p.textContent.trim());
+  return prompts.length > 0 && prompts.every(t => /^\\[\\d+\\]:$/.test(t));
+}"""
+
+
+def wait_accepting_dialogs(page: Any, ready: Any, what: str, timeout: float) -> None:
+    """Poll `ready()`; JupyterLab may ask which kernel to start, and the notebook's own kernel
+    is the dialog's default, so any dialog on the way is accepted."""
+    accept = page.locator(".jp-Dialog .jp-mod-accept")
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if accept.count() and accept.first.is_visible():
+            accept.first.click()
+        if time.monotonic() > deadline:
+            screenshot(page, f"failed-{what}")
+            pytest.fail(f"timed out: {what}")
+        time.sleep(0.25)
+
+
+def start_kernel(lab: dict[str, Any], notebook: str) -> None:
+    """Start the notebook's kernel through the server, so the page attaches to a running one
+    instead of racing its own start against "run all"."""
+    body = json.dumps({"path": notebook, "type": "notebook", "name": notebook,
+                       "kernel": {"name": "python3"}}).encode()
+    request = urllib.request.Request(
+        f"{lab['url']}/api/sessions", data=body, method="POST",
+        headers={"Authorization": f"token {TOKEN}", "Content-Type": "application/json"})
+    urllib.request.urlopen(request, timeout=60).read()
+
+
+def run_all(page: Any) -> None:
+    page.click("div.lm-MenuBar-itemLabel:text-is('Run')")
+    page.click("li.lm-Menu-item[data-command='runmenu:run-all']")
+
+
+def open_and_run_all(page: Any, lab: dict[str, Any], notebook: str, classic: bool = False) -> None:
+    start_kernel(lab, notebook)
+    if classic:
+        page.goto(f"{lab['url']}/notebooks/{notebook}?token={TOKEN}")
+    else:
+        # A workspace of its own: nothing restored from an earlier test competes for the kernel.
+        workspace = re.sub(r"\W", "-", notebook)
+        page.goto(f"{lab['url']}/lab/workspaces/{workspace}/tree/{notebook}?token={TOKEN}")
+    page.wait_for_selector(".jp-Notebook", timeout=90_000)
+    idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")
+    status = page.locator(".jp-StatusBar-TextItem", has_text="| Idle")
+
+    def ready() -> bool:
+        if classic:  # no status bar there; the kernel was started above
+            return idle.count() > 0
+        return idle.count() > 0 and status.count() > 0 and "No Kernel" not in status.first.inner_text()
+
+    wait_accepting_dialogs(page, ready, f"open {notebook}", 90)
+    run_all(page)
+    # A kernel that was still settling can drop the queued cells; an idle kernel with cells
+    # left unrun for a while gets "run all" again (the notebook's cells may run twice).
+    idle_since = [time.monotonic()]
+
+    def all_ran() -> bool:
+        if page.evaluate(ALL_CELLS_RAN_JS):
+            return True
+        if not idle.count():
+            idle_since[0] = time.monotonic()
+        elif time.monotonic() - idle_since[0] > 8:
+            run_all(page)
+            idle_since[0] = time.monotonic()
+        return False
+
+    wait_accepting_dialogs(page, all_ran, f"run all of {notebook}", 180)
+    errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+    assert not [t for t in errors.all_inner_texts() if "Traceback" in t or "Error" in t]
+
+
+def assert_no_errors_of_ours(page: Any) -> None:
+    """No console error and no failed request, except the notebook interface's own: its shell
+    throws once while loading settings and one of its fonts answers 403, before any cell runs
+    and whatever the notebook holds."""
+    shell = "/static/notebook/"
+    failed = [url for url in page.failed_requests if shell not in url]
+    shell_failures = len(page.failed_requests) - len(failed)
+    load_failures = [e for e in page.console_errors if e.startswith("Failed to load resource")]
+    others = [e for e in page.console_errors
+              if "static/notebook/notebook_core" not in e and not e.startswith("Failed to load resource")]
+    assert not failed and not others and len(load_failures) <= shell_failures, (
+        failed, others, load_failures)
+
+
+def panel_status(page: Any) -> str:
+    texts = page.locator(".widget-html-content").all_inner_texts()
+    return next((t for t in texts if re.match(r"run \d+", t)), "")
+
+
+def run_button(page: Any) -> Any:
+    return page.locator("button.jupyter-button:text-is('Run')").first
+
+
+@pytest.mark.parametrize("interface", ["jupyterlab", "classic"])
+def test_quickstart_runs_and_draws_every_partition(page, lab, interface):
+    notebook = "01_quickstart.ipynb" if interface == "jupyterlab" else "classic.ipynb"
+    open_and_run_all(page, lab, notebook, classic=interface == "classic")
+    button = run_button(page)
+    button.scroll_into_view_if_needed()
+    button.click()
+    page.wait_for_function(
+        """(js) => {
+          const rows = eval(js)('live');
+          const done = new Set(rows.filter(r => r[0] === 'finish').map(r => r[1]));
+          return done.size === 8;
+        }""", arg=BARS_JS, timeout=120_000)
+    deadline = time.monotonic() + 60
+    while "completed" not in panel_status(page) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "run 1 completed: 8/8 partitions" in panel_status(page)
+    partitions = {p for _, p in page.evaluate(BARS_JS, "live") if p >= 0}
+    assert partitions == set(range(8))
+    page.locator(".bk-Figure, .bk-Column").first.scroll_into_view_if_needed()
+    screenshot(page, f"{interface}-quickstart")
+    assert_no_errors_of_ours(page)
+
+
+def test_stop_mid_run_in_jupyterlab_reports_stopped_and_leaves_no_run_thread(page, lab):
+    open_and_run_all(page, lab, "long_run.ipynb")
+    run_button(page).click()
+    page.wait_for_function(
+        """(js) => eval(js)('live').some(r => r[0] === 'finish')""", arg=BARS_JS, timeout=120_000)
+    page.locator("button.jupyter-button:text-is('Stop')").first.click()
+    deadline = time.monotonic() + 60
+    while "stopped" not in panel_status(page) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    status = panel_status(page)
+    assert re.search(r"run 1 stopped: \d+/400 partitions", status), status
+    screenshot(page, "jupyterlab-stopped")
+    # Ask the kernel, from a new cell, which of the workbench's threads are still there.
+    page.locator(".jp-CodeCell").last.click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("b")
+    page.keyboard.press("Enter")  # into the new cell's editor
+    page.keyboard.type("import threading; print('threads:', sorted(t.name for t in threading.enumerate() "
+                       "if t.name.startswith('workbench-')))")
+    page.keyboard.press("Shift+Enter")
+    output = page.locator(".jp-OutputArea-output", has_text="threads:").last
+    try:
+        output.wait_for(timeout=30_000)
+    except playwright_api.TimeoutError:
+        screenshot(page, "failed-threads-cell")
+        raise
+    assert output.inner_text().strip() == "threads: []"

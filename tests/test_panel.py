@@ -1,0 +1,112 @@
+"""The control panel driven as a person would: set knobs, click Run, wait, click Stop."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+pytest.importorskip("ipywidgets", reason="the notebook extra is not installed")
+pytest.importorskip("jupyter_bokeh", reason="the notebook extra is not installed")
+
+from conftest import wait_until
+from pipeline_checks import (
+    every_partition_passes_every_phase_once_in_order,
+    mutex_holds_never_overlap,
+)
+
+from workbench.config import RunConfig
+from workbench.viz import panel as panel_module
+from workbench.viz.knobs import check, host_bytes_needed
+from workbench.viz.panel import ControlPanel
+
+SMALL = RunConfig(backend="cpu", partitions=3, log2_constraints=6)
+
+
+def our_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("workbench-")]
+
+
+@pytest.fixture
+def panel(tmp_path) -> ControlPanel:
+    return ControlPanel(SMALL, report_dir=tmp_path / "reports")
+
+
+def test_a_run_from_the_panel_goes_in_the_background_and_records_a_full_trace(panel):
+    panel.knobs.set(memory_mode="zerocopy", lock_scope="compute", partitions=4)
+    began = time.monotonic()
+    panel.run_button.click()
+    assert time.monotonic() - began < 5  # the click returns while the run goes on
+    assert panel.running and panel.stop_button.disabled is False and panel.run_button.disabled
+    assert panel.wait(60)
+    record = panel.last
+    assert record is not None and record.outcome == "completed"
+    assert record.config.memory_mode == "zerocopy" and record.config.lock_scope == "compute"
+    every_partition_passes_every_phase_once_in_order(record.trace, 4)
+    mutex_holds_never_overlap(record.trace)
+    assert "run 1 completed: 4/4 partitions" in panel.status.value
+    assert "phases" in panel.summary.value and "verdict" in panel.summary.value
+    assert panel.live is not None and panel.live.gantt.bar_count() == len(record.trace.spans)
+    assert not panel.run_button.disabled and panel.stop_button.disabled
+    assert not our_threads()
+
+
+def test_stop_mid_run_ends_the_run_and_leaves_no_thread(panel):
+    panel.knobs.set(partitions=200, log2_constraints=8)
+    panel.run_button.click()
+    wait_until(lambda: panel.current is not None and panel.current.pipeline.progress.done >= 1, 60)
+    panel.stop_button.click()
+    assert panel.wait(60)
+    record = panel.last
+    assert record is not None and record.outcome == "stopped"
+    assert record.summary.partitions_done < 200
+    assert "stopped" in panel.status.value
+    mutex_holds_never_overlap(record.trace)
+    assert not our_threads()
+    assert not panel.run_button.disabled
+
+
+def test_settings_that_cannot_run_are_explained_and_run_is_disabled(panel):
+    panel.knobs.set(backend="gpu")
+    assert panel.run_button.disabled and "cannot run" in panel.message.value
+    panel.knobs.set(backend="cpu", log2_constraints=20)
+    assert panel.run_button.disabled and "at most 18 on the CPU backend" in panel.message.value
+    panel.run_button.click()  # a click anyway (e.g. a stale button) starts nothing
+    assert panel.current is None and not panel.history
+    panel.knobs.set(log2_constraints=6)
+    assert not panel.run_button.disabled and "emulated" in panel.message.value
+
+
+def test_a_size_too_big_for_host_memory_is_explained():
+    config = RunConfig(backend="cpu", log2_constraints=18, synth_lookahead=16)
+    result = check(config.to_dict(), memory_bytes=host_bytes_needed(config))
+    assert not result.ok and "GiB of host memory" in result.problem
+
+
+def test_a_failure_while_starting_shows_in_the_panel_not_as_a_traceback(panel, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("no more threads")
+
+    monkeypatch.setattr(panel_module, "BackgroundRun", broken)
+    panel.run_button.click()
+    assert "RuntimeError: no more threads" in panel.message.value
+    assert not panel.running
+
+
+def test_report_and_compare_after_two_runs(panel):
+    panel.run_button.click()
+    assert panel.wait(60)
+    panel.knobs.set(memory_mode="pinned")
+    panel.run_button.click()
+    assert panel.wait(60)
+    assert [r.number for r in panel.history] == [1, 2]
+    panel.report_button.click()
+    written = panel.report_dir / "run-2.html"
+    assert written.exists() and "report written" in panel.message.value
+    assert not panel.compare_button.disabled
+    assert (panel.compare_a.value, panel.compare_b.value) == (0, 1)
+    panel.compare_button.click()
+    summaries, chart = panel.compare_box.children
+    assert "pageable" in summaries.value and "pinned" in summaries.value
+    assert chart.__class__.__name__ == "BokehModel"

@@ -1,0 +1,111 @@
+"""The live view: drained on the UI side, streamed in batches, following the run."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+pytest.importorskip("bokeh", reason="the notebook extra is not installed")
+
+from bokeh.document import Document
+
+from workbench.config import RunConfig
+from workbench.pipeline.run import Pipeline
+from workbench.prover.cpu_backend import CpuBackend
+from workbench.trace.recorder import Recorder
+from workbench.viz.lanes import expected_lanes
+from workbench.viz.live import LiveView, Poller
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1_000_000_000
+
+    def now_ns(self) -> int:
+        return self.now
+
+
+def test_a_live_run_ends_with_every_span_drawn_and_only_the_poller_touching_bokeh():
+    config = RunConfig(backend="cpu", partitions=4, log2_constraints=6)
+    pipeline = Pipeline(config, CpuBackend())
+    live = LiveView(pipeline.recorder, expected_lanes(config.synth_threads, config.gpu_workers))
+    document = Document()
+    document.add_root(live.layout)
+    touched_by: set[str] = set()
+    document.on_change(lambda event: touched_by.add(threading.current_thread().name))
+    finished = threading.Event()
+
+    def tick() -> bool:
+        if finished.is_set():
+            live.update(final=True)
+            return False
+        live.update()
+        return True
+
+    poller = Poller(tick, period=0.02)
+    poller.start()
+    pipeline.start()
+    pipeline.wait(60)
+    trace = pipeline.result(0.0).trace
+    finished.set()
+    assert poller.join(10) and poller.error is None
+    assert touched_by == {"workbench-live"}
+    assert live.gantt.bar_count() == len(trace.spans)
+    assert live.stats.spans == len(trace.spans) and live.stats.updates >= 2
+    assert set(live.distributions.boxes.data["phase"]) >= {"synthesis", "ntt_msm_h", "finish"}
+    assert live.gantt.lanes[:len(expected_lanes(2, 2))] == expected_lanes(2, 2)
+
+
+def test_updates_stream_only_what_is_new_in_one_batch_per_source():
+    clock = FakeClock()
+    recorder = Recorder(clock=clock, nvtx=False)
+    live = LiveView(recorder)
+    pushes = []
+    source = live.gantt.sources[0]
+    source.on_change("data", lambda attr, old, new: pushes.append(len(new["left"])))
+    for i in range(250):
+        recorder.add_span("synth/0", "synthesis", clock.now + i * 10, clock.now + i * 10 + 5, i)
+    assert live.update() == 250
+    assert live.update() == 0
+    recorder.add_span("synth/1", "synthesis", clock.now, clock.now + 5, 999)
+    assert live.update() == 1
+    assert live.gantt.bar_count() == 251
+    assert len(pushes) == 2  # one stream per update that had bars at this depth
+
+
+def test_the_view_follows_the_run_until_someone_zooms():
+    clock = FakeClock()
+    recorder = Recorder(clock=clock, nvtx=False)
+    live = LiveView(recorder)
+    x_range = live.gantt.figure.x_range
+    clock.now += 2_000_000_000
+    live.update()
+    assert x_range.start == 0.0 and x_range.end == pytest.approx(2.06)
+    clock.now += 2_000_000_000
+    live.update()
+    assert x_range.end == pytest.approx(4.12)
+    x_range.start, x_range.end = 1.0, 1.5  # a person zooms in
+    clock.now += 2_000_000_000
+    live.update()
+    assert not live.following and (x_range.start, x_range.end) == (1.0, 1.5)
+
+
+def test_counters_appear_when_samples_arrive():
+    recorder = Recorder(nvtx=False)
+    live = LiveView(recorder)
+    assert not live.counters.figure.visible
+    recorder.counter("nvml/gpu0", "pcie_tx_bytes_s", 12e9)
+    live.update()
+    assert live.counters.figure.visible
+    assert live.counters.source.data["value"][0] == pytest.approx(12.0)
+
+
+def test_a_failing_tick_ends_polling_and_keeps_the_error():
+    def tick() -> bool:
+        raise RuntimeError("view broke")
+
+    poller = Poller(tick, period=0.01)
+    poller.start()
+    assert poller.join(5)
+    assert isinstance(poller.error, RuntimeError) and not poller.alive

@@ -1,0 +1,128 @@
+"""The self-contained HTML report, its verdict section and the `report` / `lab` commands."""
+
+from __future__ import annotations
+
+import re
+import sys
+import types
+from dataclasses import dataclass
+
+import pytest
+
+pytest.importorskip("bokeh", reason="the notebook extra is not installed")
+
+from workbench import cli
+from workbench.config import RunConfig
+from workbench.pipeline.run import run_pipeline
+from workbench.trace import store
+from workbench.trace.container import Trace
+from workbench.viz.findings import MODULE, diagnose
+from workbench.viz.report import render_report
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory) -> Trace:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("WORKBENCH_CACHE", str(tmp_path_factory.getbasetemp() / "srs-cache"))
+        return run_pipeline(RunConfig(backend="cpu", partitions=3, log2_constraints=6)).trace
+
+
+@dataclass
+class FakeFinding:
+    title: str
+    sentence: str
+    suggestion: str
+    cost: float
+    evidence: object
+
+
+def fake_verdict(monkeypatch, diagnose_fn) -> None:
+    module = types.ModuleType(MODULE)
+    module.diagnose = diagnose_fn  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, MODULE, module)
+
+
+def test_report_is_one_file_that_needs_no_network(trace):
+    html = render_report(trace, title="my run")
+    # No tag loads anything: scripts and styles are all inline.
+    assert not re.search(r"<(script|link|img)[^>]*(src|href)=", html)
+    assert "<title>my run</title>" in html and "run configuration" in html
+    assert "memory_mode" in html and "GPU mutex per worker" in html and "phases" in html
+    assert "Bokeh" in html and "gantt_bars_0" in html and "distributions_boxes" in html
+    assert "emulated" in html
+
+
+def test_report_shows_the_verdict_when_the_analysis_gives_one(trace, monkeypatch):
+    evidence = types.SimpleNamespace(spans=(0, 1), partitions=(2,))
+    prediction = types.SimpleNamespace(change="zerocopy", gain=0.35, measured_per_min=10.0,
+                                       predicted_per_min=13.5)
+    finding = FakeFinding("ntt_msm_h swings 3.3x", "its copy runs at 2.8 GB/s", "use zerocopy", 0.4, evidence)
+    finding.predictions = (prediction,)  # type: ignore[attr-defined]
+    fake_verdict(monkeypatch, lambda t: types.SimpleNamespace(
+        headline="copy-bound under the lock", findings=[finding], notes=["memory emulated"]))
+    html = render_report(trace)
+    for text in ("copy-bound under the lock", "ntt_msm_h swings 3.3x (40% of the run)",
+                 "its copy runs at 2.8 GB/s", "use zerocopy", "zerocopy: +35% throughput",
+                 "2 spans of partitions 2, e.g. ", "note: memory emulated"):
+        assert text in html, text
+
+
+def test_report_says_why_there_is_no_verdict(trace, monkeypatch):
+    monkeypatch.setitem(sys.modules, MODULE, None)  # as if the module did not exist
+    verdict = diagnose(trace)
+    assert not verdict.available and "no diagnosis" in verdict.note
+    assert "no verdict" in render_report(trace)
+
+    def broken(t):
+        raise KeyError("missing column")
+
+    fake_verdict(monkeypatch, broken)
+    assert "the diagnosis failed (KeyError" in render_report(trace)
+
+
+def test_verdict_accepts_plain_lists_and_dicts(trace, monkeypatch):
+    findings = [{"summary": "lock-serialised", "numbers": {"held": 0.9}}, "balanced"]
+    fake_verdict(monkeypatch, lambda t: findings)
+    verdict = diagnose(trace)
+    assert [title for title, _ in verdict.findings] == ["lock-serialised", "balanced"]
+    assert verdict.findings[0][1] == (("numbers", "held: 0.9"),)
+
+
+def test_the_real_diagnosis_when_present_fills_the_section(trace):
+    verdict = diagnose(trace)
+    if not verdict.available and "no diagnosis" in verdict.note:
+        pytest.skip("this version has no diagnosis")
+    assert verdict.available, verdict.note
+    assert verdict.headline
+
+
+def test_report_command_writes_the_file(trace, tmp_path, capsys):
+    path = store.save(trace, tmp_path / "run.wbtrace")
+    assert cli.main(["report", str(path), "-o", str(tmp_path / "out" / "r.html")]) == 0
+    assert (tmp_path / "out" / "r.html").read_text().startswith("<!DOCTYPE html>")
+    assert "opens without network" in capsys.readouterr().out
+    assert cli.main(["report", str(path), "--no-verdict"]) == 0
+    assert "verdict left out" in (tmp_path / "run.html").read_text()
+
+
+def test_report_command_rejects_bad_input(tmp_path, trace, capsys):
+    assert cli.main(["report", str(tmp_path / "missing.wbtrace")]) == 2
+    assert "no trace file" in capsys.readouterr().err
+    path = store.save(trace, tmp_path / "run.wbtrace")
+    assert cli.main(["report", str(path), "--max-bars", "5"]) == 2
+    assert "--max-bars 5 is not allowed" in capsys.readouterr().err
+
+
+def test_lab_command_opens_the_notebooks_folder(tmp_path, capsys):
+    assert cli.main(["lab", "--notebooks", str(tmp_path), "--port", "9999", "--no-browser", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "-m jupyterlab" in out and f"--ServerApp.root_dir={tmp_path}" in out and "--port=9999" in out
+    assert cli.main(["lab", "--notebooks", str(tmp_path / "nope"), "--dry-run"]) == 2
+    assert "no notebooks folder" in capsys.readouterr().err
+
+
+def test_a_missing_optional_library_names_the_extra_to_install():
+    from workbench.viz.deps import MissingExtra, require
+
+    with pytest.raises(MissingExtra, match=r"pip install 'workbench\[notebook\]'"):
+        require("a_library_that_is_not_installed")

@@ -1,0 +1,148 @@
+"""What the notebooks call: the control panel, runs, figures, comparisons and reports.
+
+    import workbench.notebook as wb
+    panel = wb.panel(partitions=8)        # knobs, Run / Stop, live Gantt
+    first = wb.run(memory_mode="pageable") # a run to the end, from a cell
+    wb.gantt(first); wb.summary(first); wb.verdict(first)
+    wb.compare(first, wb.run(memory_mode="zerocopy"))
+    wb.report(first, "first.html")
+
+Figures are shown as widgets (jupyter_bokeh), which render in JupyterLab and in the
+classic notebook alike and keep streaming while the kernel is busy elsewhere. BokehJS is
+written into the notebook itself, so nothing is fetched from the network.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from workbench.config import RunConfig
+from workbench.trace import store
+from workbench.trace.container import Trace
+from workbench.viz.compare import compare_figure, summaries_html
+from workbench.viz.deps import require
+from workbench.viz.distributions import distribution_figure
+from workbench.viz.findings import diagnose, verdict_html
+from workbench.viz.gantt import gantt_figure
+from workbench.viz.panel import ControlPanel
+from workbench.viz.report import render_report
+from workbench.viz.runner import RunRecord, run_to_end
+from workbench.viz.tables import CSS, config_table, summary_html
+
+_state = {"bokeh_loaded": False, "runs": 0}
+
+TraceLike = Trace | RunRecord | str | Path
+
+
+def setup() -> None:
+    """Load BokehJS into the page once per kernel (figures need it; no network involved)."""
+    if _state["bokeh_loaded"]:
+        return
+    from bokeh.io import output_notebook
+    from bokeh.resources import INLINE
+
+    output_notebook(resources=INLINE, hide_banner=True)
+    _state["bokeh_loaded"] = True
+
+
+def _display(obj: Any) -> None:
+    from IPython.display import display
+
+    display(obj)
+
+
+def show(layout: Any) -> Any:
+    """Display a Bokeh figure or layout as a widget; returns the widget."""
+    setup()
+    widget = require("jupyter_bokeh").BokehModel(layout)
+    _display(widget)
+    return widget
+
+
+def _trace(item: TraceLike) -> Trace:
+    if isinstance(item, RunRecord):
+        return item.trace
+    if isinstance(item, str | Path):
+        return store.load(item)
+    return item
+
+
+def _label(item: TraceLike, default: str) -> str:
+    if isinstance(item, RunRecord):
+        return item.label
+    if isinstance(item, str | Path):
+        return Path(item).name
+    return default
+
+
+def config(**settings: Any) -> RunConfig:
+    """A run configuration: the defaults with `settings` changed (validated)."""
+    return RunConfig().replace(**settings)
+
+
+def panel(**settings: Any) -> ControlPanel:
+    """Show the control panel, its knobs set to the defaults with `settings` changed."""
+    setup()
+    control = ControlPanel(config(**settings))
+    _display(control.widget)
+    return control
+
+
+def run(**settings: Any) -> RunRecord:
+    """Run the pipeline to the end (the CPU backend unless a GPU can run here)."""
+    _state["runs"] += 1
+    return run_to_end(config(**settings), number=_state["runs"])
+
+
+def gantt(item: TraceLike, **options: Any) -> Any:
+    return show(gantt_figure(_trace(item), **options))
+
+
+def distributions(item: TraceLike) -> Any:
+    return show(distribution_figure(_trace(item)))
+
+
+def summary(item: TraceLike) -> Any:
+    from IPython.display import HTML
+
+    from workbench.analysis.summary import summarize
+
+    trace = _trace(item)
+    html = HTML(f"<style>{CSS}</style><div style='display:flex;gap:32px;flex-wrap:wrap'>"
+                f"<div>{config_table(trace.config, trace.meta)}</div>"
+                f"<div>{summary_html(summarize(trace))}</div></div>")
+    _display(html)
+    return html
+
+
+def verdict(item: TraceLike) -> Any:
+    """What holds the pipeline back, with its numbers and the change it suggests."""
+    from IPython.display import HTML
+
+    html = HTML(f"<style>{CSS}</style>" + verdict_html(diagnose(_trace(item))))
+    _display(html)
+    return html
+
+
+def compare(a: TraceLike, b: TraceLike) -> Any:
+    """Two runs on one time scale with their summaries side by side."""
+    from IPython.display import HTML
+
+    labels = (_label(a, "run A"), _label(b, "run B"))
+    ta, tb = _trace(a), _trace(b)
+    _display(HTML(summaries_html(ta, tb, labels)))
+    return show(compare_figure(ta, tb, labels, with_summaries=False))
+
+
+def report(item: TraceLike, path: str | Path = "report.html", title: str | None = None) -> Path:
+    """Write the self-contained HTML report of a run; returns where it went."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    label = title or (item.label if isinstance(item, RunRecord) else None)
+    target.write_text(render_report(_trace(item), title=label), encoding="utf-8")
+    return target
+
+
+def load(path: str | Path) -> Trace:
+    return store.load(path)

@@ -1,0 +1,120 @@
+"""Per-phase duration distributions: a box and a strip of points for each phase.
+
+The duration axis is logarithmic, so a box's width reads as a ratio: a phase whose slowest
+run is three times its fastest (a copy fighting for memory bandwidth) is visibly wider than
+its constant neighbours, whatever their absolute length.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from bokeh.models import ColumnDataSource, FactorRange, HoverTool
+from bokeh.plotting import figure
+from bokeh.transform import jitter
+
+from workbench.trace.container import Trace
+from workbench.viz.bars import Bars, factorize, trace_bars
+from workbench.viz.palette import phase_color, phase_order
+
+FLOOR_MS = 1e-3  # a log axis cannot show 0: instant waits sit at 1 µs
+POINTS_PER_PHASE = 2_000  # beyond this the strip shows a sample; boxes always use all
+def quantiles(durations: dict[str, np.ndarray]) -> dict[str, list[Any]]:
+    box: dict[str, list[Any]] = {k: [] for k in ("phase", "q1", "q3", "median", "lo", "hi", "n",
+                                                  "ratio", "color")}
+    for phase, values in durations.items():
+        if not len(values):
+            continue
+        q1, median, q3 = np.percentile(values, [25, 50, 75])
+        lo, hi = float(values.min()), float(values.max())
+        box["phase"].append(phase)
+        box["q1"].append(max(float(q1), FLOOR_MS))
+        box["q3"].append(max(float(q3), FLOOR_MS))
+        box["median"].append(max(float(median), FLOOR_MS))
+        box["lo"].append(max(lo, FLOOR_MS))
+        box["hi"].append(max(hi, FLOOR_MS))
+        box["n"].append(len(values))
+        box["ratio"].append(hi / lo if lo > 0 else float("nan"))
+        box["color"].append(phase_color(phase))
+    return box
+
+
+class DistributionView:
+    def __init__(self, name: str = "distributions") -> None:
+        self.durations: dict[str, list[np.ndarray]] = {}
+        self.points = ColumnDataSource({"phase": [], "ms": [], "color": []}, name=f"{name}_points")
+        self.boxes = ColumnDataSource(quantiles({}), name=f"{name}_boxes")
+        fig = figure(
+            title="duration per phase (log scale: a wide box is a variable phase)", height=200,
+            sizing_mode="stretch_width", x_axis_type="log", y_range=FactorRange(factors=[]),
+            x_axis_label="milliseconds", tools="xpan,xwheel_zoom,reset,save",
+            toolbar_location="above",
+        )
+        fig.hbar(y="phase", left="q1", right="q3", height=0.7, source=self.boxes,
+                 fill_color="color", fill_alpha=0.35, line_color="color")
+        fig.segment(x0="lo", x1="hi", y0="phase", y1="phase", source=self.boxes, line_color="color")
+        fig.scatter(x="median", y="phase", source=self.boxes, marker="dash", size=18,
+                    angle=np.pi / 2, line_color="black", line_width=2)
+        strip = fig.scatter(x="ms", y=jitter("phase", width=0.5, range=fig.y_range),
+                            source=self.points, color="color", size=3, alpha=0.5)
+        fig.add_tools(HoverTool(renderers=[strip], tooltips=[("phase", "@phase"),
+                                                             ("duration", "@ms{0.000} ms")]))
+        fig.ygrid.grid_line_color = None
+        self.figure = fig
+        self.y_range: Any = fig.y_range  # a FactorRange (the figure types it as any Range)
+        self.title: Any = fig.title
+
+    def add(self, bars: Bars) -> dict[str, Any]:
+        """Take in new bars; returns the points to draw for them (sampled past the cap)."""
+        out: dict[str, list[Any]] = {"phase": [], "ms": [], "color": []}
+        phases, codes = factorize(bars.phase)
+        order = np.argsort(codes, kind="stable")
+        cuts = np.flatnonzero(np.diff(codes[order])) + 1
+        for part in np.split(order, cuts) if len(order) else []:
+            phase = phases[int(codes[part[0]])]
+            values = bars.duration_ms[part]
+            kept = self.durations.setdefault(phase, [])
+            seen = sum(len(v) for v in kept)
+            kept.append(values)
+            room = max(POINTS_PER_PHASE - seen, 0)
+            shown = values[:room] if len(values) > room else values
+            out["phase"] += [phase] * len(shown)
+            out["ms"] += np.maximum(shown, FLOOR_MS).tolist()
+            out["color"] += [phase_color(phase)] * len(shown)
+        return out
+
+    def _refresh_axes(self) -> None:
+        # A categorical axis counts upwards: reversed, the pipeline reads top to bottom.
+        factors = phase_order(set(self.durations))[::-1]
+        if list(self.y_range.factors) != factors:
+            self.y_range.factors = factors
+            self.figure.height = 60 + 26 * len(factors)
+
+    def boxes_data(self) -> dict[str, list[Any]]:
+        return quantiles({p: np.concatenate(v) for p, v in self.durations.items()})
+
+    def set(self, bars: Bars) -> None:
+        self.durations.clear()
+        points = self.add(bars)
+        self._refresh_axes()
+        self.points.data = points
+        self.boxes.data = self.boxes_data()
+        sampled = [p for p, v in self.durations.items() if sum(len(a) for a in v) > POINTS_PER_PHASE]
+        if sampled:
+            self.title.text += f" (points: the first {POINTS_PER_PHASE:,} of each phase)"
+
+    def stream(self, bars: Bars, refresh_boxes: bool = True) -> None:
+        points = self.add(bars)
+        self._refresh_axes()
+        if points["ms"]:
+            self.points.stream(points)
+        if refresh_boxes:
+            self.boxes.data = self.boxes_data()
+
+
+def distribution_figure(trace: Trace, bars: Bars | None = None) -> Any:
+    """Per-phase distributions of a trace (pass its bars when already built)."""
+    view = DistributionView()
+    view.set(trace_bars(trace) if bars is None else bars)
+    return view.figure

@@ -1,0 +1,136 @@
+"""The verdict section: the analysis's findings as HTML, or a note saying why there are none.
+
+The diagnosis lives in the analysis layer and may be absent from a given version, fail on an
+unusual trace, or grow new fields; none of that may break a report or the panel, so the
+verdict is read by duck typing and every failure turns into a visible note.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from html import escape
+from typing import Any
+
+from workbench.trace.container import Trace
+
+MODULE = "workbench.analysis.verdict"
+ENTRY_POINTS = ("diagnose", "verdict")
+TITLE_FIELDS = ("title", "headline", "summary", "message", "name", "finding")
+TEXT_FIELDS = ("sentence", "detail", "details", "explanation")
+CHANGE_FIELDS = ("suggestion", "change", "action")
+EVIDENCE_SHOWN = 3
+
+Line = tuple[str, str]  # (label, text); an empty label is plain prose
+
+
+@dataclass(frozen=True)
+class Verdict:
+    available: bool
+    findings: tuple[tuple[str, tuple[Line, ...]], ...] = ()  # (title, lines)
+    headline: str = ""
+    notes: tuple[str, ...] = ()
+    note: str = ""  # why there is no verdict
+
+
+def diagnose(trace: Trace) -> Verdict:
+    try:
+        module = importlib.import_module(MODULE)
+    except ImportError as err:
+        return Verdict(False, note=f"no verdict: this version has no diagnosis ({err})")
+    entry = next((getattr(module, n) for n in ENTRY_POINTS if callable(getattr(module, n, None))), None)
+    if entry is None:
+        return Verdict(False, note=f"no verdict: {MODULE} offers none of {', '.join(ENTRY_POINTS)}()")
+    try:
+        result = entry(trace)
+        findings = getattr(result, "findings", result)
+        if findings is None or isinstance(findings, str | bytes) or not isinstance(findings, Iterable):
+            findings = [findings] if findings else []
+        return Verdict(
+            True, tuple(_finding(f, trace) for f in findings),
+            headline=str(getattr(result, "headline", "") or ""),
+            notes=tuple(str(n) for n in getattr(result, "notes", ()) or ()),
+        )
+    except Exception as err:  # a diagnosis bug must not take the report down with it
+        return Verdict(False, note=f"no verdict: the diagnosis failed ({type(err).__name__}: {err})")
+
+
+def _field(finding: Any, names: tuple[str, ...]) -> Any:
+    for name in names:
+        value = finding.get(name) if isinstance(finding, dict) else getattr(finding, name, None)
+        if value not in (None, "", [], {}, ()):
+            return value
+    return None
+
+
+def _finding(finding: Any, trace: Trace) -> tuple[str, tuple[Line, ...]]:
+    if isinstance(finding, str):
+        return finding, ()
+    title = str(_field(finding, TITLE_FIELDS) or finding)
+    lines: list[Line] = []
+    cost = _field(finding, ("cost",))
+    if isinstance(cost, float):
+        title += f" ({cost:.0%} of the run)"
+    if (text := _field(finding, TEXT_FIELDS)) is not None:
+        lines.append(("", _text(text)))
+    if (change := _field(finding, CHANGE_FIELDS)) is not None:
+        lines.append(("change", _text(change)))
+    for prediction in _field(finding, ("predictions",)) or ():
+        lines.append(("predicted", _prediction(prediction)))
+    if (numbers := _field(finding, ("numbers",))) is not None:
+        lines.append(("numbers", _text(numbers)))
+    if (evidence := _field(finding, ("evidence",))) is not None and (text := _evidence(evidence, trace)):
+        lines.append(("evidence", text))
+    return title, tuple(lines)
+
+
+def _prediction(p: Any) -> str:
+    try:
+        return (f"{p.change}: {p.gain:+.0%} throughput ({p.measured_per_min:.1f} -> "
+                f"{p.predicted_per_min:.1f} partitions/min)")
+    except (AttributeError, TypeError, ValueError):
+        return _text(p)
+
+
+def _evidence(evidence: Any, trace: Trace) -> str:
+    spans = getattr(evidence, "spans", None)
+    if spans is None:
+        return _text(evidence)
+    partitions = list(getattr(evidence, "partitions", ()) or ())
+    if not spans and not partitions:
+        return ""
+    text = f"{len(spans)} spans" + (f" of partitions {_text(partitions)}" if partitions else "")
+    examples = []
+    for i in list(spans)[:EVIDENCE_SHOWN]:
+        if 0 <= int(i) < len(trace.spans):
+            s = trace.span(int(i))
+            examples.append(f"{s.track} {s.name} p{s.partition} {s.duration_ns / 1e6:.1f} ms")
+    return text + (f", e.g. {'; '.join(examples)}" if examples else "")
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {_text(v)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return ", ".join(_text(v) for v in value[:10]) + (" ..." if len(value) > 10 else "")
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return str(value)
+
+
+def verdict_html(verdict: Verdict) -> str:
+    if not verdict.available:
+        return f"<p class='wb-note'><em>{escape(verdict.note)}</em></p>"
+    parts = [f"<p><b>{escape(verdict.headline)}</b></p>"] if verdict.headline else []
+    if not verdict.findings:
+        parts.append("<p>The diagnosis found nothing holding the pipeline back.</p>")
+    items = []
+    for title, lines in verdict.findings:
+        rows = "".join(
+            f"<div>{f'<b>{escape(k)}</b>: ' if k else ''}{escape(v)}</div>" for k, v in lines)
+        items.append(f"<li><div><b>{escape(title)}</b></div>{rows}</li>")
+    if items:
+        parts.append("<ol class='wb-verdict'>" + "".join(items) + "</ol>")
+    parts += [f"<p class='wb-note'>note: {escape(n)}</p>" for n in verdict.notes]
+    return "".join(parts)

@@ -1,0 +1,258 @@
+"""The control panel: knobs, Run and Stop, a status line, the live views and past runs.
+
+A run goes on a background thread (runner.py); a poller thread of the UI side (live.py)
+streams its records into the views and keeps the status line current. Whatever goes wrong
+in a click (a setting that cannot run, a backend that is not here, a failing phase) is
+said in the panel's message line, never raised into the notebook's output.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections.abc import Callable
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from workbench.analysis.summary import summarize
+from workbench.config import ConfigError, RunConfig
+from workbench.prover.backend import BackendUnavailable
+from workbench.trace.container import Trace
+from workbench.viz.compare import compare_figure, summaries_html
+from workbench.viz.deps import require
+from workbench.viz.findings import diagnose, verdict_html
+from workbench.viz.knobs import Knobs
+from workbench.viz.lanes import expected_lanes
+from workbench.viz.live import LiveView, Poller
+from workbench.viz.report import render_report
+from workbench.viz.runner import BackgroundRun, RunRecord
+from workbench.viz.tables import CSS, summary_html
+
+widgets = require("ipywidgets")
+bokeh_widget = require("jupyter_bokeh")
+
+SUMMARY_REFRESH_S = 1.0
+LIVE_NAME = "live"  # its data sources are live_bars_0..2 (scripts and tests find them by name)
+STYLE = f"<style>{CSS} .wb-problem {{ color: #b00020; }} .wb-hint {{ color: #666; }}</style>"
+
+
+def guarded(handler: Callable[..., None]) -> Callable[..., None]:
+    """Button and knob handlers report failures in the panel instead of raising."""
+
+    @functools.wraps(handler)
+    def run(self: ControlPanel, *args: Any) -> None:
+        try:
+            handler(self, *args)
+        except Exception as err:
+            self.say(f"{type(err).__name__}: {err}", problem=True)
+
+    return run
+
+
+class ControlPanel:
+    def __init__(self, defaults: RunConfig | None = None, report_dir: str | Path = "reports") -> None:
+        self.knobs = Knobs(defaults or RunConfig())
+        self.report_dir = Path(report_dir)
+        self.history: list[RunRecord] = []
+        self.current: BackgroundRun | None = None
+        self.live: LiveView | None = None
+        self._poller: Poller | None = None
+        self._last_summary = 0.0
+        self._idle = threading.Event()
+        self._idle.set()
+
+        self.run_button = widgets.Button(description="Run", button_style="success", icon="play")
+        self.stop_button = widgets.Button(description="Stop", button_style="danger", icon="stop",
+                                          disabled=True)
+        self.report_button = widgets.Button(description="Save report", icon="file", disabled=True)
+        self.status = widgets.HTML(value="idle")
+        self.message = widgets.HTML()
+        self.view_box = widgets.VBox()
+        self.summary = widgets.HTML()
+        self.compare_a = widgets.Dropdown(description="A", options=[])
+        self.compare_b = widgets.Dropdown(description="B", options=[])
+        self.compare_button = widgets.Button(description="Compare", disabled=True)
+        self.compare_box = widgets.VBox()
+        self.run_button.on_click(self._on_run)
+        self.stop_button.on_click(self._on_stop)
+        self.report_button.on_click(self._on_report)
+        self.compare_button.on_click(self._on_compare)
+        self.knobs.observe(self._on_knob)
+        self.widget = widgets.VBox([
+            widgets.HTML(STYLE), self.knobs.box,
+            widgets.HBox([self.run_button, self.stop_button, self.report_button]),
+            self.status, self.message, self.view_box, self.summary,
+            widgets.HTML("<b>compare runs</b>"),
+            widgets.HBox([self.compare_a, self.compare_b, self.compare_button]), self.compare_box,
+        ])
+        self._validate()
+
+    # -- messages -------------------------------------------------------------------------------
+    def say(self, text: str, problem: bool = False) -> None:
+        kind = "wb-problem" if problem else "wb-hint"
+        self.message.value = f"<span class='{kind}'>{escape(text)}</span>" if text else ""
+
+    def _validate(self) -> bool:
+        check = self.knobs.check()
+        running = not self._idle.is_set()
+        if not check.ok:
+            self.say(f"cannot run: {check.problem}", problem=True)
+        else:
+            self.say("; ".join(check.notes))
+        self.run_button.disabled = running or not check.ok
+        return check.ok
+
+    @guarded
+    def _on_knob(self, change: Any) -> None:
+        self._validate()
+
+    # -- running --------------------------------------------------------------------------------
+    @guarded
+    def _on_run(self, button: Any = None) -> None:
+        if not self._idle.is_set() or not self._validate():
+            return
+        config = self.knobs.check().config
+        assert config is not None
+        try:
+            run = BackgroundRun(config, number=len(self.history) + 1)
+        except (ConfigError, BackendUnavailable) as err:
+            self.say(f"cannot run: {err}", problem=True)
+            return
+        self._idle.clear()
+        self.current = run
+        self.live = LiveView(run.recorder, expected_lanes(config.synth_threads, config.gpu_workers),
+                             title=f"run {run.number}: live Gantt", name=LIVE_NAME)
+        self.view_box.children = [bokeh_widget.BokehModel(self.live.layout)]
+        self.summary.value = ""
+        self.knobs.enable(False)
+        self.run_button.disabled = True
+        self.report_button.disabled = True
+        self.stop_button.disabled = False
+        self.status.value = f"run {run.number}: setting up (proving key, twiddles)"
+        run.start()
+        self._poller = Poller(self._tick)
+        self._poller.start()
+
+    def _tick(self) -> bool:
+        """One poll on the UI side: stream new records, refresh the status; False when done."""
+        run, live = self.current, self.live
+        assert run is not None and live is not None
+        done = run.done  # read first: a final drain after the end misses nothing
+        try:
+            live.update(final=done)
+            if not done:
+                self.status.value = self._status_line(run)
+                if time.monotonic() - self._last_summary >= SUMMARY_REFRESH_S:
+                    self._last_summary = time.monotonic()
+                    self._show_live_summary(run)
+        except Exception as err:  # the run goes on even if a view cannot follow it
+            self.say(f"the live view failed ({type(err).__name__}: {err}); the run goes on", problem=True)
+        if done:
+            self._finish(run)
+            return False
+        return True
+
+    def _status_line(self, run: BackgroundRun) -> str:
+        progress = run.pipeline.progress
+        if not progress.started_ns:
+            return f"run {run.number}: setting up (proving key, twiddles) {run.elapsed_s():.1f} s"
+        elapsed = (run.recorder.now_ns() - progress.started_ns) / 1e9
+        rate = progress.done / elapsed * 60 if elapsed > 0 else 0.0
+        state = "stopping" if run.pipeline.stopping else "running"
+        return (f"run {run.number} {state}: {progress.done}/{progress.total} partitions done, "
+                f"{progress.synthesised} synthesised · {elapsed:.1f} s · {rate:.1f} partitions/min")
+
+    def _show_live_summary(self, run: BackgroundRun) -> None:
+        self.summary.value = summary_html(summarize(Trace.from_recorder(run.recorder)))
+
+    def _finish(self, run: BackgroundRun) -> None:
+        try:
+            record = run.record()
+        finally:
+            self._idle.set()
+            self.knobs.enable(True)
+            self.stop_button.disabled = True
+            self._validate()
+        self.history.append(record)
+        s = record.summary
+        line = (f"run {record.number} {record.outcome}: {s.partitions_done}/{record.config.partitions} "
+                f"partitions in {record.wall_s:.2f} s · {s.throughput_per_min:.1f} partitions/min · "
+                f"GPU mutex held {s.mutex_held_fraction:.0%}")
+        if record.error:
+            line += f" · {record.error}"
+        if run.error is not None:
+            line += f" · the run failed: {type(run.error).__name__}: {run.error}"
+        self.status.value = escape(line)
+        self.summary.value = "<h4>verdict</h4>" + verdict_html(diagnose(record.trace)) + summary_html(s)
+        self.report_button.disabled = False
+        options = [(r.label, i) for i, r in enumerate(self.history)]
+        self.compare_a.options = options
+        self.compare_b.options = options
+        if len(self.history) >= 2:
+            self.compare_a.value, self.compare_b.value = len(self.history) - 2, len(self.history) - 1
+            self.compare_button.disabled = False
+
+    @guarded
+    def _on_stop(self, button: Any = None) -> None:
+        if self.current is not None and not self._idle.is_set():
+            self.current.stop("stopped from the panel")
+            self.stop_button.disabled = True
+            self.status.value = f"run {self.current.number}: stopping at the next step"
+
+    @guarded
+    def _on_report(self, button: Any = None) -> None:
+        path = self.save_report()
+        self.say(f"report written to {path} (one file, opens without network)")
+
+    @guarded
+    def _on_compare(self, button: Any = None) -> None:
+        a, b = self.history[self.compare_a.value], self.history[self.compare_b.value]
+        layout = compare_figure(a.trace, b.trace, (a.label, b.label), with_summaries=False)
+        self.compare_box.children = [
+            widgets.HTML(summaries_html(a.trace, b.trace, (a.label, b.label))),
+            bokeh_widget.BokehModel(layout),
+        ]
+
+    # -- for notebooks and tests ----------------------------------------------------------------
+    def run(self) -> None:
+        """Press Run."""
+        self.run_button.click()
+
+    def stop(self) -> None:
+        """Press Stop."""
+        self.stop_button.click()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the current run and its last view update are done."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for joinable in (self.current, self._poller):
+            if joinable is None:
+                continue
+            left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            if not joinable.join(left):
+                return False
+        return self._idle.wait(None if deadline is None else max(deadline - time.monotonic(), 0.0))
+
+    @property
+    def running(self) -> bool:
+        return not self._idle.is_set()
+
+    @property
+    def last(self) -> RunRecord | None:
+        return self.history[-1] if self.history else None
+
+    def save_report(self, path: str | Path | None = None) -> Path:
+        record = self.last
+        if record is None:
+            raise ValueError("no finished run to report on yet")
+        target = Path(path) if path is not None else self.report_dir / f"run-{record.number}.html"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(render_report(record.trace, title=record.label), encoding="utf-8")
+        return target
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)

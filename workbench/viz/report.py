@@ -1,0 +1,85 @@
+"""The shareable report: one self-contained HTML file for a trace.
+
+Bokeh's JavaScript and CSS are written into the file, so it opens from a mail attachment
+or a laptop without network. Order follows the reader's questions: what is holding the GPU
+back (verdict), what was run (configuration), how it went (tables), then the evidence
+(Gantt, per-phase distributions).
+"""
+
+from __future__ import annotations
+
+import time
+from html import escape
+
+from bokeh.embed import components
+from bokeh.layouts import column
+from bokeh.resources import Resources
+
+from workbench.analysis.summary import summarize
+from workbench.trace.container import Trace
+from workbench.viz.bars import trace_bars
+from workbench.viz.distributions import distribution_figure
+from workbench.viz.findings import diagnose, verdict_html
+from workbench.viz.gantt import DEFAULT_MAX_BARS, gantt_figure
+from workbench.viz.tables import CSS, config_table, summary_html
+
+# The charts use only Bokeh's core (no widgets, tables, WebGL or LaTeX): a third of the bytes.
+RESOURCES = Resources(mode="inline", components=["bokeh"])
+
+SKIPPED = "<p class='wb-note'><em>verdict left out of this report (asked for without it)</em></p>"
+
+PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{title}</title>
+{resources}
+<style>
+body {{ font: 14px/1.45 system-ui, sans-serif; margin: 16px 24px; color: #222; }}
+h1 {{ font-size: 20px; margin: 0 0 4px; }} h2 {{ font-size: 16px; margin: 20px 0 6px; }}
+.wb-meta {{ color: #666; font-size: 12px; }} .wb-note {{ color: #8a5a00; }}
+.wb-columns {{ display: flex; gap: 32px; flex-wrap: wrap; align-items: flex-start; }}
+{css}
+</style>
+</head>
+<body>
+<h1>{title}</h1>
+<div class="wb-meta">{meta}</div>
+<h2>Verdict</h2>
+{verdict}
+<h2>Run</h2>
+<div class="wb-columns"><div>{config}</div><div>{summary}</div></div>
+<h2>Timeline</h2>
+{emulated}
+{plots_div}
+{plots_script}
+</body>
+</html>
+"""
+
+
+def render_report(
+    trace: Trace, title: str | None = None, max_bars: int = DEFAULT_MAX_BARS, verdict: bool = True,
+) -> str:
+    """The report as one HTML string; `verdict=False` leaves the diagnosis out (it is the
+    slow part on traces of millions of spans) and says so in its place."""
+    summary = summarize(trace)
+    meta = trace.meta
+    heading = title or f"workbench run: {summary.outcome}, {summary.partitions_done} partitions"
+    bars = trace_bars(trace)
+    layout = column(gantt_figure(trace, max_bars=max_bars, bars=bars), distribution_figure(trace, bars),
+                    sizing_mode="stretch_width")
+    script, div = components(layout)
+    facts = [f"report written {time.strftime('%Y-%m-%d %H:%M:%S')}", f"{len(trace.spans):,} spans"]
+    if meta.get("device"):
+        facts.append(str(meta["device"]))
+    emulated = ""
+    if meta.get("memory_emulated"):
+        emulated = ("<p class='wb-note'>Memory modes were emulated on the CPU backend: copies are "
+                    "host memcpys, no PCIe link is involved, so copy bandwidths are not a link's.</p>")
+    return PAGE.format(
+        title=escape(heading), resources=RESOURCES.render(), css=CSS, meta=escape(" · ".join(facts)),
+        verdict=verdict_html(diagnose(trace)) if verdict else SKIPPED,
+        config=config_table(trace.config, meta),
+        summary=summary_html(summary), emulated=emulated, plots_div=div, plots_script=script,
+    )

@@ -1,0 +1,109 @@
+"""A pipeline run on a background thread, and the record a finished run leaves behind.
+
+The notebook must stay responsive while a run goes on, and the proving key's setup alone can
+take seconds, so even starting the pipeline happens off the caller's thread. This module
+touches no widget and no figure: the panel's poller reads `done`, `progress` and `record`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+from workbench.analysis.summary import RunSummary, summarize
+from workbench.config import RunConfig
+from workbench.pipeline.run import FaultHook, Pipeline, RunResult
+from workbench.prover.backend import Backend, select_backend
+from workbench.trace.container import Trace
+from workbench.trace.recorder import Recorder
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    number: int
+    config: RunConfig
+    trace: Trace
+    outcome: str
+    error: str | None
+    wall_s: float
+    summary: RunSummary
+
+    @property
+    def label(self) -> str:
+        c = self.config
+        return (f"run {self.number}: {c.memory_mode}, lock {c.lock_scope}, {c.gpu_workers} workers, "
+                f"{c.synth_threads} synth, {c.partitions}×2^{c.log2_constraints} ({self.outcome})")
+
+
+class BackgroundRun:
+    """Raises at construction (ConfigError, BackendUnavailable) when the run cannot start."""
+
+    def __init__(
+        self, config: RunConfig, number: int = 1, backend: Backend | None = None,
+        fault: FaultHook | None = None,
+    ) -> None:
+        self.config = config
+        self.number = number
+        self.pipeline = Pipeline(config, backend or select_backend(config), fault=fault)
+        self.result: RunResult | None = None
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=f"workbench-run-{number}", daemon=True)
+        self._began = 0.0
+
+    @property
+    def recorder(self) -> Recorder:
+        return self.pipeline.recorder
+
+    def start(self) -> None:
+        self._began = time.perf_counter()
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.pipeline.start()
+            self.pipeline.wait()
+        except BaseException as err:  # kept for the panel to show; the pipeline is stopped
+            self.error = err
+            self.pipeline.stop(f"the run itself failed: {type(err).__name__}: {err}")
+            self.pipeline.wait(timeout=30)
+        finally:
+            self.result = self.pipeline.result(time.perf_counter() - self._began)
+
+    def stop(self, reason: str = "stopped from the panel") -> None:
+        self.pipeline.stop(reason)
+
+    @property
+    def started(self) -> bool:
+        return self._began > 0
+
+    @property
+    def done(self) -> bool:
+        return self.started and not self._thread.is_alive()
+
+    def join(self, timeout: float | None = None) -> bool:
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def elapsed_s(self) -> float:
+        return time.perf_counter() - self._began if self._began else 0.0
+
+    def record(self) -> RunRecord:
+        """The finished run's record (call once `done`)."""
+        assert self.result is not None, "the run has not finished"
+        result = self.result
+        return RunRecord(self.number, self.config, result.trace, result.outcome, result.error,
+                         result.wall_s, summarize(result.trace))
+
+
+def run_to_end(config: RunConfig, number: int = 1) -> RunRecord:
+    """Run on the calling thread's behalf and return the record (for notebook cells)."""
+    run = BackgroundRun(config, number)
+    run.start()
+    try:
+        while not run.join(0.1):
+            pass
+    except KeyboardInterrupt:
+        run.stop("interrupted")
+        run.join()
+    return run.record()

@@ -1,0 +1,95 @@
+"""HTML tables of a run: configuration, summary, per-phase, GPU mutex and barrier statistics.
+
+Plain HTML strings, shared by the report and the panel's live summary, so both read alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+from typing import Any
+
+from workbench.analysis.summary import RunSummary
+
+CSS = """
+.wb-table { border-collapse: collapse; font: 12px/1.4 system-ui, sans-serif; margin: 4px 0 12px; }
+.wb-table th, .wb-table td { padding: 2px 8px; border-bottom: 1px solid #e3e3e3; }
+.wb-table th { background: #f4f4f4; text-align: left; }
+.wb-table td.n { text-align: right; font-variant-numeric: tabular-nums; }
+.wb-headline { font: 600 13px/1.4 system-ui, sans-serif; margin: 4px 0; }
+"""
+
+CONFIG_ORDER = (
+    "backend", "gpu_workers", "synth_threads", "synth_lookahead", "memory_mode", "lock_scope",
+    "partitions", "log2_constraints", "bool_fraction", "synth_terms", "seed", "trace",
+)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], caption: str = "") -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    body = "".join(
+        "<tr>" + "".join(_cell(v, first=i == 0) for i, v in enumerate(row)) + "</tr>" for row in rows
+    )
+    cap = f"<caption style='text-align:left'>{escape(caption)}</caption>" if caption else ""
+    return f"<table class='wb-table'>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _cell(value: Any, first: bool) -> str:
+    numeric = isinstance(value, int | float) and not isinstance(value, bool)
+    if isinstance(value, float):
+        text = f"{value:,.1f}" if abs(value) >= 10 else f"{value:.2f}"
+    else:
+        text = str(value)
+    return f"<td class='n'>{escape(text)}</td>" if numeric and not first else f"<td>{escape(text)}</td>"
+
+
+def headline(summary: RunSummary) -> str:
+    return (f"<div class='wb-headline'>{escape(summary.outcome)}: {summary.partitions_done} "
+            f"partitions in {summary.wall_s:.2f} s = {summary.throughput_per_min:.1f} partitions/min; "
+            f"GPU mutex held {summary.mutex_held_fraction:.0%} of wall time</div>")
+
+
+def config_table(config: dict[str, Any], meta: dict[str, Any] | None = None) -> str:
+    keys = [k for k in CONFIG_ORDER if k in config] + sorted(set(config) - set(CONFIG_ORDER))
+    rows: list[list[Any]] = [[k, str(config[k])] for k in keys]
+    facts = {"backend": "backend used", "device": "device", "memory_emulated": "memory emulated",
+             "outcome": "outcome", "error": "error"}
+    for key, label in facts.items():
+        if meta and meta.get(key) is not None:
+            rows.append([label, str(meta[key])])
+    return table(["setting", "value"], rows, "run configuration")
+
+
+def phase_table(summary: RunSummary) -> str:
+    return table(
+        ["phase", "count", "min ms", "median ms", "max ms", "max/min", "total ms"],
+        [[p.phase, p.count, p.min_ms, p.median_ms, p.max_ms,
+          f"{p.max_ms / p.min_ms:.2f}" if p.min_ms > 0 else "-", p.total_ms] for p in summary.phases],
+        "phases",
+    )
+
+
+def mutex_table(summary: RunSummary) -> str:
+    if not summary.mutex:
+        return ""
+    return table(
+        ["worker", "holds", "held ms", "median hold ms", "waited ms", "median wait ms", "max wait ms"],
+        [[f"worker {m.worker}", m.holds, m.held_ms, m.held_median_ms, m.waited_ms,
+          m.waited_median_ms, m.waited_max_ms] for m in summary.mutex],
+        "GPU mutex per worker",
+    )
+
+
+def barrier_table(summary: RunSummary) -> str:
+    if not summary.barrier:
+        return ""
+    return table(
+        ["worker", "party", "rounds", "waited ms", "median wait ms", "max wait ms", "last to arrive"],
+        [[f"worker {b.worker}", b.party, b.rounds, b.waited_ms, b.waited_median_ms, b.waited_max_ms,
+          b.last_to_arrive] for b in summary.barrier],
+        "prep / GPU barrier per worker",
+    )
+
+
+def summary_html(summary: RunSummary) -> str:
+    return headline(summary) + phase_table(summary) + mutex_table(summary) + barrier_table(summary)
