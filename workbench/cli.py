@@ -20,7 +20,8 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 _CHOICES = {"backend": BACKENDS, "memory_mode": MEMORY_MODES, "lock_scope": LOCK_SCOPES}
 _HELP = {
     "backend": "where the GPU phases run: auto picks the GPU when its kernels can run here",
-    "gpu_workers": "GPU workers taking turns on the GPU mutex",
+    "gpus": "GPUs to spread partitions over (emulated on the CPU backend)",
+    "gpu_workers": "GPU workers per GPU, taking turns on that GPU's mutex",
     "synth_threads": "synthesis threads",
     "synth_lookahead": "partitions that may be synthesised ahead of the GPU workers",
     "memory_mode": "where synthesis writes a, b, c and how they reach the device",

@@ -25,6 +25,9 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class RunConfig:
     backend: str = "auto"
+    # GPUs to spread partitions over (devices 0..gpus-1; emulated on the CPU backend), each
+    # with its own mutex, device buffers and gpu_workers workers.
+    gpus: int = 1
     gpu_workers: int = 2
     synth_threads: int = 2
     # How many partitions may be synthesised (or in synthesis) before a GPU worker picks
@@ -51,6 +54,7 @@ class RunConfig:
         _check_choice("backend", self.backend, BACKENDS)
         _check_choice("memory_mode", self.memory_mode, MEMORY_MODES)
         _check_choice("lock_scope", self.lock_scope, LOCK_SCOPES)
+        _check_int("gpus", self.gpus, 1, 16)
         _check_int("gpu_workers", self.gpu_workers, 1, 16)
         _check_int("synth_threads", self.synth_threads, 1, 256)
         _check_int("synth_lookahead", self.synth_lookahead, 1, 4096)
@@ -66,6 +70,15 @@ class RunConfig:
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(name, getattr(self, name), "true or false")
         _check_int("sample_interval_ms", self.sample_interval_ms, 10, 60_000)
+
+    @property
+    def workers(self) -> int:
+        """GPU workers over all GPUs."""
+        return self.gpus * self.gpu_workers
+
+    def gpu_of(self, worker: int) -> int:
+        """Workers are numbered GPU by GPU: 0..gpu_workers-1 serve GPU 0, and so on."""
+        return worker // self.gpu_workers
 
     @property
     def constraints(self) -> int:

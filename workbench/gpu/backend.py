@@ -9,7 +9,6 @@ prover. With `gpu_msm=False` the G1 sums run on the host instead and every such 
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import numpy as np
@@ -34,33 +33,38 @@ GPU_KEY_FROM_LOG2 = 16
 class GpuBackend(HostCurvePhases, Backend):
     name = "gpu"
 
-    def __init__(self, device: int = 0, gpu_msm: bool = True) -> None:
+    def __init__(self, gpu_msm: bool = True) -> None:
         self._cp: Any = kernels.require_cupy()
         self.gpu_msm = gpu_msm
-        self.points: dict[str, Any] = {}
-        self.device = device
+        self.points: dict[int, dict[str, Any]] = {}  # per GPU: the G1 queries on the device
+        self.gpus = 1
         self.host = CudaHostMemory()
         self.key: srs.Srs | None = None
         self.log2 = 0
-        self.link_gbps: float | None = None
-        self._lock = threading.Lock()
+        self.link_gbps: dict[int, float] = {}
 
     def check(self, config: RunConfig) -> None:
         if config.log2_constraints > MAX_LOG2_GPU:
             raise ConfigError("log2_constraints", config.log2_constraints,
                               f"at most {MAX_LOG2_GPU} on the GPU backend")
-        free, _ = self._cp.cuda.runtime.memGetInfo()
+        visible = self._cp.cuda.runtime.getDeviceCount()
+        if config.gpus > visible:
+            raise ConfigError("gpus", config.gpus, f"at most {visible} (the GPUs visible here)")
         # a, b, c, h, scratch and the tables of one worker, 32 bytes an element each.
         need = config.gpu_workers * 10 * 32 << config.log2_constraints
-        if need > free:
-            raise ConfigError(
-                "log2_constraints", config.log2_constraints,
-                f"a size whose device buffers fit: {config.gpu_workers} workers need "
-                f"{need / 2**30:.1f} GiB, the GPU has {free / 2**30:.1f} GiB free",
-            )
+        for gpu in range(config.gpus):
+            with self._cp.cuda.Device(gpu):
+                free, _ = self._cp.cuda.runtime.memGetInfo()
+            if need > free:
+                raise ConfigError(
+                    "log2_constraints", config.log2_constraints,
+                    f"a size whose device buffers fit: {config.gpu_workers} workers need "
+                    f"{need / 2**30:.1f} GiB, GPU {gpu} has {free / 2**30:.1f} GiB free",
+                )
 
     def setup(self, config: RunConfig, scope: Scope) -> None:
         self.log2 = config.log2_constraints
+        self.gpus = config.gpus
         n = 1 << config.log2_constraints
         with scope.span("proving_key", log2=config.log2_constraints) as span:
             if config.log2_constraints >= GPU_KEY_FROM_LOG2:
@@ -71,21 +75,27 @@ class GpuBackend(HostCurvePhases, Backend):
                                                 g1_generator=srs_gen.generate_g1, method="gpu")
             else:
                 self.key = srs.load_or_generate(config.log2_constraints, n, config.seed)
-        with scope.span("kernels"):
+        for gpu in range(config.gpus):
+            with self._cp.cuda.Device(gpu):
+                self._setup_device(gpu, config, scope)
+
+    def _setup_device(self, gpu: int, config: RunConfig, scope: Scope) -> None:
+        with scope.span("kernels", gpu=gpu):
             kernels.module("ntt")
             kernels.module("fr_vector")
         if self.gpu_msm:
             from workbench.gpu import msm
 
-            with scope.span("upload_key", points=4 << config.log2_constraints):
+            assert self.key is not None
+            with scope.span("upload_key", gpu=gpu, points=4 << config.log2_constraints):
                 key = self.key
                 queries = {"h": key.h, "l": key.l, "a": key.a, "b": key.b_g1}
-                self.points = {q: msm.DevicePoints.from_points(p) for q, p in queries.items()}
+                self.points[gpu] = {q: msm.DevicePoints.from_points(p) for q, p in queries.items()}
                 # Uploaded on the default stream; workers' streams must see them complete.
-                self._cp.cuda.Device(self.device).synchronize()
-        with scope.span("link_probe") as span:
-            self.link_gbps = self._measure_link()
-            span.set("gbps", self.link_gbps)
+                self._cp.cuda.Device(gpu).synchronize()
+        with scope.span("link_probe", gpu=gpu) as span:
+            self.link_gbps[gpu] = self._measure_link()
+            span.set("gbps", self.link_gbps[gpu])
 
     def _measure_link(self, nbytes: int = 256 << 20, repeats: int = 5) -> float:
         """Pinned host-to-device bandwidth, the yardstick the copy analysis compares with."""
@@ -103,24 +113,32 @@ class GpuBackend(HostCurvePhases, Backend):
             times.append(cp.cuda.get_elapsed_time(start, end))
         return nbytes / (sorted(times[1:])[repeats // 2] * 1e-3) / 1e9
 
-    def new_device_buffers(self, worker: int, with_staging: bool) -> DeviceBuffers:
+    def new_device_buffers(self, worker: int, with_staging: bool, gpu: int = 0) -> DeviceBuffers:
         cp = self._cp
         shape = (1 << self.log2, 4)
-        with cp.cuda.Device(self.device):
+        with cp.cuda.Device(gpu):
             stream = cp.cuda.Stream(non_blocking=True)
             with stream:
                 a, b, c, h = (cp.empty(shape, dtype=cp.uint64) for _ in range(4))
                 domain = GpuDomain(self.log2, stream=stream)
                 domain.prepare()
             stream.synchronize()
+            events = (cp.cuda.Event(), cp.cuda.Event())
         staging = tuple(self.host.pinned(shape) for _ in range(3)) if with_staging else None
-        events = (cp.cuda.Event(), cp.cuda.Event())
         return DeviceBuffers(a, b, c, staging,  # type: ignore[arg-type]
-                             {"stream": stream, "domain": domain, "h": h, "events": events})
+                             {"stream": stream, "domain": domain, "h": h, "events": events}, gpu=gpu)
+
+    def on(self, buffers: DeviceBuffers) -> Any:
+        """The device context of a worker's buffers: every call for that worker runs in it."""
+        return self._cp.cuda.Device(buffers.gpu)
 
     def copy_to_device(
         self, buffers: DeviceBuffers, device_array: Any, host_array: np.ndarray, scope: Scope,
     ) -> float | None:
+        with self.on(buffers):
+            return self._copy_to_device(buffers, device_array, host_array)
+
+    def _copy_to_device(self, buffers: DeviceBuffers, device_array: Any, host_array: np.ndarray) -> float:
         cp = self._cp
         stream = buffers.extra["stream"]
         start, end = buffers.extra["events"]
@@ -134,6 +152,10 @@ class GpuBackend(HostCurvePhases, Backend):
         return float(cp.cuda.get_elapsed_time(start, end))
 
     def ntt_msm_h(self, buffers: DeviceBuffers, scope: Scope) -> Any:
+        with self.on(buffers):
+            return self._ntt_msm_h(buffers, scope)
+
+    def _ntt_msm_h(self, buffers: DeviceBuffers, scope: Scope) -> Any:
         assert self.key is not None
         extra = buffers.extra
         with scope.span("ntt", transforms=7) as span:
@@ -143,19 +165,28 @@ class GpuBackend(HostCurvePhases, Backend):
                 span.set(f"device_{stage}_ms", ms)
         if not self.gpu_msm:
             with scope.span("msm_h", points=1 << self.log2, on="cpu"):
-                return curve.msm(self.key.h, self.h_vector(buffers))
+                return curve.msm(self.key.h, self._h_vector(buffers))
         from workbench.gpu import msm
 
         with scope.span("msm_h", points=1 << self.log2, on="gpu"):
-            return msm.to_library_point(msm.msm(self.points["h"], extra["h"], stream=extra["stream"]))
+            points = self.points[buffers.gpu]["h"]
+            return msm.to_library_point(msm.msm(points, extra["h"], stream=extra["stream"]))
 
     def h_vector(self, buffers: DeviceBuffers) -> np.ndarray:
+        with self.on(buffers):
+            return self._h_vector(buffers)
+
+    def _h_vector(self, buffers: DeviceBuffers) -> np.ndarray:
         stream = buffers.extra["stream"]
         host = buffers.extra["h"].get(stream=stream)
         stream.synchronize()
         return np.ascontiguousarray(host)
 
     def batch_add(self, buffers: DeviceBuffers, prepared: prep.PrepResult, scope: Scope) -> dict[str, Any]:
+        with self.on(buffers):
+            return self._batch_add(buffers, prepared, scope)
+
+    def _batch_add(self, buffers: DeviceBuffers, prepared: prep.PrepResult, scope: Scope) -> dict[str, Any]:
         if not self.gpu_msm:
             with scope.span("batch_add_cpu", on="cpu"):
                 return super().batch_add(buffers, prepared, scope)
@@ -164,7 +195,7 @@ class GpuBackend(HostCurvePhases, Backend):
         stream = buffers.extra["stream"]
         bitmap = self._upload_prep(buffers, prepared, scope)
         return {
-            q: msm.to_library_point(msm.batch_add(self.points[q], bitmap, stream=stream))
+            q: msm.to_library_point(msm.batch_add(self.points[buffers.gpu][q], bitmap, stream=stream))
             if prepared.split[q] else G1Point.identity()
             for q in prep.QUERIES
         }
@@ -179,6 +210,10 @@ class GpuBackend(HostCurvePhases, Backend):
         return tail[0]
 
     def tail_msm(self, buffers: DeviceBuffers, prepared: prep.PrepResult, scope: Scope) -> dict[str, Any]:
+        with self.on(buffers):
+            return self._tail_msm(buffers, prepared, scope)
+
+    def _tail_msm(self, buffers: DeviceBuffers, prepared: prep.PrepResult, scope: Scope) -> dict[str, Any]:
         if not self.gpu_msm:
             with scope.span("tail_msm_cpu", on="cpu"):
                 return super().tail_msm(buffers, prepared, scope)
@@ -189,15 +224,19 @@ class GpuBackend(HostCurvePhases, Backend):
         _, scalars, indices = buffers.extra.pop("tail")
         stream = buffers.extra["stream"]
         return {
-            q: msm.to_library_point(msm.msm(self.points[q], scalars, indices, stream=stream))
+            q: msm.to_library_point(msm.msm(self.points[buffers.gpu][q], scalars, indices, stream=stream))
             for q in prep.QUERIES
         }
 
     def describe(self) -> dict[str, Any]:
-        props = self._cp.cuda.runtime.getDeviceProperties(self.device)
-        name = props["name"]
+        names = []
+        for gpu in range(self.gpus):
+            name = self._cp.cuda.runtime.getDeviceProperties(gpu)["name"]
+            names.append(name.decode() if isinstance(name, bytes) else str(name))
+        links = [self.link_gbps[g] for g in sorted(self.link_gbps)]
         return {
-            "backend": self.name, "device": name.decode() if isinstance(name, bytes) else str(name),
-            "gpu_msm": self.gpu_msm,
-            "link_gbps": self.link_gbps,
+            "backend": self.name, "device": ", ".join(names), "gpu_msm": self.gpu_msm,
+            # The analysis compares copies with one link figure: the slowest GPU's.
+            "link_gbps": min(links) if links else None,
+            "link_gbps_per_gpu": links,
         }

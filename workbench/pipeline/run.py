@@ -117,7 +117,11 @@ class Pipeline:
         # Back-pressure: a permit per partition in synthesis or waiting for a worker.
         self._lookahead = threading.Semaphore(config.synth_lookahead)
         self._ready: queue.Queue[_Ready] = queue.Queue()
-        self.mutex = InstrumentedMutex("gpu0", self.recorder, mutex_track(0))
+        # One mutex per GPU; workers of a GPU take turns on it, GPUs run side by side.
+        self.mutexes = [
+            InstrumentedMutex(f"gpu{g}", self.recorder, mutex_track(g)) for g in range(config.gpus)
+        ]
+        self.mutex = self.mutexes[0]
         self.memory: MemoryMode | None = None
         self._barriers: list[InstrumentedBarrier] = []
         self._threads: list[threading.Thread] = []
@@ -132,7 +136,8 @@ class Pipeline:
             if self._stop_reason is None:
                 self._stop_reason = reason
         self._stop.set()
-        self.mutex.abort(reason)
+        for mutex in self.mutexes:
+            mutex.abort(reason)
         for barrier in self._barriers:
             barrier.abort(reason)
         if self.memory is not None:
@@ -173,11 +178,11 @@ class Pipeline:
             with setup_scope.span("setup", backend=self.backend.name):
                 self.backend.setup(config, setup_scope)
                 n, m = self.circuit.n, self.circuit.m
-                capacity = config.synth_lookahead + config.gpu_workers
+                capacity = config.synth_lookahead + config.workers
                 self.memory = make_memory_mode(config.memory_mode, self.backend, n, m, capacity)
                 devices = [
-                    self.backend.new_device_buffers(w, self.memory.needs_staging)
-                    for w in range(config.gpu_workers)
+                    self.backend.new_device_buffers(w, self.memory.needs_staging, config.gpu_of(w))
+                    for w in range(config.workers)
                 ]
         except Exception as err:
             self._fail(PhaseError("setup", -1, -1, err))
@@ -189,7 +194,7 @@ class Pipeline:
         recorder.instant(RUN_TRACK, "run_start", attrs={"config": config.to_json()})
         for t in range(config.synth_threads):
             self._spawn(f"synth-{t}", self._synthesis_loop, t, track=synth_track(t))
-        for w in range(config.gpu_workers):
+        for w in range(config.workers):
             jobs: queue.Queue[tuple[int, PartitionBuffers] | None] = queue.Queue()
             barrier = InstrumentedBarrier(("gpu", "prep"), recorder, f"barrier/worker{w}", worker=w)
             self._barriers.append(barrier)
@@ -278,7 +283,8 @@ class Pipeline:
             "memory_emulated": self.backend.host.emulated,
             "partitions_done": self.progress.done, "wall_s": wall_s,
             "started_ns": self.progress.started_ns, "host_cpus": os.cpu_count(),
-            "notices": list(self.notices),
+            "notices": list(self.notices), "gpus": self.config.gpus,
+            "worker_gpu": {str(w): self.config.gpu_of(w) for w in range(self.config.workers)},
         }
         if self.memory is not None and hasattr(self.memory, "pool"):
             meta["pool"] = vars(self.memory.pool.statistics())
@@ -394,7 +400,8 @@ class Pipeline:
             jobs.put((partition, buffers))
             if self.config.lock_scope == "compute":
                 self._phase(scope, "upload", memory.upload, buffers, device, scope)
-            self.mutex.acquire(worker, partition)
+            mutex = self.mutexes[self.config.gpu_of(worker)]
+            mutex.acquire(worker, partition)
             try:
                 h_msm = self._phase(scope, "ntt_msm_h", self._ntt_msm_h, buffers, device, scope)
                 h_vector = backend.h_vector(device) if self.keep_outputs else None
@@ -403,7 +410,7 @@ class Pipeline:
                 batch = self._phase(scope, "batch_add", backend.batch_add, device, prep, scope)
                 tail = self._phase(scope, "tail_msm", backend.tail_msm, device, prep, scope)
             finally:
-                self.mutex.release()
+                mutex.release()
         finally:
             memory.discard(buffers)
         b_g2 = self._phase(scope, "b_g2_msm", backend.b_g2_msm, buffers.witness, prep, scope)

@@ -32,6 +32,7 @@ class DeviceBuffers:
     c: Any
     staging: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # pinned mode only
     extra: dict[str, Any] = field(default_factory=dict)
+    gpu: int = 0  # the device these buffers live on
 
 
 class HostMemory(ABC):
@@ -64,7 +65,7 @@ class Backend(ABC):
         """Once per run, before any partition: the proving key, twiddles, kernels."""
 
     @abstractmethod
-    def new_device_buffers(self, worker: int, with_staging: bool) -> DeviceBuffers: ...
+    def new_device_buffers(self, worker: int, with_staging: bool, gpu: int = 0) -> DeviceBuffers: ...
 
     @abstractmethod
     def copy_to_device(

@@ -62,13 +62,14 @@ class CpuBackend(HostCurvePhases, Backend):
         with scope.span("twiddles"):
             self.domain = ntt.Domain(config.log2_constraints)
 
-    def new_device_buffers(self, worker: int, with_staging: bool) -> DeviceBuffers:
+    def new_device_buffers(self, worker: int, with_staging: bool, gpu: int = 0) -> DeviceBuffers:
         assert self.domain is not None, "setup() first"
         shape = (self.domain.size, 4)
         staging = tuple(self.host.pinned(shape) for _ in range(3)) if with_staging else None
         return DeviceBuffers(
             np.zeros(shape, np.uint64), np.zeros(shape, np.uint64), np.zeros(shape, np.uint64),
             staging,  # type: ignore[arg-type]
+            gpu=gpu,
         )
 
     def copy_to_device(
@@ -88,7 +89,7 @@ class CpuBackend(HostCurvePhases, Backend):
         return np.array(buffers.extra["h"])
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.name, "device": f"CPU ({platform.machine()})"}
+        return {"backend": self.name, "device": f"CPU ({platform.machine()}); GPUs emulated"}
 
 
 def compute_h_recorded(

@@ -22,7 +22,8 @@ MEMORY_SHARE = 0.8  # leave the rest of the machine to the kernel, the browser a
 
 DESCRIPTIONS = {
     "backend": ("backend", "where the GPU phases run: auto takes the GPU when it can run here"),
-    "gpu_workers": ("GPU workers", "workers taking turns on the GPU mutex"),
+    "gpus": ("GPUs", "GPUs to spread partitions over, each with its own mutex (emulated on the CPU)"),
+    "gpu_workers": ("GPU workers", "workers per GPU, taking turns on that GPU's mutex"),
     "synth_threads": ("synth threads", "synthesis threads"),
     "synth_lookahead": ("lookahead", "partitions that may be synthesised ahead of the GPU workers"),
     "memory_mode": ("memory mode", "where synthesis writes a, b, c and how they reach the device"),
@@ -51,9 +52,9 @@ def host_bytes_needed(config: RunConfig) -> int:
     """a, b, c and the witness for every partition in flight, plus each worker's device-side
     vectors (host memory on the CPU backend) and, in pinned mode, its staging buffers."""
     vector = config.constraints * ELEMENT_BYTES
-    in_flight = config.synth_lookahead + config.gpu_workers
+    in_flight = config.synth_lookahead + config.workers
     per_worker = 3 * vector * (2 if config.memory_mode == "pinned" else 1)
-    return in_flight * 4 * vector + config.gpu_workers * per_worker
+    return in_flight * 4 * vector + config.workers * per_worker
 
 
 def host_memory_bytes() -> int:
@@ -102,6 +103,7 @@ class Knobs:
             "bool_fraction": widgets.FloatSlider(min=0.0, max=1.0, step=0.05, **slider),
             "synth_terms": widgets.IntSlider(min=1, max=64, **slider),
             "seed": widgets.BoundedIntText(min=0, max=2**31 - 1),
+            "gpus": widgets.IntSlider(min=1, max=8, **slider),
         }
         if "gpu_trace" in defaults.to_dict():
             specs["gpu_trace"] = widgets.Checkbox()
@@ -123,7 +125,7 @@ class Knobs:
             widgets.HBox([widgets.VBox([specs[n] for n in main[:5]]),
                           widgets.VBox([specs[n] for n in main[5:]])]),
             widgets.Accordion(children=[widgets.HBox(
-                [specs[n] for n in ("synth_terms", "seed", "gpu_trace") if n in specs])],
+                [specs[n] for n in ("gpus", "synth_terms", "seed", "gpu_trace") if n in specs])],
                 titles=("more settings",)),
         ])
 

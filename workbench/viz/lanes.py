@@ -103,11 +103,11 @@ def lane_sort_key(lane: str) -> tuple[int, int, int, str]:
     return (4, 0, 0, lane)
 
 
-def expected_lanes(synth_threads: int, gpu_workers: int) -> list[str]:
+def expected_lanes(synth_threads: int, workers: int) -> list[str]:
     """The lanes a pipeline run of this shape will fill, so a live view can lay them out
     before the first span arrives and bars never jump between rows."""
     lanes = [RUN_LANE] + [f"synth {t}" for t in range(synth_threads)]
-    for w in range(gpu_workers):
+    for w in range(workers):
         lanes += [worker_lane(w, part) for part in _WORKER_LANES]
     return lanes
 

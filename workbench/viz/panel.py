@@ -122,7 +122,7 @@ class ControlPanel:
             return
         self._idle.clear()
         self.current = run
-        self.live = LiveView(run.recorder, expected_lanes(config.synth_threads, config.gpu_workers),
+        self.live = LiveView(run.recorder, expected_lanes(config.synth_threads, config.workers),
                              title=f"run {run.number}: live Gantt", name=LIVE_NAME)
         self.view_box.children = [bokeh_widget.BokehModel(self.live.layout)]
         self.summary.value = ""

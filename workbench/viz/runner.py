@@ -32,7 +32,8 @@ class RunRecord:
     @property
     def label(self) -> str:
         c = self.config
-        return (f"run {self.number}: {c.memory_mode}, lock {c.lock_scope}, {c.gpu_workers} workers, "
+        return (f"run {self.number}: {c.memory_mode}, lock {c.lock_scope}, "
+                f"{f'{c.gpus} GPUs × ' if c.gpus > 1 else ''}{c.gpu_workers} workers, "
                 f"{c.synth_threads} synth, {c.partitions}×2^{c.log2_constraints} ({self.outcome})")
 
 
