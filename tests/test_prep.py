@@ -213,3 +213,20 @@ def test_size_mismatch_is_rejected(small_srs: Srs) -> None:
         b_g2_msm(to_mont([1] * (small_srs.m + 1)), small_srs)
     with pytest.raises(KeyError):
         query_points(small_srs, "h")
+
+
+@pytest.mark.parametrize("bool_fraction", [0.9, 0.2])
+def test_b_g2_from_prep_equals_the_full_msm(bool_fraction):
+    from workbench.prover.prep import b_g2_msm, b_g2_msm_prepared
+    from workbench.prover.srs import load_or_generate
+
+    key = load_or_generate(4, 40, 3)
+    rng = np.random.default_rng()
+    kinds = rng.random(40)
+    values = [0 if k < bool_fraction / 2 else 1 if k < bool_fraction else int(rng.integers(2, 2**62))
+              for k in kinds]
+    w = np.array([[(v * pow(2, 256, R) % R) >> (64 * j) & (2**64 - 1) for j in range(4)] for v in values],
+                 dtype=np.uint64)
+    prepared = prep_msm(w)
+    assert prepared.split["b"] == (bool_fraction == 0.9)
+    assert b_g2_msm_prepared(prepared, key) == b_g2_msm(w, key)

@@ -19,9 +19,12 @@ form (``x·2^256 mod r``, fully reduced).
 
 from __future__ import annotations
 
+import itertools
+import os
 import threading
-from collections.abc import Sequence
-from typing import ClassVar, Self, TypeAlias, cast, overload
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ClassVar, Self, TypeAlias, overload
 
 import numpy as np
 from py_arkworks_bls12381 import G1Point, G2Point, Scalar
@@ -244,12 +247,40 @@ def batch_add(points: Points, selection: np.ndarray) -> Point:
     return _multiexp(points, chosen, [_ONE] * len(chosen))
 
 
+# The library's multi-exponentiation runs on one core with the interpreter lock released, so
+# a large one is cut into slices summed on a pool of threads, one a core. Below this many
+# points a slice's fixed cost outweighs what another core brings.
+MIN_SLICE = 4096
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _msm_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="curve-msm")
+        return _pool
+
+
 def _multiexp(points: Points, objs: list[Point], scalars: list[Scalar]) -> Point:
     if not objs:
         return points.LIBRARY_TYPE.identity()
-    if isinstance(points, G2Points):
-        return G2Point.multiexp_unchecked(cast(list[G2Point], objs), scalars)
-    return G1Point.multiexp_unchecked(cast(list[G1Point], objs), scalars)
+    run: Callable[[list[Any], list[Scalar]], Any] = (
+        G2Point.multiexp_unchecked if isinstance(points, G2Points) else G1Point.multiexp_unchecked
+    )
+    slices = min(os.cpu_count() or 1, len(objs) // MIN_SLICE)
+    if slices < 2:
+        return run(objs, scalars)
+    bounds = [len(objs) * k // slices for k in range(slices + 1)]
+    parts = [
+        _msm_pool().submit(run, objs[lo:hi], scalars[lo:hi])
+        for lo, hi in itertools.pairwise(bounds)
+    ]
+    total: Point = parts[0].result()
+    for part in parts[1:]:
+        total = total + part.result()
+    return total
 
 
 def _selection_mask(selection: np.ndarray, n: int) -> np.ndarray:

@@ -31,7 +31,7 @@ class HostCurvePhases:
         return prep.tail_msm_queries(prepared, self._key())
 
     def b_g2_msm(self, witness: np.ndarray, prepared: prep.PrepResult, scope: Scope) -> Any:
-        return prep.b_g2_msm(witness, self._key())
+        return prep.b_g2_msm_prepared(prepared, self._key())
 
     def finish(self, parts: dict[str, Any], partition: int, scope: Scope) -> Any:
         return assemble_proof(self._key(), parts, partition)
