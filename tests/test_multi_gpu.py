@@ -1,5 +1,7 @@
 """Several GPUs, emulated on the CPU backend: a mutex per GPU, workers per GPU, one queue."""
 
+import itertools
+
 import pytest
 from pipeline_checks import (
     barrier_release_never_precedes_prep_end,
@@ -27,7 +29,7 @@ def test_two_emulated_gpus_each_with_their_own_mutex_and_workers():
         assert holds, f"GPU {gpu} never used"
         assert {h.worker for h in holds} <= {2 * gpu, 2 * gpu + 1}
         ordered = sorted(holds, key=lambda h: h.start_ns)
-        assert all(a.end_ns <= b.start_ns for a, b in zip(ordered, ordered[1:], strict=False))
+        assert all(a.end_ns <= b.start_ns for a, b in itertools.pairwise(ordered))
     assert len(trace.select(name="hold")) == 12
     every_partition_passes_every_phase_once_in_order(trace, 12)
     barrier_release_never_precedes_prep_end(trace)

@@ -234,3 +234,17 @@ def test_a_g1_generator_replaces_the_grid_and_is_cached_under_its_method(tmp_pat
     srs_module.clear_memory_cache()
     again = srs_module.load_or_generate(3, 5, 2, tmp_path, g1_generator=generator, method="alt")
     assert calls == [8, 5, 5, 5] and again.h == key.h
+
+
+def test_grid_encoded_in_parallel_processes_equals_the_serial_one(monkeypatch):
+    from workbench.prover import srs as srs_module
+
+    rng_seed = int(np.random.default_rng().integers(2**32))
+    for cls, generator in ((srs_module.G1Points, srs_module.G1Point()),
+                           (srs_module.G2Points, srs_module.G2Point())):
+        serial = srs_module._grid_points(cls, generator, 50, np.random.default_rng(rng_seed))
+        with monkeypatch.context() as patch:
+            patch.setattr(srs_module, "PARALLEL_FROM", 10)
+            patch.setattr(srs_module.os, "cpu_count", lambda: 2)
+            parallel = srs_module._grid_points(cls, generator, 50, np.random.default_rng(rng_seed))
+        assert parallel == serial, f"seed {rng_seed}"

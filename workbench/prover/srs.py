@@ -20,11 +20,14 @@ field inversion each, ~11 µs), not in the additions.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
+import multiprocessing
 import os
 import tempfile
 import threading
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -53,6 +56,7 @@ FORMAT_VERSION = 1
 """Bump whenever generation or the file layout changes, so stale files are ignored."""
 
 _P = TypeVar("_P", G1Point, G2Point)
+_Ps = TypeVar("_Ps", G1Points, G2Points)
 
 _MAX_LOG2 = 32  # two-adicity of Fr: no larger evaluation domain exists
 
@@ -105,7 +109,7 @@ class Srs:
         def make_g1(count: int, stream_rng: np.random.Generator) -> G1Points:
             if g1_generator is not None:
                 return g1_generator(count, stream_rng)
-            return G1Points.from_objects(_grid(g1, count, stream_rng))
+            return _grid_points(G1Points, g1, count, stream_rng)
 
         alpha, beta, delta = _random_scalars(rng(_STREAM_SINGLES), 3)
         return cls(
@@ -116,7 +120,7 @@ class Srs:
             l=make_g1(m, rng(_STREAM_L)),
             a=make_g1(m, rng(_STREAM_A)),
             b_g1=make_g1(m, rng(_STREAM_B_G1)),
-            b_g2=G2Points.from_objects(_grid(g2, m, rng(_STREAM_B_G2))),
+            b_g2=_grid_points(G2Points, g2, m, rng(_STREAM_B_G2)),
             alpha_g1=g1 * alpha,
             beta_g1=g1 * beta,
             beta_g2=g2 * beta,
@@ -143,13 +147,52 @@ def _random_scalars(rng: np.random.Generator, count: int) -> list[Scalar]:
     return out
 
 
-def _grid(generator: _P, count: int, rng: np.random.Generator) -> list[_P]:
-    if count == 0:
-        return []
+# Encoding a point costs a field inversion (~11 µs for G1, more for G2) under the interpreter
+# lock: from this many points the grid is encoded by a pool of processes, one a core.
+PARALLEL_FROM = 1 << 16
+
+
+def _grid_points(cls: type[_Ps], generator: Any, count: int, rng: np.random.Generator) -> _Ps:
+    """The grid's points encoded: the same points (and bytes) serially or in parallel."""
+    workers = min(os.cpu_count() or 1, 32)
+    if count < PARALLEL_FROM or workers < 2:
+        return cls.from_objects(_grid(generator, count, rng))
+    rows_pts, cols_pts = _grid_bases(generator, count, rng)
+    cols = len(cols_pts)
+    row_bytes = [bytes(p.to_xy_bytes_le()) for p in rows_pts]
+    col_bytes = [bytes(p.to_xy_bytes_le()) for p in cols_pts]
+    bounds = [count * k // (4 * workers) for k in range(4 * workers + 1)]
+    jobs = [(cls.GROUP, row_bytes, col_bytes, cols, lo, hi) for lo, hi in itertools.pairwise(bounds)]
+    # Forking is cheap and safe while the caller is single-threaded (a script, the CLI); with
+    # other threads running a fork may copy a lock mid-use, so a notebook's run spawns.
+    method = "fork" if threading.active_count() == 1 else "spawn"
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method)) as pool:
+        raw = b"".join(pool.map(_encode_grid_slice, jobs))
+    return cls(np.frombuffer(raw, dtype=np.uint8).reshape(count, cls.POINT_BYTES))
+
+
+def _encode_grid_slice(job: tuple[str, list[bytes], list[bytes], int, int, int]) -> bytes:
+    group, row_bytes, col_bytes, cols, lo, hi = job
+    kind: Any = G1Point if group == "g1" else G2Point
+    first, last = lo // cols, (hi - 1) // cols if hi > lo else lo // cols
+    rows = {r: kind.from_xy_bytes_unchecked_le(row_bytes[r]) for r in range(first, last + 1)}
+    columns = [kind.from_xy_bytes_unchecked_le(c) for c in col_bytes]
+    return b"".join(bytes((rows[i // cols] + columns[i % cols]).to_xy_bytes_le()) for i in range(lo, hi))
+
+
+def _grid_bases(generator: _P, count: int, rng: np.random.Generator) -> tuple[list[_P], list[_P]]:
     rows = math.isqrt(count - 1) + 1
     cols = -(-count // rows)
     row_pts = [generator * s for s in _random_scalars(rng, rows)]
     col_pts = [generator * s for s in _random_scalars(rng, cols)]
+    return row_pts, col_pts
+
+
+def _grid(generator: _P, count: int, rng: np.random.Generator) -> list[_P]:
+    if count == 0:
+        return []
+    row_pts, col_pts = _grid_bases(generator, count, rng)
+    cols = len(col_pts)
     return [row_pts[i // cols] + col_pts[i % cols] for i in range(count)]
 
 
