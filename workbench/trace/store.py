@@ -30,6 +30,9 @@ from workbench.trace.container import (
 FORMAT = "workbench-trace"
 VERSION = 1
 SUFFIX = ".wbtrace"
+# Read once at import (reading it means setting it), not while other threads create files.
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
 
 
 class TraceFormatError(ValueError):
@@ -61,6 +64,8 @@ def save(trace: Trace, path: str | os.PathLike[str]) -> Path:
     try:
         with os.fdopen(fd, "wb") as handle:
             np.savez_compressed(handle, allow_pickle=False, **arrays)
+        # A temporary file is private; the trace itself is an ordinary file to share.
+        os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
