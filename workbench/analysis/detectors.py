@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from workbench.analysis.contention import HostContention
 from workbench.analysis.finding import Evidence, Finding
 from workbench.analysis.idle import IdleReport
 from workbench.analysis.locks import BarrierReport, MutexReport
 from workbench.analysis.phases import PhaseReport
 from workbench.analysis.summary import RunSummary
 from workbench.analysis.transfers import TransferReport
-from workbench.analysis.utilisation import GpuUtilisation
+from workbench.analysis.utilisation import GpuShare, GpuUtilisation
 from workbench.analysis.whatif import ZEROCOPY, Change, Prediction, WhatIf, WhatIfError
 from workbench.trace.container import Trace
 
@@ -32,6 +33,10 @@ GPU_BOUND = 0.7
 SWING = 2.0
 SWING_CV = 0.25
 SWING_INSTANCES = 5  # fewer instances than this make a swing anecdote, not a pattern
+IMBALANCE = 0.25  # busy-share gap between the busiest and the idlest GPU
+CONTENDED = 0.25  # overlapped copies this much slower than lone ones
+CONTENDED_R = -0.3
+CONTENDED_COPIES = 3  # fewer overlapped copies than this make an anecdote
 
 
 @dataclass
@@ -50,16 +55,26 @@ class Context:
     lock_scope: str
     failed_predictions: list[str] = field(default_factory=list)
     fired: set[str] = field(default_factory=set)
+    # Several GPUs: the per-GPU contexts share one replay of the whole run, so a change they
+    # all suggest is replayed once.
+    memo: dict[str, Prediction] = field(default_factory=dict)
+    gpu_shares: tuple[GpuShare, ...] = ()
+    contention: HostContention | None = None
 
     def predict(self, *changes: Change) -> tuple[Prediction, ...]:
         if self.whatif is None:
             return ()
         out = []
         for change in changes:
+            key = change.describe()
+            if key in self.memo:
+                out.append(self.memo[key])
+                continue
             try:
-                out.append(self.whatif.predict(change))
+                self.memo[key] = self.whatif.predict(change)
+                out.append(self.memo[key])
             except WhatIfError as err:
-                self.failed_predictions.append(f"{change.describe()}: {err}")
+                self.failed_predictions.append(f"{key}: {err}")
         return tuple(out)
 
     @property
@@ -368,6 +383,85 @@ def gpu_bound(ctx: Context) -> Finding | None:
         predictions=predictions,
     )
 
+
+def gpu_imbalance(ctx: Context) -> Finding | None:
+    """One GPU idles while another is saturated: the run is only as fast as its busy GPU."""
+    busy = [s for s in ctx.gpu_shares if s.busy is not None]
+    if len(busy) < 2:
+        return None
+    top = max(busy, key=lambda s: s.busy or 0.0)
+    low = min(busy, key=lambda s: s.busy or 0.0)
+    top_busy, low_busy = top.busy or 0.0, low.busy or 0.0
+    if top_busy - low_busy < IMBALANCE:
+        return None
+    sentence = (
+        f"GPU {low.gpu} computes {low_busy:.0%} of the run against GPU {top.gpu}'s {top_busy:.0%} "
+        f"({low.partitions} partitions against {top.partitions}; {low.throughput_per_min:.1f} against "
+        f"{top.throughput_per_min:.1f} partitions/min)"
+    )
+    report = next((r for r in ctx.idle if r.gpu == low.gpu), None)
+    cause = report.causes[0] if report is not None and report.causes else None
+    if cause is not None:
+        sentence += f"; GPU {low.gpu} idles mostly for {cause.label} ({cause.share:.0%} of the run)"
+    return Finding(
+        id="gpu_imbalance", title=f"GPU {low.gpu} idles while GPU {top.gpu} is saturated",
+        sentence=sentence + ".",
+        # Capacity the idler GPUs leave unused, as a share of all GPUs' time.
+        cost=sum(top_busy - (s.busy or 0.0) for s in busy) / len(busy),
+        numbers={"busiest_gpu": float(top.gpu), "idlest_gpu": float(low.gpu), "busiest_busy": top_busy,
+                 "idlest_busy": low_busy, "busiest_partitions": float(top.partitions),
+                 "idlest_partitions": float(low.partitions)},
+        evidence=Evidence.of(ctx.trace, cause.evidence if cause is not None else ()),
+        suggestion=f"Look at why GPU {low.gpu}'s workers have nothing to do (its findings and idle causes): "
+                   "partitions go to whichever GPU's workers are free first, so an idle GPU means its "
+                   "workers are stuck elsewhere or its device is slower.",
+    )
+
+
+def host_contention(ctx: Context) -> Finding | None:
+    """Copies to different GPUs slow each other down through host memory."""
+    c = ctx.contention
+    if c is None or c.overlapping < CONTENDED_COPIES or c.alone_gbps is None or c.concurrent_gbps is None:
+        return None
+    slowdown = c.slowdown or 0.0
+    r = c.other_gpu_correlation
+    if slowdown < CONTENDED and not (r is not None and r <= CONTENDED_R and slowdown > 0):
+        return None
+    pageable = sum(g.pageable for g in c.per_gpu)
+    sentence = (
+        f"{c.overlapping} of {len(c.copies)} host-to-device copies ran while another GPU copied"
+        + (f" (pageable copies on two GPUs at once for {c.pageable_overlap_ms:.0f} ms)" if pageable else "")
+        + f"; those run at {c.concurrent_gbps:.1f} GB/s (median) against {c.alone_gbps:.1f} GB/s alone, "
+        f"{slowdown:.0%} slower"
+    )
+    if r is not None:
+        sentence += f" (r = {r:.2f} against copies running on other GPUs"
+        if c.synth_correlation is not None:
+            sentence += f", {c.synth_correlation:.2f} against synthesis threads running"
+        sentence += ")"
+    if c.synth_correlation is not None and r is not None and c.synth_correlation < r:
+        sentence += "; synthesis threads explain the slowdown at least as well as the other GPUs' copies"
+    worst = max(c.per_gpu, key=lambda g: g.overlapping)
+    predictions = ctx.predict(ZEROCOPY) if pageable and ctx.transfers and ctx.transfers.link else ()
+    return Finding(
+        id="host_contention", title="Copies to different GPUs contend for host memory",
+        sentence=sentence + "." + _gain_sentence(predictions, "Zerocopy"),
+        cost=ctx.share(c.excess_ms) / len(c.gpus),
+        numbers={"overlapping": float(c.overlapping), "alone_gbps": c.alone_gbps,
+                 "concurrent_gbps": c.concurrent_gbps, "slowdown": slowdown,
+                 "other_gpu_correlation": r if r is not None else 0.0,
+                 "synth_correlation": c.synth_correlation if c.synth_correlation is not None else 0.0,
+                 "pageable_overlap_ms": c.pageable_overlap_ms, "excess_ms": c.excess_ms,
+                 "most_overlapped_gpu": float(worst.gpu)},
+        evidence=Evidence.of(ctx.trace, c.slowest),
+        suggestion="Copy from pinned memory (memory_mode=zerocopy): pinned copies are DMA reads with no "
+                   "host memcpy of their own to compete with the other GPUs' staging and with synthesis.",
+        predictions=predictions,
+    )
+
+
+# Whole-run detectors for runs on several GPUs; the detectors above run once per GPU.
+RUN_DETECTORS: tuple[Detector, ...] = (gpu_imbalance, host_contention)
 
 DETECTORS: tuple[Detector, ...] = (
     copy_bound, variable_lock_phase, lock_serialised, prep_bound, synthesis_starved, workers_short,

@@ -7,7 +7,8 @@
 - `kernel_busy` / `copy_busy`: share with at least one kernel / copy in the device records.
 - `nvml_duty_cycle`: mean of NVML's sampled utilisation (a kernel ran during the sample).
 
-Contract: `utilisation(trace) -> tuple[GpuUtilisation, ...]`, one per GPU the trace names.
+Contract: `utilisation(trace) -> tuple[GpuUtilisation, ...]`, one per GPU the trace names;
+`gpu_shares(trace, utilisation)` -> each GPU's part of the run's partitions and throughput.
 """
 
 from __future__ import annotations
@@ -50,6 +51,44 @@ class GpuUtilisation:
     held_over_compute: float | None
 
 
+@dataclass(frozen=True)
+class GpuShare:
+    gpu: int
+    workers: tuple[int, ...]
+    partitions: int  # finished without error by this GPU's workers
+    throughput_per_min: float
+    partition_share: float  # of the run's finished partitions
+    busy: float | None  # kernel_busy where recorded, else host_timed_compute
+    busy_basis: str
+    mutex_held: float | None
+
+
+def gpu_shares(trace: Trace, found: tuple[GpuUtilisation, ...]) -> tuple[GpuShare, ...]:
+    start, end = run_window_ns(trace)
+    minutes = (end - start) / 60e9
+    finished = trace.span_mask(name="finish") & worker_mask(trace)
+    index = np.flatnonzero(finished)
+    ok = np.array([not (a and "error" in a) for a in (trace.spans.attrs[i] for i in index.tolist())],
+                  dtype=bool)
+    done_workers = trace.spans.worker[index[ok]] if ok.size else np.zeros(0, np.int32)
+    owner = worker_gpus(trace)
+    total = len(done_workers)
+    out = []
+    for u in found:
+        workers = tuple(sorted(w for w, g in owner.items() if g == u.gpu)
+                        or sorted(workers_of_gpu(trace, u.gpu)))
+        done = int(np.isin(done_workers, workers).sum())
+        busy = u.kernel_busy if u.kernel_busy is not None else u.host_timed_compute
+        out.append(GpuShare(
+            gpu=u.gpu, workers=workers, partitions=done,
+            throughput_per_min=done / minutes if minutes > 0 else 0.0,
+            partition_share=done / total if total else 0.0, busy=busy,
+            busy_basis=DEVICE_KERNELS if u.kernel_busy is not None else u.compute_source,
+            mutex_held=u.mutex_held,
+        ))
+    return tuple(out)
+
+
 def utilisation(trace: Trace) -> tuple[GpuUtilisation, ...]:
     start, end = run_window_ns(trace)
     found = gpus(trace) or ([0] if worker_mask(trace).any() else [])
@@ -84,6 +123,21 @@ def gpu_utilisation(trace: Trace, gpu: int, start: int, end: int) -> GpuUtilisat
 
 def held_intervals(trace: Trace, gpu: int) -> Intervals | None:
     return _spans(trace, trace.span_mask(track=f"mutex/gpu{gpu}", name="hold"))
+
+
+def worker_gpus(trace: Trace) -> dict[int, int]:
+    """Which GPU each worker serves: the run's own map when it stored one, else the mutex
+    each worker held (a worker only ever takes its own GPU's lock)."""
+    stored = trace.meta.get("worker_gpu")
+    if isinstance(stored, dict) and stored:
+        return {int(w): int(g) for w, g in stored.items()}
+    out: dict[int, int] = {}
+    holds = trace.span_mask(name="hold", track_prefix="mutex/gpu")
+    for i in np.flatnonzero(holds).tolist():
+        track = trace.strings.values[trace.spans.track[i]]
+        if int(trace.spans.worker[i]) >= 0 and track[len("mutex/gpu"):].isdigit():
+            out.setdefault(int(trace.spans.worker[i]), int(track[len("mutex/gpu"):]))
+    return out
 
 
 def workers_of_gpu(trace: Trace, gpu: int) -> set[int]:

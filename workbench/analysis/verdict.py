@@ -5,14 +5,25 @@ the claims by the share of the run they account for. A GPU-bound run (nothing to
 the host) is reported after real problems but before minor ones, so a clean run's verdict
 says so first.
 
+Several GPUs: the detectors run once per GPU, each on the part of the trace that GPU's
+workers, mutex and devices recorded (synthesis and the run's own records are shared), and
+their findings carry the GPU in id, title and sentence. A per-GPU finding's cost is that
+GPU's share divided by the number of GPUs, so it ranks against whole-run findings (GPU
+imbalance, host memory contention between GPUs) on the same scale: the share of all GPUs'
+time. Predictions replay the whole run, since every knob applies to every GPU.
+
 Contract: `diagnose(trace, options) -> Verdict`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 
-from workbench.analysis.detectors import DETECTORS, Context, gpu_bound
+import numpy as np
+
+from workbench.analysis.contention import HostContention, host_contention
+from workbench.analysis.detectors import DETECTORS, RUN_DETECTORS, Context, gpu_bound
 from workbench.analysis.finding import Finding
 from workbench.analysis.idle import IdleReport, idle_report
 from workbench.analysis.locks import BarrierReport, MutexReport, barrier_reports, mutex_reports
@@ -20,11 +31,13 @@ from workbench.analysis.phases import PhaseReport, phase_report
 from workbench.analysis.summary import RunSummary, run_window_ns, summarize
 from workbench.analysis.tracks import worker_ids
 from workbench.analysis.transfers import TransferReport, transfer_report
-from workbench.analysis.utilisation import GpuUtilisation, utilisation
+from workbench.analysis.utilisation import GpuShare, GpuUtilisation, gpu_shares, utilisation, worker_gpus
 from workbench.analysis.whatif import WhatIf, WhatIfError, WhatIfOptions
-from workbench.trace.container import Trace
+from workbench.trace.container import CounterTable, InstantTable, SpanTable, Trace
 
 MINOR = 0.05  # findings accounting for less of the run than this rank after the rest
+_GPU_TRACK = re.compile(r"^(?:mutex/gpu|gpu|nvml/gpu)(\d+)(?:/|$)")
+_WORKER_TRACK = re.compile(r"^(?:worker/|barrier/worker)(\d+)(?:/|$)")
 
 
 @dataclass(frozen=True)
@@ -48,9 +61,24 @@ class Verdict:
     idle: tuple[IdleReport, ...]
     replay_error: float | None  # how far the unchanged replay is from the measured throughput
     notes: tuple[str, ...]  # what limits the verdict: emulated memory, reconstructed times, ...
+    gpus: tuple[GpuShare, ...] = ()  # each GPU's partitions, throughput and busy share
+    contention: HostContention | None = None  # copies to different GPUs (None: one GPU)
 
     def get(self, finding_id: str) -> Finding | None:
-        return next((f for f in self.findings if f.id == finding_id), None)
+        """The finding with this id; on several GPUs a bare id ("copy_bound") also finds the
+        first GPU's ("copy_bound/gpu1")."""
+        exact = next((f for f in self.findings if f.id == finding_id), None)
+        if exact is not None:
+            return exact
+        return next((f for f in self.findings if f.id.startswith(f"{finding_id}/gpu")), None)
+
+    def on_gpu(self, finding_id: str, gpu: int) -> Finding | None:
+        wanted = f"{finding_id}/gpu{gpu}"
+        return next((f for f in self.findings if f.id == wanted), None)
+
+    @property
+    def multi_gpu(self) -> bool:
+        return len(self.gpus) > 1
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -77,39 +105,151 @@ def diagnose(trace: Trace, options: DiagnoseOptions | None = None) -> Verdict:
         if not any(c.synthesis_ns for c in whatif.shape.costs):
             notes.append("what-if: no synthesis times recorded, so the replay has partitions always ready")
     start, end = run_window_ns(trace)
+    ctx = _context(trace, transfers, whatif, end - start)
+    ctx.gpu_shares = gpu_shares(trace, ctx.utilisation)
+    if len(ctx.gpu_shares) > 1:
+        return _diagnose_gpus(trace, options, ctx, notes)
+    findings = _run_detectors(ctx)
+    notes.extend(f"prediction skipped ({reason})" for reason in ctx.failed_predictions)
+    return Verdict(
+        headline=_headline(findings, ctx), findings=findings, summary=ctx.summary,
+        utilisation=ctx.utilisation, mutex=ctx.mutex, barriers=ctx.barriers, phases=ctx.phases,
+        transfers=transfers, idle=ctx.idle, replay_error=_replay_error(whatif), notes=tuple(notes),
+        gpus=ctx.gpu_shares,
+    )
+
+
+def _context(
+    trace: Trace, transfers: TransferReport | None, whatif: WhatIf | None, window_ns: int,
+) -> Context:
     workers = int(trace.config.get("gpu_workers") or len(worker_ids(trace)) or 1)
     scope = str(trace.config.get("lock_scope") or ("compute" if trace.span_mask(name="upload").any()
                                                    else "coarse"))
-    ctx = Context(
+    return Context(
         trace=trace, summary=summarize(trace), utilisation=utilisation(trace),
         mutex=mutex_reports(trace), barriers=barrier_reports(trace), phases=phase_report(trace),
         transfers=transfers, idle=idle_report(trace), whatif=whatif,
-        window_ms=(end - start) / 1e6, workers=workers, lock_scope=scope,
+        window_ms=window_ns / 1e6, workers=workers, lock_scope=scope,
     )
+
+
+def _run_detectors(ctx: Context) -> tuple[Finding, ...]:
     found: list[Finding] = []
     for detector in DETECTORS:
         finding = detector(ctx)
         if finding is not None:
             found.append(finding)
             ctx.fired.add(finding.id)
+    bound = gpu_bound(ctx)
+    return _rank(found, [bound] if bound else [])
+
+
+def _rank(found: list[Finding], bound: list[Finding]) -> tuple[Finding, ...]:
     major = sorted((f for f in found if f.cost >= MINOR), key=lambda f: -f.cost)
     minor = sorted((f for f in found if f.cost < MINOR), key=lambda f: -f.cost)
-    bound = gpu_bound(ctx)
-    findings = tuple(major + ([bound] if bound else []) + minor)
-    notes.extend(f"prediction skipped ({reason})" for reason in ctx.failed_predictions)
-    replay_error = None
+    return tuple(major + sorted(bound, key=lambda f: -f.cost) + minor)
+
+
+def _replay_error(whatif: WhatIf | None) -> float | None:
     if whatif is not None and whatif.shape.measured_per_min:
-        replay_error = whatif.baseline_per_min / whatif.shape.measured_per_min - 1
+        return whatif.baseline_per_min / whatif.shape.measured_per_min - 1
+    return None
+
+
+def _diagnose_gpus(trace: Trace, options: DiagnoseOptions, run: Context, notes: list[str]) -> Verdict:
+    run.contention = host_contention(trace, options.copy_bytes)
+    owner = worker_gpus(trace)
+    n = len(run.gpu_shares)
+    found: list[Finding] = []
+    bound: list[Finding] = []
+    failed = list(run.failed_predictions)
+    for share in run.gpu_shares:
+        sub, index = gpu_trace(trace, share.gpu, owner)
+        sub_transfers = transfer_report(sub, options.link_gbps, options.copy_bytes)
+        ctx = _context(sub, sub_transfers, run.whatif, int(run.window_ms * 1e6))
+        ctx.memo = run.memo
+        for detector in DETECTORS:
+            finding = detector(ctx)
+            if finding is not None:
+                found.append(_on_gpu(finding, share.gpu, n, index))
+                ctx.fired.add(finding.id)
+        if (b := gpu_bound(ctx)) is not None:
+            bound.append(_on_gpu(b, share.gpu, n, index))
+        failed += ctx.failed_predictions
+    for detector in RUN_DETECTORS:
+        finding = detector(run)
+        if finding is not None:
+            found.append(finding)
+    failed += run.failed_predictions
+    findings = _rank(found, bound)
+    notes.append(f"{n} GPUs: findings about one GPU name it; their cost is a share of all {n} GPUs' time; "
+                 "predictions replay the whole run")
+    notes.extend(f"prediction skipped ({reason})" for reason in dict.fromkeys(failed))
     return Verdict(
-        headline=_headline(findings, ctx), findings=findings, summary=ctx.summary,
-        utilisation=ctx.utilisation, mutex=ctx.mutex, barriers=ctx.barriers, phases=ctx.phases,
-        transfers=transfers, idle=ctx.idle, replay_error=replay_error, notes=tuple(notes),
+        headline=_headline(findings, run), findings=findings, summary=run.summary,
+        utilisation=run.utilisation, mutex=run.mutex, barriers=run.barriers, phases=run.phases,
+        transfers=run.transfers, idle=run.idle, replay_error=_replay_error(run.whatif), notes=tuple(notes),
+        gpus=run.gpu_shares, contention=run.contention,
     )
+
+
+def _on_gpu(finding: Finding, gpu: int, gpus: int, index: np.ndarray) -> Finding:
+    spans = tuple(int(index[i]) for i in finding.evidence.spans)
+    return replace(
+        finding, id=f"{finding.id}/gpu{gpu}", title=f"GPU {gpu}: {finding.title}",
+        sentence=_gpu_prefix(gpu) + _lower_first(finding.sentence), cost=finding.cost / gpus,
+        numbers={**finding.numbers, "gpu": float(gpu), "gpu_cost": finding.cost},
+        evidence=replace(finding.evidence, spans=spans),
+    )
+
+
+def _gpu_prefix(gpu: int) -> str:
+    return f"On GPU {gpu}, "
+
+
+def _lower_first(text: str) -> str:
+    # "The GPU idles" reads "on GPU 1, the GPU idles"; an acronym or a phase name stays as is.
+    if len(text) > 1 and text[0].isupper() and text[1].islower():
+        return text[0].lower() + text[1:]
+    return text
+
+
+def gpu_trace(trace: Trace, gpu: int, owner: dict[int, int] | None = None) -> tuple[Trace, np.ndarray]:
+    """The part of a trace one GPU recorded: its workers' threads, barriers, mutex, device
+    and counter tracks, with everything no GPU owns (synthesis, the queue, the run). Returns
+    it with the index of each of its spans in the whole trace."""
+    owner = worker_gpus(trace) if owner is None else owner
+    keep = np.ones(len(trace.strings.values), dtype=bool)
+    for i, track in enumerate(trace.strings.values):
+        if m := _GPU_TRACK.match(track):
+            keep[i] = int(m.group(1)) == gpu
+        elif (m := _WORKER_TRACK.match(track)) and int(m.group(1)) in owner:
+            keep[i] = owner[int(m.group(1))] == gpu
+    s, t, c = trace.spans, trace.instants, trace.counters
+    index = np.flatnonzero(keep[s.track]) if len(s) else np.zeros(0, np.int64)
+    at = np.flatnonzero(keep[t.track]) if len(t) else np.zeros(0, np.int64)
+    ct = np.flatnonzero(keep[c.track]) if len(c) else np.zeros(0, np.int64)
+    spans = SpanTable(s.track[index], s.name[index], s.start_ns[index], s.end_ns[index],
+                      s.partition[index], s.worker[index], [s.attrs[i] for i in index.tolist()])
+    instants = InstantTable(t.track[at], t.name[at], t.ts_ns[at], t.partition[at], t.worker[at],
+                            [t.attrs[i] for i in at.tolist()])
+    counters = CounterTable(c.track[ct], c.name[ct], c.ts_ns[ct], c.value[ct])
+    mine = {str(w): g for w, g in owner.items() if g == gpu}
+    meta = {**trace.meta, "gpus": 1, "worker_gpu": mine}
+    config = {**trace.config, "gpus": 1}
+    return Trace(trace.strings, spans, instants, counters, config, meta, dict(trace.thread_names)), index
 
 
 def _headline(findings: tuple[Finding, ...], ctx: Context) -> str:
     if findings:
-        return f"{findings[0].title}: {findings[0].sentence}"
+        top = findings[0]
+        gpu = top.numbers.get("gpu")
+        sentence = top.sentence
+        if gpu is not None and top.id.endswith(f"/gpu{int(gpu)}"):
+            # The title already names the GPU.
+            sentence = sentence.removeprefix(_gpu_prefix(int(gpu)))
+            sentence = sentence[:1].upper() + sentence[1:]
+        return f"{top.title}: {sentence}"
     if not ctx.summary.partitions_done:
         return "No partition finished: nothing to judge."
     return "No bottleneck stands out: no cause accounts for a visible share of the run."

@@ -20,7 +20,9 @@ def render_verdict(verdict: Verdict, trace: Trace | None = None, details: bool =
     out = [verdict.headline, ""]
     out.append(f"{s.outcome}: {s.partitions_done} partitions in {s.wall_s:.2f} s = "
                f"{s.throughput_per_min:.1f} partitions/min")
-    for u in verdict.utilisation:
+    if len(verdict.gpus) > 1:
+        out.extend(_gpus(verdict))
+    for u in () if len(verdict.gpus) > 1 else verdict.utilisation:
         out.append("")
         out.append(table([f"GPU {u.gpu}", "share of the run"], [
             ["mutex held", _pct(u.mutex_held)],
@@ -66,6 +68,57 @@ def _finding(n: int, finding: Finding, trace: Trace | None) -> list[str]:
     return lines
 
 
+def _gpus(v: Verdict) -> list[str]:
+    """The whole run GPU by GPU: one column per GPU, so an idle GPU next to a busy one shows."""
+    heads = ["", *(f"GPU {g.gpu}" for g in v.gpus)]
+    rows = [
+        ["workers", *(" ".join(map(str, g.workers)) or "-" for g in v.gpus)],
+        ["partitions", *(f"{g.partitions} ({g.partition_share:.0%})" for g in v.gpus)],
+        ["partitions/min", *(f"{g.throughput_per_min:.1f}" for g in v.gpus)],
+        ["busy", *(_pct(g.busy) for g in v.gpus)],
+    ]
+    by_gpu = {u.gpu: u for u in v.utilisation}
+    figures: list[tuple[str, str]] = [
+        ("mutex held", "mutex_held"), ("compute timed on the host", "host_timed_compute"),
+        ("kernel busy (device records)", "kernel_busy"), ("copy busy (device records)", "copy_busy"),
+        ("NVML duty cycle", "nvml_duty_cycle"),
+    ]
+    for label, name in figures:
+        values = [getattr(by_gpu[g.gpu], name) if g.gpu in by_gpu else None for g in v.gpus]
+        if any(x is not None for x in values):
+            rows.append([label, *(_pct(x) for x in values)])
+    ratios = [by_gpu[g.gpu].held_over_compute if g.gpu in by_gpu else None for g in v.gpus]
+    if any(r is not None for r in ratios):
+        rows.append(["mutex held / compute", *("-" if r is None else f"{r:.1f}x" for r in ratios)])
+    out = ["", table(heads, rows)]
+    basis = sorted({g.busy_basis for g in v.gpus})
+    out.append(f"busy = {', '.join(basis)}")
+    return out
+
+
+def _contention(v: Verdict) -> list[str]:
+    c = v.contention
+    if c is None:
+        return []
+    out = ["", table(["copies by GPU", "copies", "pageable", "median GB/s", "overlapped"], [
+        [f"GPU {g.gpu}", str(g.copies), str(g.pageable),
+         "-" if g.median_gbps is None else f"{g.median_gbps:.2f}", str(g.overlapping)] for g in c.per_gpu
+    ])]
+
+    def rate(x: float | None) -> str:
+        return "-" if x is None else f"{x:.2f} GB/s"
+
+    def r(x: float | None) -> str:
+        return "-" if x is None else f"{x:+.2f}"
+
+    out.append(f"across GPUs: {c.overlapping} copies overlapped another GPU's copy "
+               f"({c.pageable_overlap_ms:.0f} ms of pageable copies on two GPUs at once); "
+               f"median {rate(c.concurrent_gbps)} overlapped against {rate(c.alone_gbps)} alone; "
+               f"r(rate, other GPUs' copies) {r(c.other_gpu_correlation)}, "
+               f"r(rate, synthesis threads) {r(c.synth_correlation)}")
+    return out
+
+
 def _details(v: Verdict) -> list[str]:
     out: list[str] = []
     for idle in v.idle:
@@ -105,6 +158,7 @@ def _details(v: Verdict) -> list[str]:
         out.append(f"copies: {tr.rates.count}, median {tr.rates.median:.2f} GB/s (min {tr.rates.min:.2f}, "
                    f"max {tr.rates.max:.2f}); link {link}; {tr.under_lock_ms:.0f} ms under the mutex"
                    + (f"; hidden staging {tr.hidden_staging_ms:.0f} ms" if tr.hidden_staging_ms else ""))
+    out.extend(_contention(v))
     return out
 
 

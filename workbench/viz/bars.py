@@ -6,13 +6,14 @@ build their bars here, and tests check bars without a browser.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 
 from workbench.trace.container import Trace
-from workbench.viz.lanes import HoldIndex, base_lane, nesting_depth, phase_of, readable
+from workbench.viz.lanes import HoldIndex, base_lane, nesting_depth, phase_of, readable, worker_gpus
 
 # Phases recorded inside another phase of the same thread; the live view draws them a level
 # down without waiting for the enclosing span, which is recorded only when it ends.
@@ -86,13 +87,18 @@ class BarBuilder:
     takes depth from the phase's known place instead.
     """
 
-    def __init__(self, origin_ns: int, nesting: bool = True) -> None:
+    def __init__(
+        self, origin_ns: int, nesting: bool = True, worker_gpu: Mapping[int, int] | None = None,
+    ) -> None:
         self.origin_ns = origin_ns
         self.nesting = nesting
+        # Several GPUs: worker lanes carry their GPU (a live view has no run facts yet).
+        self.worker_gpu = worker_gpu
         self.holds = HoldIndex()
 
     def build(self, trace: Trace, mask: np.ndarray | None = None) -> Bars:
         spans = trace.spans
+        gpus_of_workers = self.worker_gpu or worker_gpus(trace.meta)
         index = np.arange(len(spans)) if mask is None else np.flatnonzero(mask)
         if not len(index):
             return Bars.empty()
@@ -122,7 +128,7 @@ class BarBuilder:
         phase_names: list[str] = []
         for i in first.tolist():
             track, name, p = text[track_ids[i]], text[name_ids[i]], party_names[party[i]] or None
-            lane_name, can_move = base_lane(track, name, int(worker[i]), p)
+            lane_name, can_move = base_lane(track, name, int(worker[i]), p, gpus_of_workers)
             if lane_name not in lane_names:
                 lane_names.append(lane_name)
             phase_name = readable(phase_of(track, name, p))

@@ -14,6 +14,7 @@ from html import escape
 from typing import Any
 
 from workbench.trace.container import Trace
+from workbench.viz.tables import gpu_table
 
 MODULE = "workbench.analysis.verdict"
 ENTRY_POINTS = ("diagnose", "verdict")
@@ -32,6 +33,8 @@ class Verdict:
     headline: str = ""
     notes: tuple[str, ...] = ()
     note: str = ""  # why there is no verdict
+    gpus: str = ""  # HTML table of the run GPU by GPU, when it had several
+    contention: str = ""  # copies to different GPUs against each other, when measured
 
 
 def diagnose(trace: Trace) -> Verdict:
@@ -51,9 +54,37 @@ def diagnose(trace: Trace) -> Verdict:
             True, tuple(_finding(f, trace) for f in findings),
             headline=str(getattr(result, "headline", "") or ""),
             notes=tuple(str(n) for n in getattr(result, "notes", ()) or ()),
+            gpus=_gpus(result), contention=_contention(getattr(result, "contention", None)),
         )
     except Exception as err:  # a diagnosis bug must not take the report down with it
         return Verdict(False, note=f"no verdict: the diagnosis failed ({type(err).__name__}: {err})")
+
+
+def _gpus(result: Any) -> str:
+    try:
+        return gpu_table(tuple(getattr(result, "gpus", ()) or ()))
+    except (AttributeError, TypeError, ValueError):  # an older or newer record shape: no table
+        return ""
+
+
+def _contention(c: Any) -> str:
+    if c is None:
+        return ""
+    try:
+        def rate(x: Any) -> str:
+            return "-" if x is None else f"{x:.2f} GB/s"
+
+        per_gpu = "; ".join(f"GPU {g.gpu}: {g.copies} copies, {g.overlapping} overlapped, median "
+                            f"{rate(g.median_gbps)}" for g in c.per_gpu)
+        r = c.other_gpu_correlation
+        s = c.synth_correlation
+        return (f"copies across GPUs: {per_gpu}. Overlapped copies run at {rate(c.concurrent_gbps)} "
+                f"(median) against {rate(c.alone_gbps)} alone; pageable copies on two GPUs at once for "
+                f"{c.pageable_overlap_ms:.0f} ms; r(rate, other GPUs' copies) "
+                f"{'-' if r is None else f'{r:+.2f}'}, r(rate, synthesis threads) "
+                f"{'-' if s is None else f'{s:+.2f}'}.")
+    except (AttributeError, TypeError, ValueError):
+        return _text(c)
 
 
 def _field(finding: Any, names: tuple[str, ...]) -> Any:
@@ -123,6 +154,7 @@ def verdict_html(verdict: Verdict) -> str:
     if not verdict.available:
         return f"<p class='wb-note'><em>{escape(verdict.note)}</em></p>"
     parts = [f"<p><b>{escape(verdict.headline)}</b></p>"] if verdict.headline else []
+    parts.append(verdict.gpus)  # already HTML, escaped where it was built
     if not verdict.findings:
         parts.append("<p>The diagnosis found nothing holding the pipeline back.</p>")
     items = []
@@ -132,5 +164,7 @@ def verdict_html(verdict: Verdict) -> str:
         items.append(f"<li><div><b>{escape(title)}</b></div>{rows}</li>")
     if items:
         parts.append("<ol class='wb-verdict'>" + "".join(items) + "</ol>")
+    if verdict.contention:
+        parts.append(f"<p>{escape(verdict.contention)}</p>")
     parts += [f"<p class='wb-note'>note: {escape(n)}</p>" for n in verdict.notes]
     return "".join(parts)

@@ -10,12 +10,19 @@ without the views knowing about lock scopes.
 The assigner keeps the holds it has seen, so the live view can feed it batch after batch:
 a mutex wait is recorded when the lock is taken, before anything inside the hold ends, so
 the hold is known (still open) by the time its inner phases arrive.
+
+Several GPUs: worker lanes carry their GPU ("gpu1 worker 2 prep") and each GPU's device
+lanes follow that GPU's worker lanes, so a GPU reads as one block. The worker-to-GPU map is
+the run's own (`meta["worker_gpu"]`, see `worker_gpus`); with one GPU lanes keep their
+plain names.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -59,56 +66,97 @@ def readable(name: str, limit: int = 36) -> str:
     return name[:limit - 3] + "..."
 
 
-def worker_lane(worker: int, part: str = "") -> str:
-    return f"worker {worker}" + (f" {part}" if part else "")
+def worker_lane(worker: int, part: str = "", gpu: int | None = None) -> str:
+    return (f"gpu{gpu} " if gpu is not None else "") + f"worker {worker}" + (f" {part}" if part else "")
 
 
-def base_lane(track: str, name: str, worker: int, party: str | None) -> tuple[str, bool]:
+def worker_gpus(meta: Mapping[str, Any] | None) -> dict[int, int] | None:
+    """The worker-to-GPU map a run stored, when it ran on several GPUs; None otherwise, which
+    keeps one-GPU lanes unprefixed."""
+    stored = (meta or {}).get("worker_gpu")
+    if not isinstance(stored, Mapping) or not stored:
+        return None
+    try:
+        found = {int(w): int(g) for w, g in stored.items()}
+    except (TypeError, ValueError):
+        return None
+    return found if len(set(found.values())) > 1 else None
+
+
+def _gpu_of(worker: int, worker_gpu: Mapping[int, int] | None) -> int | None:
+    if not worker_gpu or len(set(worker_gpu.values())) < 2:
+        return None
+    return worker_gpu.get(worker)
+
+
+def base_lane(
+    track: str, name: str, worker: int, party: str | None, worker_gpu: Mapping[int, int] | None = None,
+) -> tuple[str, bool]:
     """The lane of a span ignoring the lock, and whether it moves to the hold lane when it
-    lies inside one of its worker's mutex holds."""
+    lies inside one of its worker's mutex holds. `worker_gpu` (several GPUs) puts each
+    worker's GPU in its lanes' names."""
     if track == RUN_LANE:
         return RUN_LANE, False
     if m := _SYNTH.match(track):
         return f"synth {m.group(1)}", False
     if m := _PREP.match(track):
-        return worker_lane(int(m.group(1)), "prep"), False
+        w = int(m.group(1))
+        return worker_lane(w, "prep", _gpu_of(w, worker_gpu)), False
     if m := _WORKER.match(track):
-        return worker_lane(int(m.group(1))), True
+        w = int(m.group(1))
+        return worker_lane(w, "", _gpu_of(w, worker_gpu)), True
+    gpu = _gpu_of(worker, worker_gpu)
     if track.startswith("mutex/") and worker >= 0:
-        return worker_lane(worker, "mutex hold" if name == "hold" else "mutex wait"), False
+        return worker_lane(worker, "mutex hold" if name == "hold" else "mutex wait", gpu), False
     if track.startswith("barrier/") and worker >= 0:
         if party == "prep":
-            return worker_lane(worker, "prep"), False
-        return worker_lane(worker), True
+            return worker_lane(worker, "prep", gpu), False
+        return worker_lane(worker, "", gpu), True
     if m := _GPU.match(track):  # device records: gpu0/stream/7, gpu0/copy, gpu0/memset, ...
         return f"gpu{m.group(1)} {m.group(2).replace('/', ' ')}", False
     return track, False
 
 
-def lane_sort_key(lane: str) -> tuple[int, int, int, str]:
-    """run, synthesis threads, then per worker its four lanes, then GPU lanes, then the rest."""
-    if lane == RUN_LANE:
-        return (0, 0, 0, "")
+def _worker_key(lane: str) -> tuple[int, int] | None:
     parts = lane.split(" ", 2)
-    if parts[0] == "synth" and len(parts) == 2 and parts[1].isdigit():
-        return (1, int(parts[1]), 0, "")
     if parts[0] == "worker" and len(parts) >= 2 and parts[1].isdigit():
         rest = parts[2] if len(parts) == 3 else ""
         if rest in _WORKER_LANES:
-            return (2, int(parts[1]), _WORKER_LANES.index(rest), "")
+            return int(parts[1]), _WORKER_LANES.index(rest)
+    return None
+
+
+def lane_sort_key(lane: str) -> tuple[int, int, int, int, int, str]:
+    """run, synthesis threads, then per GPU its workers' four lanes each followed by the
+    GPU's device lanes, then the rest. Unprefixed worker lanes (one GPU) count as GPU 0's."""
+    if lane == RUN_LANE:
+        return (0, 0, 0, 0, 0, "")
+    parts = lane.split(" ", 2)
+    if parts[0] == "synth" and len(parts) == 2 and parts[1].isdigit():
+        return (1, int(parts[1]), 0, 0, 0, "")
     if parts[0].startswith("gpu") and parts[0][3:].isdigit() and len(parts) >= 2:
-        tail = parts[1:]
+        gpu = int(parts[0][3:])
+        rest = lane.split(" ", 1)[1]
+        if (worker := _worker_key(rest)) is not None:
+            return (2, gpu, 0, *worker, "")
+        tail = rest.split(" ")
         number = int(tail[1]) if len(tail) == 2 and tail[1].isdigit() else -1
-        return (3, int(parts[0][3:]), number, lane)
-    return (4, 0, 0, lane)
+        return (2, gpu, 1, number, 0, lane)
+    if (worker := _worker_key(lane)) is not None:
+        return (2, 0, 0, *worker, "")
+    return (4, 0, 0, 0, 0, lane)
 
 
-def expected_lanes(synth_threads: int, workers: int) -> list[str]:
+def expected_lanes(synth_threads: int, workers: int, gpu_workers: int | None = None) -> list[str]:
     """The lanes a pipeline run of this shape will fill, so a live view can lay them out
-    before the first span arrives and bars never jump between rows."""
+    before the first span arrives and bars never jump between rows. `workers` counts all
+    GPUs' workers; with `gpu_workers` per GPU and more than one GPU, lanes are grouped by GPU
+    as the finished run's are."""
     lanes = [RUN_LANE] + [f"synth {t}" for t in range(synth_threads)]
+    several = gpu_workers is not None and 0 < gpu_workers < workers
     for w in range(workers):
-        lanes += [worker_lane(w, part) for part in _WORKER_LANES]
+        gpu = w // gpu_workers if several and gpu_workers else None
+        lanes += [worker_lane(w, part, gpu) for part in _WORKER_LANES]
     return lanes
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,12 +55,12 @@ class LiveView:
 
     def __init__(
         self, recorder: Recorder, lanes: list[str] | None = None, title: str = "live Gantt",
-        name: str = "gantt",
+        name: str = "gantt", worker_gpu: Mapping[int, int] | None = None,
     ) -> None:
         self.recorder = recorder
         self.origin_ns = recorder.origin_ns
         self.cursor = (0, 0, 0)
-        self.builder = BarBuilder(self.origin_ns, nesting=False)
+        self.builder = BarBuilder(self.origin_ns, nesting=False, worker_gpu=worker_gpu)
         self.gantt = GanttView(lanes, title=title, name=name)
         self.counters = CounterView(x_range=self.gantt.figure.x_range)
         self.distributions = DistributionView()

@@ -122,8 +122,11 @@ class ControlPanel:
             return
         self._idle.clear()
         self.current = run
-        self.live = LiveView(run.recorder, expected_lanes(config.synth_threads, config.workers),
-                             title=f"run {run.number}: live Gantt", name=LIVE_NAME)
+        worker_gpu = {w: config.gpu_of(w) for w in range(config.workers)} if config.gpus > 1 else None
+        self.live = LiveView(
+            run.recorder, expected_lanes(config.synth_threads, config.workers, config.gpu_workers),
+            title=f"run {run.number}: live Gantt", name=LIVE_NAME, worker_gpu=worker_gpu,
+        )
         self.view_box.children = [bokeh_widget.BokehModel(self.live.layout)]
         self.summary.value = ""
         self.knobs.enable(False)

@@ -5,7 +5,7 @@ Plain HTML strings, shared by the report and the panel's live summary, so both r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
@@ -69,27 +69,54 @@ def phase_table(summary: RunSummary) -> str:
     )
 
 
-def mutex_table(summary: RunSummary) -> str:
+def _worker(worker: int, worker_gpu: Mapping[int, int] | None) -> str:
+    # The GPU is named only when the run had several, so one-GPU tables read as before.
+    if worker_gpu and len(set(worker_gpu.values())) > 1 and worker in worker_gpu:
+        return f"gpu{worker_gpu[worker]} worker {worker}"
+    return f"worker {worker}"
+
+
+def mutex_table(summary: RunSummary, worker_gpu: Mapping[int, int] | None = None) -> str:
     if not summary.mutex:
         return ""
     return table(
         ["worker", "holds", "held ms", "median hold ms", "waited ms", "median wait ms", "max wait ms"],
-        [[f"worker {m.worker}", m.holds, m.held_ms, m.held_median_ms, m.waited_ms,
+        [[_worker(m.worker, worker_gpu), m.holds, m.held_ms, m.held_median_ms, m.waited_ms,
           m.waited_median_ms, m.waited_max_ms] for m in summary.mutex],
         "GPU mutex per worker",
     )
 
 
-def barrier_table(summary: RunSummary) -> str:
+def barrier_table(summary: RunSummary, worker_gpu: Mapping[int, int] | None = None) -> str:
     if not summary.barrier:
         return ""
     return table(
         ["worker", "party", "rounds", "waited ms", "median wait ms", "max wait ms", "last to arrive"],
-        [[f"worker {b.worker}", b.party, b.rounds, b.waited_ms, b.waited_median_ms, b.waited_max_ms,
-          b.last_to_arrive] for b in summary.barrier],
+        [[_worker(b.worker, worker_gpu), b.party, b.rounds, b.waited_ms, b.waited_median_ms,
+          b.waited_max_ms, b.last_to_arrive] for b in summary.barrier],
         "prep / GPU barrier per worker",
     )
 
 
-def summary_html(summary: RunSummary) -> str:
-    return headline(summary) + phase_table(summary) + mutex_table(summary) + barrier_table(summary)
+def _share(value: Any) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def gpu_table(gpus: Sequence[Any]) -> str:
+    """The run GPU by GPU (analysis GpuShare records, read by name): empty for one GPU, whose
+    figures the summary already gives."""
+    if len(gpus) < 2:
+        return ""
+    return table(
+        ["GPU", "workers", "partitions", "share of partitions", "partitions/min", "busy", "mutex held"],
+        [[f"GPU {g.gpu}", " ".join(map(str, g.workers)), g.partitions, _share(g.partition_share),
+          g.throughput_per_min, _share(g.busy), _share(g.mutex_held)] for g in gpus],
+        "per GPU (busy: " + ", ".join(sorted({str(g.busy_basis) for g in gpus})) + ")",
+    )
+
+
+def summary_html(
+    summary: RunSummary, gpus: Sequence[Any] = (), worker_gpu: Mapping[int, int] | None = None,
+) -> str:
+    return (headline(summary) + gpu_table(gpus) + phase_table(summary) + mutex_table(summary, worker_gpu)
+            + barrier_table(summary, worker_gpu))
