@@ -143,14 +143,25 @@ def _busy_per_worker(trace: Trace, worker: int) -> Intervals:
     worker's threads where no pickup was recorded)."""
     spans, inst = trace.spans, trace.instants
     on_worker = trace.span_mask(worker=worker) & (spans.partition >= 0)
+    if not on_worker.any():
+        return Intervals.empty()
+    # Grouped by partition with one sort, so the cost does not grow with partitions x spans.
+    parts = spans.partition[on_worker]
+    order = np.argsort(parts, kind="stable")
+    parts = parts[order]
+    heads = np.flatnonzero(np.concatenate([[True], parts[1:] != parts[:-1]]))
+    keys = parts[heads]
+    first = np.minimum.reduceat(spans.start_ns[on_worker][order], heads)
+    ends = np.maximum.reduceat(spans.end_ns[on_worker][order], heads)
     pickups = (inst.name == trace.string_id("pickup")) & (inst.worker == worker)
-    pickup_at = dict(zip(inst.partition[pickups].tolist(), inst.ts_ns[pickups].tolist(), strict=True))
-    starts, ends = [], []
-    for p in np.unique(spans.partition[on_worker]).tolist():
-        mine = on_worker & (spans.partition == p)
-        first = int(spans.start_ns[mine].min())
-        starts.append(min(pickup_at.get(p, first), first))
-        ends.append(int(spans.end_ns[mine].max()))
+    starts = first
+    if pickups.any():
+        # A partition picked up twice keeps its last pickup, as a mapping built in order would.
+        picked = inst.partition[pickups][::-1]
+        picked_keys, last = np.unique(picked, return_index=True)
+        picked_at = inst.ts_ns[pickups][::-1][last]
+        at = np.minimum(np.searchsorted(picked_keys, keys), len(picked_keys) - 1)
+        starts = np.where(picked_keys[at] == keys, np.minimum(picked_at[at], first), first)
     return Intervals.of(starts, ends)
 
 

@@ -60,11 +60,16 @@ class Intervals:
     def intersect(self, other: Intervals) -> Intervals:
         if not len(self) or not len(other):
             return Intervals.empty()
-        # Every boundary of either set; a piece between two boundaries is in both or not.
-        cuts = np.unique(np.concatenate([self.starts, self.ends, other.starts, other.ends]))
-        lo, hi = cuts[:-1], cuts[1:]
-        inside = self.contains(lo) & other.contains(lo)
-        return Intervals.of(lo[inside], hi[inside])
+        # Both sets are sorted and disjoint, so each interval of self meets a run of consecutive
+        # intervals of other, found by binary search; the pairs number at most len(self) +
+        # len(other), and in pair order the pieces come out sorted.
+        first = np.searchsorted(other.ends, self.starts, side="right")
+        count = np.maximum(np.searchsorted(other.starts, self.ends, side="left") - first, 0)
+        mine = np.repeat(np.arange(len(self)), count)
+        theirs = np.repeat(first - np.cumsum(count) + count, count) + np.arange(int(count.sum()))
+        starts = np.maximum(self.starts[mine], other.starts[theirs])
+        ends = np.minimum(self.ends[mine], other.ends[theirs])
+        return Intervals.of(starts, ends)
 
     def subtract(self, other: Intervals) -> Intervals:
         if not len(self) or not len(other):
