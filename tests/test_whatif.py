@@ -132,3 +132,13 @@ def test_prediction_matches_a_real_run_of_the_changed_configuration(recorded, ch
     assert abs(error) < VALIDATION_BOUND, (
         f"{prediction.change}: predicted {prediction.predicted_per_min:.0f}/min, measured {measured:.0f}/min"
     )
+
+
+def test_a_several_gpu_run_is_replayed_with_a_mutex_per_gpu():
+    trace = load(WHATIF_DATA / "g2w2.wbtrace")  # 2 GPUs x 2 workers, CPU backend
+    prediction = predict(trace, Change())
+    assert abs(prediction.replay_error) < 0.15
+    replayed = prediction.trace
+    assert {replayed.strings.values[t] for t in set(replayed.spans.track.tolist())} >= {
+        "mutex/gpu0", "mutex/gpu1"}
+    assert replayed.meta["worker_gpu"] == {"0": 0, "1": 0, "2": 1, "3": 1}

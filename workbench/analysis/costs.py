@@ -44,7 +44,7 @@ class PartitionCosts:
 
 @dataclass(frozen=True)
 class RunShape:
-    workers: int
+    workers: int  # per GPU
     synth_threads: int
     lookahead: int
     lock_scope: str
@@ -54,6 +54,7 @@ class RunShape:
     costs: tuple[PartitionCosts, ...]
     measured_per_min: float
     measured_done: int
+    gpus: int = 1  # each with its own mutex and `workers` workers
 
 
 def run_shape(trace: Trace, host_cores: float | None = None) -> RunShape:
@@ -69,8 +70,9 @@ def run_shape(trace: Trace, host_cores: float | None = None) -> RunShape:
     summary = summarize(trace)
     start, end = run_window_ns(trace)
     done = summary.partitions_done or len(costs)
+    gpus = int(config.get("gpus") or _count(trace, r"^mutex/gpu\d+$") or 1)
     return RunShape(
-        workers=int(config.get("gpu_workers") or _count(trace, r"^worker/\d+$") or 1),
+        workers=int(config.get("gpu_workers") or max(_count(trace, r"^worker/\d+$") // gpus, 1)),
         synth_threads=int(config.get("synth_threads") or _count(trace, r"^synth/\d+$") or 1),
         lookahead=int(config.get("synth_lookahead") or max(len(costs), 1)),
         lock_scope=str(config.get("lock_scope") or _infer_scope(trace)),
@@ -78,6 +80,7 @@ def run_shape(trace: Trace, host_cores: float | None = None) -> RunShape:
         emulated=emulated, host_cores=host_cores, costs=costs,
         measured_per_min=done / (end - start) * 60e9 if end > start else 0.0,
         measured_done=done,
+        gpus=gpus,
     )
 
 

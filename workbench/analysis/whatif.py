@@ -244,14 +244,15 @@ class _PipelineModel:
     """The pipeline's threads as simulator processes, recording spans as a real run does."""
 
     def __init__(self, shape: RunShape, change: Change, costs: list[PartitionCosts]) -> None:
-        self.workers = change.gpu_workers or shape.workers
+        self.workers = change.gpu_workers or shape.workers  # per GPU
+        self.gpus = shape.gpus
         self.synth_threads = change.synth_threads or shape.synth_threads
         self.lock_scope = change.lock_scope or shape.lock_scope
         lookahead = change.synth_lookahead or shape.lookahead
         self.costs = costs
         self.cpu_kernels = shape.emulated  # on the CPU backend the "GPU" phases use cores too
         self.sim = Simulator(shape.host_cores)
-        self.mutex = Lock()
+        self.mutexes = [Lock() for _ in range(self.gpus)]
         self.permits = Semaphore(lookahead)
         self.ready = Queue()
         self.next_partition = 0
@@ -259,7 +260,7 @@ class _PipelineModel:
         self.spans: list[tuple[str, str, int, int, int, int, dict[str, Any] | None]] = []
         self.instants: list[tuple[str, str, int, int, int, dict[str, Any] | None]] = []
         self.config = {
-            "gpu_workers": self.workers, "synth_threads": self.synth_threads,
+            "gpus": self.gpus, "gpu_workers": self.workers, "synth_threads": self.synth_threads,
             "synth_lookahead": lookahead, "lock_scope": self.lock_scope,
             "memory_mode": "zerocopy" if change.copies_at_link else shape.memory_mode,
             "partitions": len(costs), "backend": "cpu" if shape.emulated else "replay",
@@ -270,12 +271,16 @@ class _PipelineModel:
         sim = self.sim
         for t in range(self.synth_threads):
             sim.spawn(self._synthesis(t))
-        for w in range(self.workers):
+        for w in range(self.gpus * self.workers):
             sim.spawn(self._worker(w))
         end = sim.run()
         self.instants.append(("run", "run_start", 0, -1, -1, None))
         self.instants.append(("run", "run_end", int(end), -1, -1, {"outcome": "completed"}))
-        meta = {"outcome": "completed", "replay": self.description, "partitions_done": len(self.costs)}
+        meta: dict[str, Any] = {
+            "outcome": "completed", "replay": self.description, "partitions_done": len(self.costs),
+        }
+        if self.gpus > 1:
+            meta["worker_gpu"] = {str(w): w // self.workers for w in range(self.gpus * self.workers)}
         return Trace.from_rows(self.spans, self.instants, (), self.config, meta)
 
     def _span(self, track: str, name: str, start: float, p: int, w: int = -1,
@@ -304,6 +309,8 @@ class _PipelineModel:
     def _worker(self, w: int) -> Process:
         sim, track = self.sim, f"worker/{w}"
         kernels_cpu = self.cpu_kernels
+        gpu = w // self.workers  # workers are numbered GPU by GPU, as in a real run
+        mutex, mutex_track = self.mutexes[gpu], f"mutex/gpu{gpu}"
         while self.claimed < len(self.costs):
             self.claimed += 1
             index: int = yield Get(self.ready)
@@ -319,8 +326,8 @@ class _PipelineModel:
                 yield from self._copy(track, c, w)
                 self._span(track, "upload", start, p, w)
             asked = sim.now
-            yield Acquire(self.mutex)
-            self._span("mutex/gpu0", "wait", asked, p, w)
+            yield Acquire(mutex)
+            self._span(mutex_track, "wait", asked, p, w)
             held = sim.now
             start = sim.now
             if self.lock_scope == "coarse":
@@ -336,8 +343,8 @@ class _PipelineModel:
             yield from self._work(track, "batch_add", c.batch_add_ns, p, w, kernels_cpu)
             yield from self._work(track, "tail_msm", c.tail_msm_ns, p, w, kernels_cpu)
             yield Work(c.lock_other_ns, kernels_cpu)
-            self._span("mutex/gpu0", "hold", held, p, w)
-            sim.release(self.mutex)
+            self._span(mutex_track, "hold", held, p, w)
+            sim.release(mutex)
             yield from self._work(track, "b_g2_msm", c.b_g2_msm_ns, p, w)
             yield from self._work(track, "finish", c.finish_ns, p, w)
             if c.finish_ns <= 0:
