@@ -28,7 +28,7 @@ needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not found (CUDA toolk
 
 
 def test_sources_present():
-    assert {p.name for p in SOURCES} >= {"fr_vector.cu", "ntt.cu"}
+    assert {p.name for p in SOURCES} >= {"fr_vector.cu", "ntt.cu", "msm.cu", "batch_add.cu"}
     assert (KERNELS / "fr.cuh").exists()
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from workbench.analysis.intervals import Intervals
 from workbench.events import PHASES
 from workbench.trace.container import Trace
 
@@ -144,25 +145,7 @@ def _held_fraction(trace: Trace, start: int, end: int) -> float:
     holds = trace.span_mask(name="hold", track_prefix="mutex/")
     if end <= start or not holds.any():
         return 0.0
-    return union_length_ns(trace.spans.start_ns[holds], trace.spans.end_ns[holds]) / (end - start)
-
-
-def union_length_ns(starts: np.ndarray, ends: np.ndarray) -> int:
-    """Total length covered by a set of intervals (overlaps counted once)."""
-    if not len(starts):
-        return 0
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
-    running_end = np.maximum.accumulate(e)
-    # A new disjoint block starts where an interval begins after everything before it ended.
-    new_block = np.empty(len(s), dtype=bool)
-    new_block[0] = True
-    new_block[1:] = s[1:] > running_end[:-1]
-    block_ids = np.cumsum(new_block) - 1
-    block_start = s[new_block]
-    block_end = np.zeros(len(block_start), dtype=np.int64)
-    np.maximum.at(block_end, block_ids, e)
-    return int((block_end - block_start).sum())
+    return Intervals.of(trace.spans.start_ns[holds], trace.spans.end_ns[holds]).total() / (end - start)
 
 
 def _median(values: np.ndarray) -> float:
