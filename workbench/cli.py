@@ -216,7 +216,8 @@ def _run(args: argparse.Namespace) -> int:
 def _announce(config: RunConfig, backend: str) -> None:
     print(
         f"workbench run: {backend} backend, {config.partitions} partitions of 2^"
-        f"{config.log2_constraints} constraints, {config.gpu_workers} GPU workers, "
+        f"{config.log2_constraints} constraints, "
+        f"{f'{config.gpus} GPUs x ' if config.gpus > 1 else ''}{config.gpu_workers} GPU workers, "
         f"{config.synth_threads} synthesis threads, memory {config.memory_mode}, "
         f"lock scope {config.lock_scope}", file=sys.stderr, flush=True,
     )

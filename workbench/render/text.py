@@ -24,7 +24,7 @@ def render_summary(summary: RunSummary, config: dict[str, Any] | None = None) ->
             f"GPU mutex held {summary.mutex_held_fraction:.0%} of wall time")
     out.append(head)
     if config:
-        keys = ("backend", "gpu_workers", "synth_threads", "synth_lookahead", "memory_mode",
+        keys = ("backend", "gpus", "gpu_workers", "synth_threads", "synth_lookahead", "memory_mode",
                 "lock_scope", "log2_constraints", "bool_fraction")
         out.append("config: " + " ".join(f"{k}={config[k]}" for k in keys if k in config))
     out.append("")
