@@ -15,7 +15,7 @@ import numpy as np
 
 from workbench.config import ConfigError, RunConfig
 from workbench.pipeline.scope import Scope
-from workbench.prover import curve, field, ntt, srs
+from workbench.prover import curve, ntt, srs
 from workbench.prover.backend import Backend, DeviceBuffers, HostMemory
 from workbench.prover.host_curve import HostCurvePhases
 
@@ -92,17 +92,18 @@ class CpuBackend(HostCurvePhases, Backend):
         return {"backend": self.name, "device": f"CPU ({platform.machine()}); GPUs emulated"}
 
 
+# The CPU's stages as the cuzk NTT_H line reports them: the six forward transforms with the
+# pointwise step, then the final coset inverse.
+STAGE_SPANS = {"forward": ("ntt", 6), "inverse": ("coset_intt", 1)}
+
+
 def compute_h_recorded(
     a: np.ndarray, b: np.ndarray, c: np.ndarray, domain: ntt.Domain, scope: Scope,
 ) -> np.ndarray:
-    """h = (A·B − C)/Z with the prover's 7 NTTs, recording the first six (with the pointwise
-    step) and the final coset inverse separately, as the cuzk NTT_H line reports them."""
-    with scope.span("ntt", transforms=6):
-        evals = []
-        for x in (a, b, c):
-            coefficients = ntt.pintt(field.to_planes(x), domain)
-            evals.append(ntt.pcoset_ntt(coefficients, domain, out=coefficients))
-        quotient = field.pmul_sub(evals[0], evals[1], evals[2], out=evals[0])
-        field.pscale(quotient, domain.z_on_coset_inv, out=quotient)
-    with scope.span("coset_intt", transforms=1):
-        return field.from_planes(ntt.pcoset_intt(quotient, domain, out=quotient))
+    """h = (A·B − C)/Z with the prover's 7 NTTs, each stage recorded as its own span."""
+
+    def stage(name: str) -> Any:
+        span, transforms = STAGE_SPANS[name]
+        return scope.span(span, transforms=transforms)
+
+    return ntt.compute_h(a, b, c, domain, stage)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import operator
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 
 import numpy as np
 
@@ -243,23 +244,36 @@ def coset_intt(x: Limbs, domain: Domain) -> Limbs:
     return _limbs_transform(pcoset_intt, x, domain)
 
 
-def pcompute_h(a: Planes, b: Planes, c: Planes, domain: Domain) -> Planes:
+# A caller that times compute_h's two stages passes `stage(name)` returning a context
+# manager: "forward" (the six forward transforms and the pointwise step), "inverse" (the
+# last coset inverse transform).
+Stage = Callable[[str], AbstractContextManager[object]]
+
+
+def pcompute_h(a: Planes, b: Planes, c: Planes, domain: Domain, stage: Stage | None = None) -> Planes:
     """Planes version of compute_h; a, b, c are kept."""
     n = domain.size
+    enter = stage or _no_stage
     work, coeffs = np.empty((PLANE_LIMBS, n), np.int64), np.empty((PLANE_LIMBS, n), np.int64)
-    evals = []
-    for x in (a, b, c):
-        _dif(_check_planes(x, domain), domain.inverse_twiddles, domain, coeffs, work)  # intt
-        # The intt's 1/n and the coset shift g^i are one multiplication.
-        pmul_prepared(coeffs, domain.coset_factors("shift_over_n"), out=coeffs)
-        evals.append(_dif(coeffs, domain.twiddles, domain, work=work))  # coset_ntt
-    quotient = pmul_sub(evals[0], evals[1], evals[2], out=evals[0])
-    h = _dif(quotient, domain.inverse_twiddles, domain, coeffs, work)  # coset_intt
-    # coset_intt's g^-i/n and the division by the constant Z(g·w^i) = g^n − 1 in one go.
-    return pmul_prepared(h, domain.coset_factors("h"), out=h)
+    with enter("forward"):
+        evals = []
+        for x in (a, b, c):
+            _dif(_check_planes(x, domain), domain.inverse_twiddles, domain, coeffs, work)  # intt
+            # The intt's 1/n and the coset shift g^i are one multiplication.
+            pmul_prepared(coeffs, domain.coset_factors("shift_over_n"), out=coeffs)
+            evals.append(_dif(coeffs, domain.twiddles, domain, work=work))  # coset_ntt
+        quotient = pmul_sub(evals[0], evals[1], evals[2], out=evals[0])
+    with enter("inverse"):
+        h = _dif(quotient, domain.inverse_twiddles, domain, coeffs, work)  # coset_intt
+        # coset_intt's g^-i/n and the division by the constant Z(g·w^i) = g^n − 1 in one go.
+        return pmul_prepared(h, domain.coset_factors("h"), out=h)
 
 
-def compute_h(a: Limbs, b: Limbs, c: Limbs, domain: Domain) -> Limbs:
+def _no_stage(name: str) -> AbstractContextManager[object]:
+    return nullcontext()
+
+
+def compute_h(a: Limbs, b: Limbs, c: Limbs, domain: Domain, stage: Stage | None = None) -> Limbs:
     """Coefficients of h = (A·B − C)/Z from the evaluations a, b, c of A, B, C on H, exactly
     as a GPU prover does it: 3 intt, 3 coset_ntt, a pointwise product on g·H, 1 coset_intt
     (NTTS_PER_H transforms). When a·b = c on H, Z divides A·B − C and h[n-1] = 0; otherwise
@@ -267,7 +281,7 @@ def compute_h(a: Limbs, b: Limbs, c: Limbs, domain: Domain) -> Limbs:
     for x in (a, b, c):
         if x.shape != (domain.size, 4):
             raise ValueError(f"expected limbs of shape ({domain.size}, 4), got {x.shape}")
-    return from_planes(pcompute_h(to_planes(a), to_planes(b), to_planes(c), domain))
+    return from_planes(pcompute_h(to_planes(a), to_planes(b), to_planes(c), domain, stage))
 
 
 def h_reference(a_ints: Sequence[int], b_ints: Sequence[int], c_ints: Sequence[int],
