@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from workbench.analysis.contention import HostContention
 from workbench.analysis.finding import Evidence, Finding
-from workbench.analysis.idle import IdleReport
+from workbench.analysis.idle import IdleCause, IdleReport
 from workbench.analysis.locks import BarrierReport, MutexReport
 from workbench.analysis.phases import PhaseReport
 from workbench.analysis.summary import RunSummary
@@ -287,12 +287,17 @@ def prep_bound(ctx: Context) -> Finding | None:
     )
 
 
-def synthesis_starved(ctx: Context) -> Finding | None:
+def _dominant_idle(ctx: Context, name: str, threshold: float) -> IdleCause | None:
+    """The idle cause `name` on the GPU where it weighs most, when it reaches `threshold`."""
     if not ctx.idle:
         return None
-    report = max(ctx.idle, key=lambda r: r.share("waiting_for_synthesis"))
-    cause = report.get("waiting_for_synthesis")
-    if cause is None or cause.share < STARVED:
+    cause = max(ctx.idle, key=lambda r: r.share(name)).get(name)
+    return cause if cause is not None and cause.share >= threshold else None
+
+
+def synthesis_starved(ctx: Context) -> Finding | None:
+    cause = _dominant_idle(ctx, "waiting_for_synthesis", STARVED)
+    if cause is None:
         return None
     synth = ctx.phases.get("synthesis")
     threads = int(ctx.trace.config.get("synth_threads") or 0)
@@ -318,11 +323,8 @@ def synthesis_starved(ctx: Context) -> Finding | None:
 
 
 def workers_short(ctx: Context) -> Finding | None:
-    if not ctx.idle:
-        return None
-    report = max(ctx.idle, key=lambda r: r.share("proof_assembly"))
-    cause = report.get("proof_assembly")
-    if cause is None or cause.share < ASSEMBLY:
+    cause = _dominant_idle(ctx, "proof_assembly", ASSEMBLY)
+    if cause is None:
         return None
     after = [f"{p} {prof.durations.median_ms:.0f} ms" for p in ("b_g2_msm", "finish")
              if (prof := ctx.phases.get(p)) is not None]
