@@ -171,20 +171,17 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     pipeline = Pipeline(config, backend, fault=fault)
     started = time.perf_counter()
-    interrupted = False
     bar = _ProgressBar(enabled=not args.no_progress)
-    try:
-        _announce(config, backend.name)
-        pipeline.start()
-        while not pipeline.wait(0.1):
-            bar.draw(pipeline.progress.done, config.partitions, time.perf_counter() - started)
-    except KeyboardInterrupt:
-        interrupted = True
-        print("\nworkbench: interrupted; stopping and saving the trace", file=sys.stderr)
-        pipeline.stop("interrupted (Ctrl-C)")
-        pipeline.wait_quietly()
-    bar.draw(pipeline.progress.done, config.partitions, time.perf_counter() - started, final=True)
-    result = pipeline.result(time.perf_counter() - started)
+
+    def tick(final: bool = False) -> None:
+        bar.draw(pipeline.progress.done, config.partitions, time.perf_counter() - started, final)
+
+    _announce(config, backend.name)
+    result = pipeline.run(tick)
+    tick(final=True)
+    interrupted = pipeline.interrupted
+    if interrupted:
+        print("workbench: interrupted; saving the trace of what ran", file=sys.stderr)
     for notice in pipeline.notices:
         print(f"workbench: {notice}", file=sys.stderr)
 

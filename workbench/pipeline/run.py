@@ -38,6 +38,7 @@ from workbench.trace.recorder import Recorder
 
 RUN_TRACK = "run"
 QUEUE_TRACK = "queue"
+INTERRUPTED = "interrupted (Ctrl-C)"
 POLL_S = 0.05  # how often blocked threads look for a stop request
 
 # A test hook: called before every phase with (phase, partition, worker); raising fails it.
@@ -160,16 +161,21 @@ class Pipeline:
         self.stop(str(error))
 
     # -- running ------------------------------------------------------------------------------
-    def run(self) -> RunResult:
-        """Run to the end, a stop or a failure; never raises for a phase error or Ctrl-C."""
+    def run(self, tick: Callable[[], None] | None = None) -> RunResult:
+        """Run to the end, a stop or a failure; never raises for a phase error or Ctrl-C.
+        `tick` is called about ten times a second from the calling thread (a progress bar)."""
         started = time.perf_counter()
         try:
             self.start()
-            self.wait()
+            self.wait(tick=tick)
         except KeyboardInterrupt:
-            self.stop("interrupted (Ctrl-C)")
+            self.stop(INTERRUPTED)
             self.wait_quietly()
         return self.result(time.perf_counter() - started)
+
+    @property
+    def interrupted(self) -> bool:
+        return self._stop_reason == INTERRUPTED
 
     def start(self) -> None:
         config, recorder = self.config, self.recorder
@@ -252,10 +258,12 @@ class Pipeline:
             thread.join()
         self._finished.set()
 
-    def wait(self, timeout: float | None = None) -> bool:
+    def wait(self, timeout: float | None = None, tick: Callable[[], None] | None = None) -> bool:
         """Wait for the end; short waits keep the calling (main) thread open to Ctrl-C."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while not self._finished.wait(0.1):
+            if tick is not None:
+                tick()
             if deadline is not None and time.monotonic() > deadline:
                 return False
         return True
