@@ -9,7 +9,9 @@ prover. With `gpu_msm=False` the G1 sums run on the host instead and every such 
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import numpy as np
 from py_arkworks_bls12381 import G1Point
@@ -28,6 +30,21 @@ MAX_LOG2_GPU = 26
 # From this size the G1 query points are made on the GPU (fixed-base multiplication of
 # random scalars); below it the host's grid method is quicker than starting the kernels.
 GPU_KEY_FROM_LOG2 = 16
+
+
+Method = TypeVar("Method", bound=Callable[..., Any])
+
+
+def on_device_of_buffers(method: Method) -> Method:
+    """Run a backend method in the device context of the worker buffers it is given (its
+    first argument): with several GPUs, every call for a worker runs on that worker's GPU."""
+
+    @functools.wraps(method)
+    def in_context(self: Any, buffers: DeviceBuffers, *args: Any, **kwargs: Any) -> Any:
+        with self._cp.cuda.Device(buffers.gpu):
+            return method(self, buffers, *args, **kwargs)
+
+    return cast(Method, in_context)
 
 
 class GpuBackend(HostCurvePhases, Backend):
@@ -128,17 +145,10 @@ class GpuBackend(HostCurvePhases, Backend):
         return DeviceBuffers(a, b, c, staging,  # type: ignore[arg-type]
                              {"stream": stream, "domain": domain, "h": h, "events": events}, gpu=gpu)
 
-    def on(self, buffers: DeviceBuffers) -> Any:
-        """The device context of a worker's buffers: every call for that worker runs in it."""
-        return self._cp.cuda.Device(buffers.gpu)
-
+    @on_device_of_buffers
     def copy_to_device(
         self, buffers: DeviceBuffers, device_array: Any, host_array: np.ndarray, scope: Scope,
     ) -> float | None:
-        with self.on(buffers):
-            return self._copy_to_device(buffers, device_array, host_array)
-
-    def _copy_to_device(self, buffers: DeviceBuffers, device_array: Any, host_array: np.ndarray) -> float:
         cp = self._cp
         stream = buffers.extra["stream"]
         start, end = buffers.extra["events"]
@@ -151,11 +161,8 @@ class GpuBackend(HostCurvePhases, Backend):
         end.synchronize()
         return float(cp.cuda.get_elapsed_time(start, end))
 
+    @on_device_of_buffers
     def ntt_msm_h(self, buffers: DeviceBuffers, scope: Scope) -> Any:
-        with self.on(buffers):
-            return self._ntt_msm_h(buffers, scope)
-
-    def _ntt_msm_h(self, buffers: DeviceBuffers, scope: Scope) -> Any:
         assert self.key is not None
         extra = buffers.extra
         with scope.span("ntt", transforms=7) as span:
@@ -165,28 +172,22 @@ class GpuBackend(HostCurvePhases, Backend):
                 span.set(f"device_{stage}_ms", ms)
         if not self.gpu_msm:
             with scope.span("msm_h", points=1 << self.log2, on="cpu"):
-                return curve.msm(self.key.h, self._h_vector(buffers))
+                return curve.msm(self.key.h, self.h_vector(buffers))
         from workbench.gpu import msm
 
         with scope.span("msm_h", points=1 << self.log2, on="gpu"):
             points = self.points[buffers.gpu]["h"]
             return msm.to_library_point(msm.msm(points, extra["h"], stream=extra["stream"]))
 
+    @on_device_of_buffers
     def h_vector(self, buffers: DeviceBuffers) -> np.ndarray:
-        with self.on(buffers):
-            return self._h_vector(buffers)
-
-    def _h_vector(self, buffers: DeviceBuffers) -> np.ndarray:
         stream = buffers.extra["stream"]
         host = buffers.extra["h"].get(stream=stream)
         stream.synchronize()
         return np.ascontiguousarray(host)
 
+    @on_device_of_buffers
     def batch_add(self, buffers: DeviceBuffers, prepared: prep.PrepResult, scope: Scope) -> dict[str, Any]:
-        with self.on(buffers):
-            return self._batch_add(buffers, prepared, scope)
-
-    def _batch_add(self, buffers: DeviceBuffers, prepared: prep.PrepResult, scope: Scope) -> dict[str, Any]:
         if not self.gpu_msm:
             with scope.span("batch_add_cpu", on="cpu"):
                 return super().batch_add(buffers, prepared, scope)
@@ -209,11 +210,8 @@ class GpuBackend(HostCurvePhases, Backend):
         buffers.extra["tail"] = tail
         return tail[0]
 
+    @on_device_of_buffers
     def tail_msm(self, buffers: DeviceBuffers, prepared: prep.PrepResult, scope: Scope) -> dict[str, Any]:
-        with self.on(buffers):
-            return self._tail_msm(buffers, prepared, scope)
-
-    def _tail_msm(self, buffers: DeviceBuffers, prepared: prep.PrepResult, scope: Scope) -> dict[str, Any]:
         if not self.gpu_msm:
             with scope.span("tail_msm_cpu", on="cpu"):
                 return super().tail_msm(buffers, prepared, scope)
