@@ -29,3 +29,20 @@ def no_leftover_threads():
 def srs_cache(tmp_path_factory, monkeypatch):
     """Keep proving-key files out of the user's cache directory."""
     monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path_factory.getbasetemp() / "srs-cache"))
+
+
+def require_cuda_device():
+    """cupy, for a test module that needs a CUDA device; the whole module is skipped (with
+    the reason) where there is none."""
+    import warnings
+
+    with warnings.catch_warnings():  # an environment warning at import is not a test failure
+        warnings.simplefilter("ignore")
+        cupy = pytest.importorskip("cupy")
+    try:
+        count = int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # no driver, or no device
+        count = 0
+    if count == 0:
+        pytest.skip("no CUDA device", allow_module_level=True)
+    return cupy

@@ -10,15 +10,13 @@ from __future__ import annotations
 import os
 import random
 import secrets
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import require_cuda_device
 
-with warnings.catch_warnings():  # an environment warning at import is not a test failure
-    warnings.simplefilter("default")
-    cupy = pytest.importorskip("cupy")
+cupy = require_cuda_device()
 
 from py_arkworks_bls12381 import G1Point, Scalar
 
@@ -33,16 +31,6 @@ R384, R384_INV = (1 << 384) % P, pow(1 << 384, -1, P)
 MONT_R256 = (1 << 256) % R_MODULUS
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"
 
-
-def _device_count() -> int:
-    try:
-        return int(cupy.cuda.runtime.getDeviceCount())
-    except Exception:  # no driver, or no device
-        return 0
-
-
-if _device_count() == 0:
-    pytest.skip("no CUDA device", allow_module_level=True)
 
 
 @pytest.fixture

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import os
 import secrets
-import warnings
 from typing import Any
 
 import numpy as np
 import pytest
+from conftest import require_cuda_device
 
-with warnings.catch_warnings():  # an environment warning at import is not a test failure
-    warnings.simplefilter("default")
-    cupy = pytest.importorskip("cupy")
+cupy = require_cuda_device()
 
 from workbench.gpu import kernels
 from workbench.gpu.ntt import STAGES, GpuDomain, durations_ms
@@ -32,16 +30,6 @@ R_INV = pow(1 << 256, -1, R)
 G = field.GENERATOR
 POISON = np.uint64(2**64 - 1)
 
-
-def _device_count() -> int:
-    try:
-        return int(cupy.cuda.runtime.getDeviceCount())
-    except Exception:  # no driver, or no device
-        return 0
-
-
-if _device_count() == 0:
-    pytest.skip("no CUDA device", allow_module_level=True)
 
 
 @pytest.fixture
