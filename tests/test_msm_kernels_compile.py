@@ -27,7 +27,6 @@ from workbench.gpu import srs_gen
 from workbench.prover.curve import R_MODULUS, G1Points, batch_add, msm, point_to_bytes
 
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"
-OURS = ["msm.cu", "batch_add.cu"]
 NVCC = shutil.which("nvcc") or ("/usr/local/bin/nvcc" if Path("/usr/local/bin/nvcc").exists() else None)
 CXX = shutil.which("g++") or shutil.which("c++")
 CUDA_INCLUDE = next((p for p in (Path("/usr/local/cuda/include"),) if (p / "vector_types.h").exists()), None)
@@ -39,7 +38,6 @@ R384 = (1 << 384) % P
 R384_INV = pow(1 << 384, -1, P)
 MONT_R256 = (1 << 256) % R_MODULUS
 
-needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not found (CUDA toolkit absent)")
 needs_cxx = pytest.mark.skipif(CXX is None or CUDA_INCLUDE is None,
                                reason="host C++ compiler or CUDA headers (vector_types.h) not found")
 
