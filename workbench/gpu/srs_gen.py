@@ -109,27 +109,30 @@ def _check(scalars: np.ndarray) -> np.ndarray:
     return arr
 
 
+def _points_of(be: Any, scalars: np.ndarray) -> Any:
+    """(n, 24) uint32 device array of canonical affine s_i * G, on the current stream."""
+    arr = _check(scalars)
+    out = be.xp.empty((arr.shape[0], 24), dtype=be.xp.uint32)
+    _fixed_base(be, arr, out)
+    return out
+
+
 def generate_g1_from_scalars(scalars: np.ndarray, backend: Any = None, stream: Any = None) -> G1Points:
     """s_i * G for canonical (n, 4) uint64 scalars, computed on the device, as host bytes."""
     be = backend if backend is not None else gpu_msm.default_backend()
-    arr = _check(scalars)
-    n = arr.shape[0]
     with be.stream_context(stream):
-        out = be.xp.empty((n, 24), dtype=be.xp.uint32)
-        _fixed_base(be, arr, out)
+        out = _points_of(be, scalars)
         host = np.ascontiguousarray(be.download(out), dtype="<u4")
-    return G1Points(host.view(np.uint8).reshape(n, 96))
+    return G1Points(host.view(np.uint8).reshape(out.shape[0], 96))
 
 
 def device_points_from_scalars(scalars: np.ndarray, backend: Any = None,
                                stream: Any = None) -> gpu_msm.DevicePoints:
     """The same points left on the device, ready for MSMs (no host round trip)."""
     be = backend if backend is not None else gpu_msm.default_backend()
-    arr = _check(scalars)
-    n = arr.shape[0]
     with be.stream_context(stream):
-        out = be.xp.empty((n, 24), dtype=be.xp.uint32)
-        _fixed_base(be, arr, out)
+        out = _points_of(be, scalars)
+        n = out.shape[0]
         if n:
             be.launch("msm", "g1_points_to_mont", 2 * n, (out, np.uint64(n)), threads=256)
     return gpu_msm.DevicePoints(data=out, n=n, backend=be)
