@@ -41,7 +41,6 @@ class PartitionBuffers:
     b: np.ndarray
     c: np.ndarray
     slot: int = -1  # pool slot for zerocopy, -1 otherwise
-    registered: bool = False
     released: bool = field(default=False)
 
     def vectors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -223,7 +222,6 @@ class RegisteredMode(PageableMode):
         for array in buffers.vectors():
             with scope.span("host_register", bytes=array.nbytes, emulated=self.host.emulated):
                 self.host.register(array)
-        buffers.registered = True
         return buffers
 
     def after_upload(self, buffers: PartitionBuffers, scope: Scope) -> None:

@@ -122,7 +122,6 @@ class Pipeline:
         self.mutexes = [
             InstrumentedMutex(f"gpu{g}", self.recorder, mutex_track(g)) for g in range(config.gpus)
         ]
-        self.mutex = self.mutexes[0]
         self.memory: MemoryMode | None = None
         self._barriers: list[InstrumentedBarrier] = []
         self._threads: list[threading.Thread] = []
@@ -172,6 +171,11 @@ class Pipeline:
             self.stop(INTERRUPTED)
             self.wait_quietly()
         return self.result(time.perf_counter() - started)
+
+    @property
+    def mutex(self) -> InstrumentedMutex:
+        """The first GPU's mutex (the only one on a one-GPU run)."""
+        return self.mutexes[0]
 
     @property
     def interrupted(self) -> bool:
