@@ -216,10 +216,11 @@ def test_a_pipeline_run_with_a_stand_in_library_places_work_in_its_phases(librar
 
     def issue(phase, partition, worker):
         # Called on the worker's thread just before the phase's span opens: the "launch"
-        # is stamped a little later, inside the phase.
+        # is stamped a little later, inside the phase. 1 ms, not less: a thread switch can
+        # hold the span's opening back by over 100 µs, and these phases last 3 ms or more.
         if phase not in ("ntt_msm_h", "batch_add", "tail_msm"):
             return
-        c, t = next(correlation), time.perf_counter_ns() + 100_000
+        c, t = next(correlation), time.perf_counter_ns() + 1_000_000
         library.pending.append(api(Kind.DRIVER, Driver.cuLaunchKernel, c, threading.get_native_id(), t))
         name = f"{phase}:{partition}:{worker}"
         library.pending.append(kernel(name, t + 1_000, t + 2_000, c, stream=worker))
