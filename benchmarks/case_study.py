@@ -48,12 +48,30 @@ def spread(trace: Any, phase: str) -> float | None:
     return float(durations.max() / durations.min()) if len(durations) and durations.min() > 0 else None
 
 
+PHASES = ("synthesis", "prep_msm", "upload", "ntt_msm_h", "barrier_wait", "batch_add", "tail_msm",
+          "b_g2_msm", "finish")
+
+
+def phase_medians(trace: Any) -> dict[str, float]:
+    out = {}
+    for phase in PHASES:
+        durations = trace.durations_ns(trace.span_mask(name=phase))
+        if len(durations):
+            out[phase] = float(statistics.median(durations.tolist()) / 1e6)
+    waits = trace.durations_ns(trace.span_mask(name="wait", track_prefix="mutex/"))
+    if len(waits):
+        out["mutex_wait"] = float(statistics.median(waits.tolist()) / 1e6)
+    return out
+
+
 def run_cell(name: str, changes: dict[str, Any], base: Any, data: Path) -> dict[str, Any]:
     from workbench.analysis import copy_rates, diagnose, summarize, utilisation
     from workbench.pipeline.run import Pipeline
     from workbench.prover.backend import select_backend
     from workbench.trace import save
 
+    # Every synthesis thread may work at once (a permit each), as in the production daemon.
+    changes = {"synth_lookahead": changes.get("synth_threads", base.synth_threads), **changes}
     config = base.replace(**changes)
     result = Pipeline(config, select_backend(config)).run()
     if not result.ok:
@@ -75,6 +93,9 @@ def run_cell(name: str, changes: dict[str, Any], base: Any, data: Path) -> dict[
         "kernel_busy": gpu.kernel_busy,
         "nvml_duty_cycle": gpu.nvml_duty_cycle,
         "verdict": diagnose(trace).headline,
+        "phase_median_ms": phase_medians(trace),
+        "setup_s": float(trace.durations_ns(trace.span_mask(name="setup")).sum() / 1e9),
+        "wall_s": result.wall_s,
         "notices": trace.meta.get("notices", []),
     }
 
@@ -97,12 +118,15 @@ def main() -> None:
         raise SystemExit(f"unknown cells {unknown}; known: {', '.join(CELLS)}")
     args.data.mkdir(parents=True, exist_ok=True)
     base = RunConfig(backend=args.backend, log2_constraints=args.log2, partitions=args.partitions,
-                     bool_fraction=args.bool_fraction, gpu_workers=2, synth_lookahead=4,
+                     bool_fraction=args.bool_fraction, gpu_workers=2,
                      gpu_trace=True)
     results: dict[str, Any] = {}
     for name in names:
         print(f"running {name} ...", file=sys.stderr, flush=True)
         results[name] = run_cell(name, CELLS[name], base, args.data)
+        print(json.dumps({name: results[name]}, default=str), file=sys.stderr, flush=True)
+        if args.out:  # written after every cell: a run cut short keeps what it measured
+            args.out.write_text(json.dumps(results, indent=2, default=str))
     results["whatif"] = whatif_check(args.data, results)
     if args.out:
         args.out.write_text(json.dumps(results, indent=2, default=str))

@@ -1,4 +1,4 @@
-// Sum of the G1 points whose bit is set in a bitmap (bit i % 8 of byte i / 8, the packed
+// Sum of the G1 or G2 points whose bit is set in a bitmap (bit i % 8 of byte i / 8, the packed
 // "scalar == 1" selections that prep_msm builds), as a parallel tree reduction:
 //   batch_add_chunks: thread t adds the selected points among [t * chunk, (t + 1) * chunk)
 //     into an XYZZ partial (mixed additions, the bulk of the work);
@@ -11,6 +11,7 @@
 // every kernel is a grid-stride loop without shared memory, so any grid is correct and the
 // CI tests can run it on the CPU.
 #include "g1.cuh"
+#include "g2.cuh"
 
 typedef unsigned long long batch_u64;
 
@@ -42,14 +43,15 @@ FP_FN batch_u64 batch_word(const unsigned char* bitmap, batch_u64 first, batch_u
 }
 
 // chunk is a multiple of 64.
-extern "C" __global__ void __launch_bounds__(128)
-batch_add_chunks(const uint4* points, const unsigned char* bitmap, uint4* partials,
-                 batch_u64 n, batch_u64 chunks, unsigned int chunk)
+template <class F>
+EC_KERNEL_BODY void batch_add_chunks_body(const uint4* points, const unsigned char* bitmap,
+                                          uint4* partials, batch_u64 n, batch_u64 chunks,
+                                          unsigned int chunk)
 {
     BATCH_GRID_STRIDE(t, chunks) {
         const batch_u64 begin = t * chunk;
         const batch_u64 end = begin + chunk < n ? begin + chunk : n;
-        g1_xyzz_t acc = g1_infinity();
+        ec_xyzz<F> acc = ec_infinity<F>();
 #pragma unroll 1
         for (batch_u64 first = begin; first < end; first += 64) {
             batch_u64 bits = batch_word(bitmap, first, n);
@@ -57,22 +59,40 @@ batch_add_chunks(const uint4* points, const unsigned char* bitmap, uint4* partia
             while (bits) {
                 const int j = batch_ctz(bits);
                 bits &= bits - 1;
-                acc = g1_add_affine_inline(acc, g1_affine_load(points, first + j));
+                acc = ec_add_affine_inline(acc, ec_affine_load<F>(points, first + j));
             }
         }
-        g1_xyzz_store(partials, t, acc);
+        ec_xyzz_store(partials, t, acc);
     }
 }
 
-extern "C" __global__ void __launch_bounds__(128)
-xyzz_sum_groups(const uint4* in, uint4* out, batch_u64 n_in, batch_u64 n_out, unsigned int group)
+template <class F>
+EC_KERNEL_BODY void xyzz_sum_groups_body(const uint4* in, uint4* out, batch_u64 n_in, batch_u64 n_out,
+                                         unsigned int group)
 {
     BATCH_GRID_STRIDE(t, n_out) {
         const batch_u64 begin = t * group;
         const batch_u64 end = begin + group < n_in ? begin + group : n_in;
-        g1_xyzz_t acc = g1_infinity();
+        ec_xyzz<F> acc = ec_infinity<F>();
 #pragma unroll 1
-        for (batch_u64 i = begin; i < end; ++i) acc = g1_add(acc, g1_xyzz_load(in, i));
-        g1_xyzz_store(out, t, acc);
+        for (batch_u64 i = begin; i < end; ++i) acc = ec_add(acc, ec_xyzz_load<F>(in, i));
+        ec_xyzz_store(out, t, acc);
     }
 }
+
+// The kernels of each group: G1 under the plain names, G2 with the suffix _g2.
+#define BATCH_KERNELS(suffix, F)                                                                  \
+    extern "C" __global__ void __launch_bounds__(128) batch_add_chunks##suffix(                   \
+        const uint4* points, const unsigned char* bitmap, uint4* partials, batch_u64 n,           \
+        batch_u64 chunks, unsigned int chunk)                                                     \
+    {                                                                                             \
+        batch_add_chunks_body<F>(points, bitmap, partials, n, chunks, chunk);                     \
+    }                                                                                             \
+    extern "C" __global__ void __launch_bounds__(128) xyzz_sum_groups##suffix(                    \
+        const uint4* in, uint4* out, batch_u64 n_in, batch_u64 n_out, unsigned int group)         \
+    {                                                                                             \
+        xyzz_sum_groups_body<F>(in, out, n_in, n_out, group);                                     \
+    }
+
+BATCH_KERNELS(, fp_t)
+BATCH_KERNELS(_g2, fp2_t)

@@ -1,4 +1,4 @@
-// Pippenger multi-scalar multiplication over BLS12-381 G1, plus the point-format kernels
+// Pippenger multi-scalar multiplication over BLS12-381 G1 and G2, plus the point-format kernels
 // the host side needs (to and from Montgomery form, fixed-base multiplication for the SRS).
 //
 // Pipeline for sum_i s_i * P_i with c-bit windows (workbench/gpu/msm.py drives it):
@@ -28,6 +28,7 @@
 // (the CI tests compile this file with a host compiler and run it that way).
 #include "fr.cuh"
 #include "g1.cuh"
+#include "g2.cuh"
 
 typedef unsigned long long msm_u64;
 
@@ -129,20 +130,22 @@ FP_FN msm_u64 msm_slice_size(unsigned int largest, unsigned int k0)
 // Where a run of one bucket inside slice t goes: a run at the slice's start to heads[t] (it
 // may continue a bucket from earlier slices), else a run at its end to tails[t] (it may go
 // on into later ones), else the run is the whole bucket.
+template <class F>
 FP_FN void msm_store_run(uint4* heads, uint4* tails, uint4* sums, msm_u64 t, msm_u64 bucket,
-                         bool at_start, bool at_end, const g1_xyzz_t& acc)
+                         bool at_start, bool at_end, const ec_xyzz<F>& acc)
 {
-    if (at_start) g1_xyzz_store(heads, t, acc);
-    else if (at_end) g1_xyzz_store(tails, t, acc);
-    else g1_xyzz_store(sums, bucket, acc);
+    if (at_start) ec_xyzz_store(heads, t, acc);
+    else if (at_end) ec_xyzz_store(tails, t, acc);
+    else ec_xyzz_store(sums, bucket, acc);
 }
 
 // max_slices is the host's upper bound on the slice count (entries / k0), so the launch
 // needs no read-back; largest is the largest bucket count, on the device.
-extern "C" __global__ void __launch_bounds__(128)
-msm_accumulate(const uint4* points, const unsigned int* entries, const unsigned int* bucket_ends,
-               const unsigned int* largest, uint4* heads, uint4* tails, uint4* sums,
-               msm_u64 buckets, msm_u64 max_slices, unsigned int k0)
+template <class F>
+EC_KERNEL_BODY void msm_accumulate_body(const uint4* points, const unsigned int* entries,
+                                        const unsigned int* bucket_ends, const unsigned int* largest,
+                                        uint4* heads, uint4* tails, uint4* sums, msm_u64 buckets,
+                                        msm_u64 max_slices, unsigned int k0)
 {
     const msm_u64 total = bucket_ends[buckets - 1];
     const msm_u64 size = msm_slice_size(*largest, k0);
@@ -156,19 +159,19 @@ msm_accumulate(const uint4* points, const unsigned int* entries, const unsigned 
             if (bucket_ends[mid] > begin) hi = mid; else lo = mid + 1;
         }
         msm_u64 bucket = lo, bucket_end = bucket_ends[lo], run = begin;
-        g1_xyzz_t acc = g1_infinity();
+        ec_xyzz<F> acc = ec_infinity<F>();
 #pragma unroll 1
         for (msm_u64 e = begin; e < end; ++e) {
             if (e == bucket_end) {
                 msm_store_run(heads, tails, sums, t, bucket, run == begin, false, acc);
-                acc = g1_infinity();
+                acc = ec_infinity<F>();
                 run = e;
                 do bucket_end = bucket_ends[++bucket]; while (bucket_end <= e);  // skip empty ones
             }
             const unsigned int entry = entries[e];
-            g1_affine_t p = g1_affine_load(points, entry & ~MSM_SIGN_BIT);
-            if (entry & MSM_SIGN_BIT) p = g1_affine_neg(p);
-            acc = g1_add_affine_inline(acc, p);
+            ec_affine<F> p = ec_affine_load<F>(points, entry & ~MSM_SIGN_BIT);
+            if (entry & MSM_SIGN_BIT) p = ec_affine_neg(p);
+            acc = ec_add_affine_inline(acc, p);
         }
         msm_store_run(heads, tails, sums, t, bucket, run == begin, true, acc);
     }
@@ -176,17 +179,17 @@ msm_accumulate(const uint4* points, const unsigned int* entries, const unsigned 
 
 // The buckets msm_accumulate did not store whole: the sum of their pieces (see
 // msm_store_run), or infinity for an empty bucket.
-extern "C" __global__ void __launch_bounds__(128)
-msm_bucket_sum(const uint4* heads, const uint4* tails, const unsigned int* counts,
-               const unsigned int* bucket_ends, const unsigned int* largest, uint4* sums,
-               msm_u64 buckets, unsigned int k0)
+template <class F>
+EC_KERNEL_BODY void msm_bucket_sum_body(const uint4* heads, const uint4* tails, const unsigned int* counts,
+                                        const unsigned int* bucket_ends, const unsigned int* largest,
+                                        uint4* sums, msm_u64 buckets, unsigned int k0)
 {
     const msm_u64 total = bucket_ends[buckets - 1];
     const msm_u64 size = msm_slice_size(*largest, k0);
     MSM_GRID_STRIDE(b, buckets) {
         const unsigned int count = counts[b];
         if (count == 0) {
-            g1_xyzz_store(sums, b, g1_infinity());
+            ec_xyzz_store(sums, b, ec_infinity<F>());
             continue;
         }
         const msm_u64 end = bucket_ends[b], start = end - count;
@@ -194,10 +197,10 @@ msm_bucket_sum(const uint4* heads, const uint4* tails, const unsigned int* count
         const bool at_start = start == first * size;
         const msm_u64 first_end = (first + 1) * size < total ? (first + 1) * size : total;
         if (first == last && !at_start && end != first_end) continue;  // stored whole
-        g1_xyzz_t acc = at_start ? g1_xyzz_load(heads, first) : g1_xyzz_load(tails, first);
+        ec_xyzz<F> acc = at_start ? ec_xyzz_load<F>(heads, first) : ec_xyzz_load<F>(tails, first);
 #pragma unroll 1
-        for (msm_u64 t = first + 1; t <= last; ++t) acc = g1_add(acc, g1_xyzz_load(heads, t));
-        g1_xyzz_store(sums, b, acc);
+        for (msm_u64 t = first + 1; t <= last; ++t) acc = ec_add(acc, ec_xyzz_load<F>(heads, t));
+        ec_xyzz_store(sums, b, acc);
     }
 }
 
@@ -208,41 +211,70 @@ msm_bucket_sum(const uint4* heads, const uint4* tails, const unsigned int* count
 // keeps the invariant  total = sum A^(k) + 2^scale_log2 * WS(X^(k)), so it emits
 // U as the next X and A_s = sum_j A^(k)_{sL+j} + 2^scale_log2 * Aw_s as the next A. When a
 // row is one point long, WS of it is zero and the row's A is the window's sum.
-extern "C" __global__ void __launch_bounds__(128)
-msm_reduce_level(const uint4* x_in, const uint4* a_in, unsigned int has_a, uint4* u_out,
-                 uint4* a_out, msm_u64 windows, msm_u64 m_in, msm_u64 m_out,
-                 unsigned int seg_log2, unsigned int scale_log2)
+template <class F>
+EC_KERNEL_BODY void msm_reduce_level_body(const uint4* x_in, const uint4* a_in, unsigned int has_a,
+                                          uint4* u_out, uint4* a_out, msm_u64 windows, msm_u64 m_in,
+                                          msm_u64 m_out, unsigned int seg_log2, unsigned int scale_log2)
 {
     const msm_u64 seg = 1ull << seg_log2;
     MSM_GRID_STRIDE(idx, windows * m_out) {
         const msm_u64 w = idx / m_out, s = idx % m_out;
         const msm_u64 row = w * m_in, first = s * seg;
-        g1_xyzz_t running = g1_infinity(), weighted = g1_infinity(), plain = g1_infinity();
+        ec_xyzz<F> running = ec_infinity<F>(), weighted = running, plain = running;
 #pragma unroll 1
         for (msm_u64 j = seg - 1; j >= 1; --j) {
             if (first + j < m_in) {
-                running = g1_add(running, g1_xyzz_load(x_in, row + first + j));
-                if (has_a) plain = g1_add(plain, g1_xyzz_load(a_in, row + first + j));
+                running = ec_add(running, ec_xyzz_load<F>(x_in, row + first + j));
+                if (has_a) plain = ec_add(plain, ec_xyzz_load<F>(a_in, row + first + j));
             }
-            weighted = g1_add(weighted, running);
+            weighted = ec_add(weighted, running);
         }
-        running = g1_add(running, g1_xyzz_load(x_in, row + first));
-        if (has_a) plain = g1_add(plain, g1_xyzz_load(a_in, row + first));
-        weighted = g1_add(plain, g1_dbl_n(weighted, scale_log2));
-        g1_xyzz_store(u_out, w * m_out + s, running);
-        g1_xyzz_store(a_out, w * m_out + s, weighted);
+        running = ec_add(running, ec_xyzz_load<F>(x_in, row + first));
+        if (has_a) plain = ec_add(plain, ec_xyzz_load<F>(a_in, row + first));
+        weighted = ec_add(plain, ec_dbl_n(weighted, scale_log2));
+        ec_xyzz_store(u_out, w * m_out + s, running);
+        ec_xyzz_store(a_out, w * m_out + s, weighted);
     }
 }
 
-// Canonical affine coordinates -> Montgomery form, in place (2n field elements).
-extern "C" __global__ void g1_points_to_mont(uint4* points, msm_u64 n)
+// The kernels of each group: G1 under the plain names, G2 with the suffix _g2.
+#define MSM_KERNELS(suffix, F)                                                                     \
+    extern "C" __global__ void __launch_bounds__(128) msm_accumulate##suffix(                      \
+        const uint4* points, const unsigned int* entries, const unsigned int* bucket_ends,         \
+        const unsigned int* largest, uint4* heads, uint4* tails, uint4* sums, msm_u64 buckets,     \
+        msm_u64 max_slices, unsigned int k0)                                                       \
+    {                                                                                              \
+        msm_accumulate_body<F>(points, entries, bucket_ends, largest, heads, tails, sums, buckets, \
+                               max_slices, k0);                                                    \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(128) msm_bucket_sum##suffix(                      \
+        const uint4* heads, const uint4* tails, const unsigned int* counts,                        \
+        const unsigned int* bucket_ends, const unsigned int* largest, uint4* sums,                 \
+        msm_u64 buckets, unsigned int k0)                                                          \
+    {                                                                                              \
+        msm_bucket_sum_body<F>(heads, tails, counts, bucket_ends, largest, sums, buckets, k0);     \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(128) msm_reduce_level##suffix(                    \
+        const uint4* x_in, const uint4* a_in, unsigned int has_a, uint4* u_out, uint4* a_out,      \
+        msm_u64 windows, msm_u64 m_in, msm_u64 m_out, unsigned int seg_log2,                       \
+        unsigned int scale_log2)                                                                   \
+    {                                                                                              \
+        msm_reduce_level_body<F>(x_in, a_in, has_a, u_out, a_out, windows, m_in, m_out, seg_log2,  \
+                                 scale_log2);                                                      \
+    }
+
+MSM_KERNELS(, fp_t)
+MSM_KERNELS(_g2, fp2_t)
+
+// Canonical Fp elements -> Montgomery form, in place: a G1 point is 2 of them, a G2 point 4.
+extern "C" __global__ void fp_array_to_mont(uint4* elements, msm_u64 n)
 {
-    MSM_GRID_STRIDE(i, 2 * n) fp_store(points, i, fp_to_mont(fp_load(points, i)));
+    MSM_GRID_STRIDE(i, n) fp_store(elements, i, fp_to_mont(fp_load(elements, i)));
 }
 
-extern "C" __global__ void g1_points_from_mont(uint4* out, const uint4* points, msm_u64 n)
+extern "C" __global__ void fp_array_from_mont(uint4* out, const uint4* elements, msm_u64 n)
 {
-    MSM_GRID_STRIDE(i, 2 * n) fp_store(out, i, fp_from_mont(fp_load(points, i)));
+    MSM_GRID_STRIDE(i, n) fp_store(out, i, fp_from_mont(fp_load(elements, i)));
 }
 
 // out_i = s_i * G for canonical scalars s_i (the (n, 4) uint64 layout), written as canonical
@@ -253,15 +285,15 @@ g1_fixed_base(const uint4* table, const uint4* scalars, uint4* out, msm_u64 n)
 {
     MSM_GRID_STRIDE(i, n) {
         const fr_t s = fr_load(scalars, i);
-        g1_xyzz_t acc = g1_infinity();
+        g1_xyzz_t acc = ec_infinity<fp_t>();
 #pragma unroll 1
         for (unsigned int w = 0; w < 32; ++w) {
             const unsigned int byte = (msm_limb(s, w >> 2) >> (8 * (w & 3))) & 0xffu;
-            if (byte) acc = g1_add_affine(acc, g1_affine_load(table, 256ull * w + byte));
+            if (byte) acc = ec_add_affine(acc, ec_affine_load<fp_t>(table, 256ull * w + byte));
         }
-        g1_affine_t a = g1_to_affine(acc);
+        g1_affine_t a = ec_to_affine(acc);
         a.x = fp_from_mont(a.x);
         a.y = fp_from_mont(a.y);
-        g1_affine_store(out, i, a);
+        ec_affine_store(out, i, a);
     }
 }

@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from py_arkworks_bls12381 import G1Point, Scalar
+from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
 from workbench.gpu import msm as gpu_msm
 from workbench.gpu import srs_gen
-from workbench.prover.curve import R_MODULUS, G1Points, batch_add, msm, point_to_bytes
+from workbench.prover.curve import R_MODULUS, G1Points, G2Points, batch_add, msm, point_to_bytes
 
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"
 NVCC = shutil.which("nvcc") or ("/usr/local/bin/nvcc" if Path("/usr/local/bin/nvcc").exists() else None)
@@ -75,7 +75,7 @@ static g1_affine_t point(const char* x, const char* y) {
     g1_affine_t p; p.x = fp_to_mont(parse(x)); p.y = fp_to_mont(parse(y)); return p;
 }
 static void show_point(const g1_xyzz_t& p) {
-    g1_affine_t a = g1_to_affine(p);
+    g1_affine_t a = ec_to_affine(p);
     show(fp_from_mont(a.x)); show(fp_from_mont(a.y));
 }
 
@@ -91,13 +91,13 @@ int main() {
         else if (!strcmp(op, "from_mont")) show(fp_from_mont(x));
         else {
             g1_affine_t p = point(a, b), q = point(c, d);
-            if (!strcmp(op, "g_madd")) show_point(g1_add_affine(g1_from_affine(p), q));
-            else if (!strcmp(op, "g_add")) show_point(g1_add(g1_from_affine(p), g1_from_affine(q)));
+            if (!strcmp(op, "g_madd")) show_point(ec_add_affine(ec_from_affine(p), q));
+            else if (!strcmp(op, "g_add")) show_point(ec_add(ec_from_affine(p), ec_from_affine(q)));
             else if (!strcmp(op, "g_xadd"))  // 2p + (q + p): doubling and addition of XYZZ inputs
-                show_point(g1_add(g1_dbl(g1_from_affine(p)), g1_add_affine(g1_from_affine(q), p)));
-            else if (!strcmp(op, "g_dbl")) show_point(g1_dbl(g1_from_affine(p)));
-            else if (!strcmp(op, "g_dbl_affine")) show_point(g1_dbl_affine(p));
-            else if (!strcmp(op, "g_neg")) show_point(g1_from_affine(g1_affine_neg(p)));
+                show_point(ec_add(ec_dbl(ec_from_affine(p)), ec_add_affine(ec_from_affine(q), p)));
+            else if (!strcmp(op, "g_dbl")) show_point(ec_dbl(ec_from_affine(p)));
+            else if (!strcmp(op, "g_dbl_affine")) show_point(ec_dbl_affine(p));
+            else if (!strcmp(op, "g_neg")) show_point(ec_from_affine(ec_affine_neg(p)));
             else return 2;
         }
     }
@@ -358,3 +358,163 @@ def test_emulated_msm_window_sizes_of_large_inputs(backend: EmulatedBackend, win
     scalars = _mont(values)
     got = gpu_msm.msm(dev, scalars, window=window)
     assert got == point_to_bytes(msm(points, scalars)), f"c = {window}, seed {seed}"
+
+
+# ---------------------------------------------------------------- G2 (Fp2 coordinates)
+
+HARNESS_G2 = r"""
+#include <cstdio>
+#include <cstring>
+#include "g2.cuh"
+
+static fp_t parse(const char* hex) {
+    fp_t x = fp_zero();
+    int len = (int)strlen(hex);
+    for (int k = 0; k < len; ++k) {
+        char ch = hex[len - 1 - k];
+        unsigned v = ch <= '9' ? ch - '0' : (ch | 32) - 'a' + 10;
+        x.l[k / 8] |= v << (4 * (k % 8));
+    }
+    return x;
+}
+static fp2_t parse2(const char* c0, const char* c1) { return fp2_make(fp_to_mont(parse(c0)), fp_to_mont(parse(c1))); }
+static void show(const fp_t& z) { for (int j = 11; j >= 0; --j) printf("%08x", z.l[j]); printf("\n"); }
+static void show2(const fp2_t& z) { show(fp_from_mont(z.c0)); show(fp_from_mont(z.c1)); }
+static void show_point(const g2_xyzz_t& p) { g2_affine_t a = ec_to_affine(p); show2(a.x); show2(a.y); }
+
+int main() {
+    char op[16], v[8][100];
+    while (scanf("%15s %99s %99s %99s %99s %99s %99s %99s %99s", op, v[0], v[1], v[2], v[3], v[4], v[5],
+                 v[6], v[7]) == 9) {
+        fp2_t a = parse2(v[0], v[1]), b = parse2(v[2], v[3]);
+        if (!strcmp(op, "mul")) show2(fp2_mul(a, b));
+        else if (!strcmp(op, "sqr")) show2(fp2_sqr(a));
+        else if (!strcmp(op, "inv")) show2(fp2_inv(a));
+        else if (!strcmp(op, "sub")) show2(fp2_sub(a, b));
+        else {
+            g2_affine_t p, q;
+            p.x = a; p.y = b; q.x = parse2(v[4], v[5]); q.y = parse2(v[6], v[7]);
+            if (!strcmp(op, "g_madd")) show_point(ec_add_affine(ec_from_affine(p), q));
+            else if (!strcmp(op, "g_add")) show_point(ec_add(ec_from_affine(p), ec_from_affine(q)));
+            else if (!strcmp(op, "g_xadd"))
+                show_point(ec_add(ec_dbl(ec_from_affine(p)), ec_add_affine(ec_from_affine(q), p)));
+            else if (!strcmp(op, "g_dbl")) show_point(ec_dbl(ec_from_affine(p)));
+            else if (!strcmp(op, "g_dbl_affine")) show_point(ec_dbl_affine(p));
+            else if (!strcmp(op, "g_neg")) show_point(ec_from_affine(ec_affine_neg(p)));
+            else return 2;
+        }
+    }
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def harness_g2(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if CXX is None or CUDA_INCLUDE is None:
+        pytest.skip("host C++ compiler or CUDA headers (vector_types.h) not found")
+    tmp = tmp_path_factory.mktemp("fp2_harness")
+    src = tmp / "harness_g2.cpp"
+    src.write_text(HARNESS_G2)
+    return _compile_host(tmp, "harness_g2", src, shared=False)
+
+
+def _fp2_mul(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+    return ((a[0] * b[0] - a[1] * b[1]) % P, (a[0] * b[1] + a[1] * b[0]) % P)
+
+
+def test_fp2_matches_python_ints(harness_g2: Path):
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    edges = _fp_edges()
+    values = [(rng.choice(edges), rng.choice(edges)) for _ in range(40)] + [
+        (rng.randrange(P), rng.randrange(P)) for _ in range(80)]
+    values += [(0, 0), (1, 0), (0, 1), (P - 1, P - 1)]
+    cases = []
+    for a in values:
+        b = rng.choice(values)
+        norm = (a[0] * a[0] + a[1] * a[1]) % P
+        inv = (0, 0) if norm == 0 else (a[0] * pow(norm, -1, P) % P, -a[1] * pow(norm, -1, P) % P)
+        cases += [("mul", a, b, _fp2_mul(a, b)), ("sqr", a, (0, 0), _fp2_mul(a, a)), ("inv", a, (0, 0), inv),
+                  ("sub", a, b, ((a[0] - b[0]) % P, (a[1] - b[1]) % P))]
+    lines = [f"{op} {a[0]:x} {a[1]:x} {b[0]:x} {b[1]:x} 0 0 0 0\n" for op, a, b, _ in cases]
+    got = _ask(harness_g2, lines)
+    assert len(got) == 2 * len(cases)
+    bad = [(op, a, b) for i, (op, a, b, want) in enumerate(cases) if (got[2 * i], got[2 * i + 1]) != want]
+    assert not bad, f"seed {seed}: {len(bad)} mismatches, first {bad[:2]}"
+
+
+def _g2_ints(p: G2Point) -> list[int]:
+    raw = bytes(p.to_xy_bytes_le())
+    return [int.from_bytes(raw[48 * k : 48 * k + 48], "little") for k in range(4)]
+
+
+def _random_g2(rng: random.Random) -> G2Point:
+    return G2Point() * Scalar(rng.randrange(1, R_MODULUS))
+
+
+def test_g2_ops_match_library(harness_g2: Path):
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    inf = G2Point.identity()
+    cases: list[tuple[str, G2Point, G2Point, G2Point]] = []
+    for _ in range(8):
+        p, q = _random_g2(rng), _random_g2(rng)
+        cases += [("madd", p, q, p + q), ("add", p, q, p + q), ("dbl", p, inf, p + p),
+                  ("dbl_affine", p, inf, p + p), ("neg", p, inf, -p), ("xadd", p, q, p + p + q + p),
+                  ("madd", p, p, p + p), ("add", p, p, p + p), ("madd", p, -p, inf), ("add", p, -p, inf),
+                  ("madd", p, inf, p), ("madd", inf, q, q), ("add", inf, q, q), ("add", p, inf, p),
+                  ("dbl", inf, inf, inf), ("xadd", p, -p, p + p)]
+    lines = [f"g_{op} " + " ".join(f"{v:x}" for v in _g2_ints(p) + _g2_ints(q)) + "\n" for op, p, q, _ in cases]
+    got = _ask(harness_g2, lines)
+    assert len(got) == 4 * len(cases)
+    bad = [op for i, (op, _, _, want) in enumerate(cases) if got[4 * i : 4 * i + 4] != _g2_ints(want)]
+    assert not bad, f"seed {seed}: mismatches in {bad[:5]}"
+
+
+def _g2_points(rng: random.Random, n: int) -> G2Points:
+    return G2Points.from_objects([_random_g2(rng) for _ in range(n)])
+
+
+@pytest.mark.parametrize("case", ["random", "zero", "r_minus_1", "indices", "cancel", "window_2"])
+def test_emulated_g2_msm_matches_library(backend: EmulatedBackend, case: str):
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    n = 37
+    points = _g2_points(rng, n)
+    values = [rng.randrange(R_MODULUS) for _ in range(n)]
+    indices, window = None, None
+    if case == "zero":
+        values = [0] * n
+    elif case == "r_minus_1":
+        values = [R_MODULUS - 1] * n
+    elif case == "indices":
+        indices = np.array(sorted(rng.sample(range(n), 11)), dtype=np.int64)
+        values = values[:11]
+    elif case == "cancel":
+        values = [values[0], R_MODULUS - values[0]] * (n // 2) + [0]
+        points = G2Points(np.repeat(points.xy[:1], n, axis=0))
+    elif case == "window_2":
+        window = 2
+    dev = gpu_msm.DevicePoints.from_points(points, backend=backend)
+    assert dev.group is gpu_msm.G2
+    scalars = _mont(values)
+    gpu_msm._workspace(backend).poison()
+    got = gpu_msm.msm(dev, scalars, indices, window=window)
+    assert len(got) == 192
+    assert got == point_to_bytes(msm(points, scalars, indices)), f"{case}, seed {seed}"
+    assert dev.to_points() == points
+
+
+@pytest.mark.parametrize("n", [1, 70, 300])
+def test_emulated_g2_batch_add_matches_library(backend: EmulatedBackend, n: int):
+    seed = random.SystemRandom().randrange(2**32)
+    rng = np.random.default_rng(seed)
+    points = _g2_points(random.Random(seed), n)
+    dev = gpu_msm.DevicePoints.from_points(points, backend=backend)
+    for mask in (rng.random(n) < 0.5, np.ones(n, bool), np.zeros(n, bool)):
+        bitmap = np.packbits(mask, bitorder="little")
+        gpu_msm._workspace(backend).poison()
+        got = gpu_msm.batch_add(dev, bitmap)
+        assert got == point_to_bytes(batch_add(points, mask)), f"seed {seed}"
+        assert gpu_msm.to_library_point(got) == batch_add(points, mask)

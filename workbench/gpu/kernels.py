@@ -69,8 +69,9 @@ def _compile(cupy: Any, code: str, probe: str) -> Any:
     return module
 
 
+# A kernel's name, also where a macro pastes a group's suffix onto it (name##suffix).
 _KERNEL_NAME = re.compile(
-    r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(')
+    r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)(?:##\w+)?\s*\(')
 
 
 def module(name: str) -> Any:

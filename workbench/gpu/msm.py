@@ -1,10 +1,13 @@
-"""Multi-scalar multiplication and batch addition of BLS12-381 G1 points on the GPU.
+"""Multi-scalar multiplication and batch addition of BLS12-381 G1 and G2 points on the GPU.
 
-Device layout: :class:`DevicePoints` holds n affine points as an ``(n, 24)`` uint32 array,
-x then y, each coordinate twelve little-endian 32-bit limbs in Montgomery form
-(kernels/fp.cuh); the point at infinity stays all zeros. Results come back to the host as
-the 96-byte "xy little-endian" encoding of :mod:`workbench.prover.curve`
-(:func:`to_library_point` turns one into the curve library's point).
+Device layout: :class:`DevicePoints` holds n affine points as an ``(n, 24)`` uint32 array
+for G1 (x then y, each coordinate twelve little-endian 32-bit limbs in Montgomery form,
+kernels/fp.cuh) or ``(n, 48)`` for G2 (each coordinate two such elements, c0 then c1,
+kernels/fp2.cuh); the point at infinity stays all zeros. Results come back to the host as
+the 96- or 192-byte "xy little-endian" encoding of :mod:`workbench.prover.curve`
+(:func:`to_library_point` turns one into the curve library's point). One set of kernels
+serves both groups (kernels/curve.cuh); :class:`Group` says which to launch and how large
+a point is.
 
 The MSM is Pippenger's method over signed c-bit digits (kernels/msm.cu describes the
 device pipeline). The window size comes from a cost model, :func:`window_bits`. The last
@@ -26,16 +29,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from py_arkworks_bls12381 import G1Point, Scalar
+from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
 from workbench.gpu import kernels
-from workbench.prover.curve import G1Points
+from workbench.prover.curve import G1Points, G2Points
 
 __all__ = [
     "IDENTITY_BYTES",
     "P_MODULUS",
+    "G1",
+    "G2",
     "CupyBackend",
     "DevicePoints",
+    "Group",
     "batch_add",
     "combine_windows",
     "default_backend",
@@ -53,8 +59,7 @@ IDENTITY_BYTES = bytes(96)
 """The encoding of the point at infinity."""
 
 _R_INV = pow(1 << 384, -1, P_MODULUS)
-_XYZZ_WORDS = 48  # four coordinates of twelve 32-bit limbs
-_MAX_WINDOW_BITS = 20  # 13 windows x 2^19 buckets x 192 bytes = 1.3 GB of bucket sums
+_MAX_WINDOW_BITS = 20  # 13 windows x 2^19 buckets x 192 bytes = 1.3 GB of G1 bucket sums
 _BATCH_CHUNK = 256  # points per thread in batch_add's first pass: 2^16 threads at 2^24, one full wave
 _GROUP = 16  # partials per thread in each later pass
 _MAX_BLOCKS = 1 << 20
@@ -67,6 +72,51 @@ events there); None costs nothing."""
 def _phase(name: str) -> None:
     if phase_hook is not None:
         phase_hook(name)
+
+
+# ---------------------------------------------------------------- groups
+
+
+@dataclass(frozen=True)
+class Group:
+    """Which curve group a set of points is in: its kernels' suffix and its sizes."""
+
+    name: str
+    kernel_suffix: str
+    degree: int  # Fp elements per coordinate: 1 (G1 over Fp) or 2 (G2 over Fp2)
+    points_type: type[G1Points] | type[G2Points]
+    library_type: type[G1Point] | type[G2Point]
+
+    @property
+    def point_bytes(self) -> int:
+        return 96 * self.degree
+
+    @property
+    def affine_words(self) -> int:  # uint32 words of an affine point
+        return 24 * self.degree
+
+    @property
+    def xyzz_words(self) -> int:  # uint32 words of an XYZZ point (four coordinates)
+        return 48 * self.degree
+
+    @property
+    def identity(self) -> bytes:
+        return bytes(self.point_bytes)
+
+    def kernel(self, name: str) -> str:
+        return name + self.kernel_suffix
+
+
+G1 = Group("g1", "", 1, G1Points, G1Point)
+G2 = Group("g2", "_g2", 2, G2Points, G2Point)
+
+
+def group_of(points: G1Points | G2Points) -> Group:
+    if isinstance(points, G2Points):
+        return G2
+    if isinstance(points, G1Points):
+        return G1
+    raise TypeError(f"expected G1Points or G2Points, got {type(points).__name__}")
 
 
 # ---------------------------------------------------------------- parameters
@@ -108,15 +158,21 @@ def slice_floor(n: int, c: int) -> int:
 # ---------------------------------------------------------------- host side of the results
 
 Affine = tuple[int, int] | None  # None is the point at infinity
+Fp2 = tuple[int, int]  # c0 + c1 u
+Affine2 = tuple[Fp2, Fp2] | None
+
+
+def _canonical_fp(rows: np.ndarray) -> list[int]:
+    raw = np.ascontiguousarray(rows, dtype="<u4").tobytes()
+    return [int.from_bytes(raw[i : i + 48], "little") * _R_INV % P_MODULUS for i in range(0, len(raw), 48)]
 
 
 def xyzz_rows_to_affine(rows: np.ndarray) -> list[Affine]:
-    """XYZZ points as the kernels store them ((k, 48) uint32, Montgomery form) -> affine
+    """G1 XYZZ points as the kernels store them ((k, 48) uint32, Montgomery form) -> affine
     ints, with one inversion for all of them (x = X / ZZ, y = Y / ZZZ; t = 1 / (ZZ ZZZ)
     gives both, and a running product shares one inversion among the rows)."""
     p = P_MODULUS
-    raw = np.ascontiguousarray(rows, dtype="<u4").tobytes()
-    coords = [int.from_bytes(raw[i : i + 48], "little") * _R_INV % p for i in range(0, len(raw), 48)]
+    coords = _canonical_fp(rows)
     points = [tuple(coords[k : k + 4]) for k in range(0, len(coords), 4)]
     prefix, running = [], 1
     for _, _, zz, zzz in points:
@@ -134,26 +190,64 @@ def xyzz_rows_to_affine(rows: np.ndarray) -> list[Affine]:
     return out
 
 
-def encode_affine(point: Affine) -> bytes:
+def _fp2_mul(a: Fp2, b: Fp2) -> Fp2:
+    p = P_MODULUS
+    return ((a[0] * b[0] - a[1] * b[1]) % p, (a[0] * b[1] + a[1] * b[0]) % p)
+
+
+def _fp2_inv(a: Fp2) -> Fp2:
+    p = P_MODULUS
+    t = pow((a[0] * a[0] + a[1] * a[1]) % p, -1, p)
+    return (a[0] * t % p, -a[1] * t % p)
+
+
+def xyzz_rows_to_affine_g2(rows: np.ndarray) -> list[Affine2]:
+    """G2 XYZZ points ((k, 96) uint32, Montgomery form) -> affine Fp2 pairs. The rows are
+    a window's few sums, so each gets its own inversion."""
+    flat = _canonical_fp(rows)
+    out: list[Affine2] = []
+    for k in range(0, len(flat), 8):
+        x, y, zz, zzz = ((flat[k + 2 * j], flat[k + 2 * j + 1]) for j in range(4))
+        if zz == (0, 0):
+            out.append(None)
+            continue
+        t = _fp2_inv(_fp2_mul(zz, zzz))
+        out.append((_fp2_mul(x, _fp2_mul(t, zzz)), _fp2_mul(y, _fp2_mul(t, zz))))
+    return out
+
+
+def _rows_to_affine(rows: np.ndarray, group: Group) -> list[Any]:
+    return xyzz_rows_to_affine(rows) if group is G1 else xyzz_rows_to_affine_g2(rows)
+
+
+def encode_affine(point: Affine | Affine2, group: Group = G1) -> bytes:
     if point is None:
-        return IDENTITY_BYTES
-    return point[0].to_bytes(48, "little") + point[1].to_bytes(48, "little")
+        return group.identity
+    if group is G1:
+        x, y = point
+        assert isinstance(x, int) and isinstance(y, int)
+        return x.to_bytes(48, "little") + y.to_bytes(48, "little")
+    return b"".join(v.to_bytes(48, "little") for coord in point for v in coord)  # type: ignore[union-attr]
 
 
-def combine_windows(window_sums: Sequence[Affine], c: int) -> bytes:
+def combine_windows(window_sums: Sequence[Any], c: int, group: Group = G1) -> bytes:
     """sum_w 2^(c w) * window_sums[w] by Horner's rule from the top window, with the curve
-    library (about 0.1 ms for 16 windows; the same chain in Python integers took 3 ms)."""
-    acc, shift = G1Point.identity(), Scalar(1 << c)
+    library (about 0.1 ms for 16 G1 windows; the same chain in Python integers took 3 ms)."""
+    lib = group.library_type
+    acc, shift = lib.identity(), Scalar(1 << c)
     for point in reversed(window_sums):
         acc = acc * shift
         if point is not None:
-            acc = acc + G1Point.from_xy_bytes_unchecked_le(encode_affine(point))
+            acc = acc + lib.from_xy_bytes_unchecked_le(encode_affine(point, group))
     return bytes(acc.to_xy_bytes_le())
 
 
-def to_library_point(xy: bytes) -> G1Point:
-    """The curve library's G1Point for a 96-byte result."""
-    return G1Point.identity() if not any(xy) else G1Point.from_xy_bytes_unchecked_le(bytes(xy))
+def to_library_point(xy: bytes) -> G1Point | G2Point:
+    """The curve library's point for a result: 96 bytes are G1, 192 bytes G2."""
+    lib = {96: G1Point, 192: G2Point}.get(len(xy))
+    if lib is None:
+        raise ValueError(f"a point is 96 (G1) or 192 (G2) bytes, got {len(xy)}")
+    return lib.identity() if not any(xy) else lib.from_xy_bytes_unchecked_le(bytes(xy))
 
 
 # ---------------------------------------------------------------- device plumbing
@@ -234,36 +328,41 @@ def _workspace(backend: Any) -> _Workspace:
 
 @dataclass(frozen=True, eq=False)
 class DevicePoints:
-    """Affine G1 points resident on the device (layout in the module docstring)."""
+    """Affine G1 or G2 points resident on the device (layout in the module docstring)."""
 
     data: Any
     n: int
     backend: Any
+    group: Group = G1
 
     @classmethod
-    def from_points(cls, points: G1Points, stream: Any = None, backend: Any = None) -> DevicePoints:
+    def from_points(cls, points: G1Points | G2Points, stream: Any = None, backend: Any = None) -> DevicePoints:
         """Upload once; the conversion to Montgomery form runs on the device, on ``stream``
         (the current one by default): work on another stream must be ordered after it."""
         be = backend if backend is not None else default_backend()
+        group = group_of(points)
         n = len(points)
-        words = np.ascontiguousarray(points.xy).view("<u4").reshape(n, 24)
+        words = np.ascontiguousarray(points.xy).view("<u4").reshape(n, group.affine_words)
         with be.stream_context(stream):
-            data = be.xp.empty((n, 24), dtype=be.xp.uint32)
+            data = be.xp.empty((n, group.affine_words), dtype=be.xp.uint32)
             if n:
                 be.upload(data, words)
-                be.launch("msm", "g1_points_to_mont", 2 * n, (data, np.uint64(n)), threads=256)
-        return cls(data=data, n=n, backend=be)
+                elements = 2 * group.degree * n
+                be.launch("msm", "fp_array_to_mont", elements, (data, np.uint64(elements)), threads=256)
+        return cls(data=data, n=n, backend=be, group=group)
 
-    def to_points(self, stream: Any = None) -> G1Points:
+    def to_points(self, stream: Any = None) -> G1Points | G2Points:
         """Download as canonical xy bytes (for checks and the SRS cache)."""
-        be = self.backend
+        be, group = self.backend, self.group
         with be.stream_context(stream):
-            out = be.xp.empty((self.n, 24), dtype=be.xp.uint32)
+            out = be.xp.empty((self.n, group.affine_words), dtype=be.xp.uint32)
             if self.n:
-                be.launch("msm", "g1_points_from_mont", 2 * self.n, (out, self.data, np.uint64(self.n)),
+                elements = 2 * group.degree * self.n
+                be.launch("msm", "fp_array_from_mont", elements, (out, self.data, np.uint64(elements)),
                           threads=256)
             host = be.download(out)
-        return G1Points(np.ascontiguousarray(host, dtype="<u4").view(np.uint8).reshape(self.n, 96))
+        xy = np.ascontiguousarray(host, dtype="<u4").view(np.uint8).reshape(self.n, group.point_bytes)
+        return group.points_type(xy)
 
 
 def _on_device(be: Any, ws: _Workspace, name: str, arr: Any, dtype: Any, width: int | None) -> Any:
@@ -286,7 +385,7 @@ def _on_device(be: Any, ws: _Workspace, name: str, arr: Any, dtype: Any, width: 
 
 def msm(points: DevicePoints, scalars: Any, indices: Any = None, stream: Any = None, *,
         window: int | None = None) -> bytes:
-    """sum_i s_i * points[indices[i]] (or points[i]) as 96-byte xy little-endian.
+    """sum_i s_i * points[indices[i]] (or points[i]) as xy little-endian (96 or 192 bytes).
 
     ``scalars``: (m, 4) uint64 Montgomery-form Fr, fully reduced, on the host or the device.
     ``indices``: optional (m,) int64, host or device; host indices are range-checked.
@@ -307,13 +406,14 @@ def msm(points: DevicePoints, scalars: Any, indices: Any = None, stream: Any = N
         if int(indices.shape[0]) != m:
             raise ValueError(f"{indices.shape[0]} indices but {m} scalars")
     if m == 0:
-        return IDENTITY_BYTES
+        return points.group.identity
     with be.stream_context(stream):
         return _msm(be, ws, points, scalars, indices, m, window or window_bits(m))
 
 
 def _msm(be: Any, ws: _Workspace, points: DevicePoints, scalars: Any, indices: Any, m: int, c: int) -> bytes:
-    xp = be.xp
+    xp, group = be.xp, points.group
+    words = group.xyzz_words
     windows = window_count(c)
     rows = (1 << (c - 1)) + 1  # buckets per window, index = digit magnitude
     buckets = windows * rows
@@ -340,23 +440,23 @@ def _msm(be: Any, ws: _Workspace, points: DevicePoints, scalars: Any, indices: A
     largest = ws.buffer("largest", np.uint32, 1).reshape(())
     xp.max(counts, out=largest)
     max_slices = -(-m * windows // k0)  # slices are at least k0 entries long
-    heads = ws.buffer("heads", np.uint32, max_slices * _XYZZ_WORDS)
-    tails = ws.buffer("tails", np.uint32, max_slices * _XYZZ_WORDS)
-    sums = ws.buffer("sums", np.uint32, buckets * _XYZZ_WORDS)
-    be.launch("msm", "msm_accumulate", max_slices,
+    heads = ws.buffer("heads", np.uint32, max_slices * words)
+    tails = ws.buffer("tails", np.uint32, max_slices * words)
+    sums = ws.buffer("sums", np.uint32, buckets * words)
+    be.launch("msm", group.kernel("msm_accumulate"), max_slices,
               (points.data, entries, ends, largest, heads, tails, sums, np.uint64(buckets),
                np.uint64(max_slices), np.uint32(k0)))
-    be.launch("msm", "msm_bucket_sum", buckets,
+    be.launch("msm", group.kernel("msm_bucket_sum"), buckets,
               (heads, tails, counts, ends, largest, sums, np.uint64(buckets), np.uint32(k0)))
     _phase("reduce")
-    window_sums = be.download(_reduce_windows(be, ws, sums, windows, rows)).reshape(windows, _XYZZ_WORDS)
+    window_sums = be.download(_reduce_windows(be, ws, group, sums, windows, rows)).reshape(windows, words)
     _phase("combine")
-    result = combine_windows(xyzz_rows_to_affine(window_sums), c)
+    result = combine_windows(_rows_to_affine(window_sums, group), c, group)
     _phase("done")
     return result
 
 
-def _reduce_windows(be: Any, ws: _Workspace, sums: Any, windows: int, rows: int) -> Any:
+def _reduce_windows(be: Any, ws: _Workspace, group: Group, sums: Any, windows: int, rows: int) -> Any:
     """Per window, sum_j j * S_j over its row of bucket sums (msm_reduce_level in msm.cu)."""
     x, a = sums, None
     m_in, scale, parity = rows, 0, 0
@@ -365,9 +465,9 @@ def _reduce_windows(be: Any, ws: _Workspace, sums: Any, windows: int, rows: int)
         # shorten each thread's serial chain once there are too few rows to fill the GPU.
         seg_log2 = 4 if a is None else 2
         m_out = -(-m_in // (1 << seg_log2))
-        u_out = ws.buffer(f"level_u{parity}", np.uint32, windows * m_out * _XYZZ_WORDS)
-        a_out = ws.buffer(f"level_a{parity}", np.uint32, windows * m_out * _XYZZ_WORDS)
-        be.launch("msm", "msm_reduce_level", windows * m_out,
+        u_out = ws.buffer(f"level_u{parity}", np.uint32, windows * m_out * group.xyzz_words)
+        a_out = ws.buffer(f"level_a{parity}", np.uint32, windows * m_out * group.xyzz_words)
+        be.launch("msm", group.kernel("msm_reduce_level"), windows * m_out,
                   (x, x if a is None else a, np.uint32(a is not None), u_out, a_out, np.uint64(windows),
                    np.uint64(m_in), np.uint64(m_out), np.uint32(seg_log2), np.uint32(scale)))
         x, a = u_out, a_out
@@ -377,30 +477,30 @@ def _reduce_windows(be: Any, ws: _Workspace, sums: Any, windows: int, rows: int)
 
 
 def batch_add(points: DevicePoints, bitmap: Any, stream: Any = None) -> bytes:
-    """Sum of the points whose bit is set, as 96-byte xy little-endian.
+    """Sum of the points whose bit is set, as xy little-endian (96 or 192 bytes).
 
     ``bitmap``: uint8 of length ceil(n / 8), bit i % 8 of byte i // 8 (``np.packbits(mask,
     bitorder="little")``), on the host or the device.
     """
-    be = points.backend
+    be, group = points.backend, points.group
     ws = _workspace(be)
-    n = points.n
+    n, words = points.n, points.group.xyzz_words
     if bitmap.ndim != 1 or bitmap.dtype != np.uint8 or int(bitmap.shape[0]) != (n + 7) // 8:
         raise ValueError(f"bitmap must be uint8 of {(n + 7) // 8} bytes, got {bitmap.dtype} {bitmap.shape}")
     if n == 0:
-        return IDENTITY_BYTES
+        return group.identity
     with be.stream_context(stream):
         bits = _on_device(be, ws, "bitmap", bitmap, np.uint8, None)
         count = -(-n // _BATCH_CHUNK)
-        current = ws.buffer("batch_partials", np.uint32, count * _XYZZ_WORDS)
-        be.launch("batch_add", "batch_add_chunks", count,
+        current = ws.buffer("batch_partials", np.uint32, count * words)
+        be.launch("batch_add", group.kernel("batch_add_chunks"), count,
                   (points.data, bits, current, np.uint64(n), np.uint64(count), np.uint32(_BATCH_CHUNK)))
         parity = 0
         while count > 1:
             out_count = -(-count // _GROUP)
-            out = ws.buffer(f"batch_level{parity}", np.uint32, out_count * _XYZZ_WORDS)
-            be.launch("batch_add", "xyzz_sum_groups", out_count,
+            out = ws.buffer(f"batch_level{parity}", np.uint32, out_count * words)
+            be.launch("batch_add", group.kernel("xyzz_sum_groups"), out_count,
                       (current, out, np.uint64(count), np.uint64(out_count), np.uint32(_GROUP)))
             current, count, parity = out, out_count, parity ^ 1
-        total = be.download(current[:_XYZZ_WORDS])
-    return encode_affine(xyzz_rows_to_affine(total.reshape(1, _XYZZ_WORDS))[0])
+        total = be.download(current[:words])
+    return encode_affine(_rows_to_affine(total.reshape(1, words), group)[0], group)

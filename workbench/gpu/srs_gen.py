@@ -92,7 +92,7 @@ def _fixed_base(be: Any, arr: np.ndarray, out: Any) -> None:
     xp = be.xp
     table = xp.empty((32 * 256, 24), dtype=xp.uint32)
     be.upload(table, fixed_base_table())
-    be.launch("msm", "g1_points_to_mont", 2 * table.shape[0], (table, np.uint64(table.shape[0])), threads=256)
+    be.launch("msm", "fp_array_to_mont", 2 * table.shape[0], (table, np.uint64(2 * table.shape[0])), threads=256)
     n = arr.shape[0]
     scalars_dev = xp.empty((max(min(n, _BATCH), 1), 4), dtype=xp.uint64)
     for start in range(0, n, _BATCH):
@@ -134,7 +134,7 @@ def device_points_from_scalars(scalars: np.ndarray, backend: Any = None,
         out = _points_of(be, scalars)
         n = out.shape[0]
         if n:
-            be.launch("msm", "g1_points_to_mont", 2 * n, (out, np.uint64(n)), threads=256)
+            be.launch("msm", "fp_array_to_mont", 2 * n, (out, np.uint64(2 * n)), threads=256)
     return gpu_msm.DevicePoints(data=out, n=n, backend=be)
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from workbench.config import RunConfig
 from workbench.events import mutex_track, prep_track, synth_track, worker_track
+from workbench.pipeline import switching
 from workbench.pipeline.collector import Collector, CollectorUnavailable
 from workbench.pipeline.memory import MemoryMode, PartitionBuffers, PoolClosed, make_memory_mode
 from workbench.pipeline.scope import Scope
@@ -128,6 +129,7 @@ class Pipeline:
         self._finished = threading.Event()
         # prep_msm's result for the GPU thread of the same worker, handed over at the barrier.
         self._preps: dict[int, PrepResult] = {}
+        self._switching = False  # holds the short switch interval (pipeline/switching.py)
 
     # -- control ------------------------------------------------------------------------------
     def stop(self, reason: str = "stopped by request") -> None:
@@ -183,6 +185,8 @@ class Pipeline:
 
     def start(self) -> None:
         config, recorder = self.config, self.recorder
+        switching.enter()
+        self._switching = True
         setup_scope = Scope(recorder, RUN_TRACK)
         try:
             with setup_scope.span("setup", backend=self.backend.name):
@@ -283,6 +287,9 @@ class Pipeline:
     def result(self, wall_s: float) -> RunResult:
         self._discard_unclaimed()
         self._stop_collectors()
+        if self._switching:
+            self._switching = False
+            switching.leave()
         if self._error is not None:
             outcome, error = "failed", str(self._error)
         elif self._stop_reason is not None:
@@ -296,6 +303,7 @@ class Pipeline:
             "partitions_done": self.progress.done, "wall_s": wall_s,
             "started_ns": self.progress.started_ns, "host_cpus": os.cpu_count(),
             "notices": list(self.notices), "gpus": self.config.gpus,
+            "switch_interval_s": switching.SWITCH_INTERVAL_S,
             "worker_gpu": {str(w): self.config.gpu_of(w) for w in range(self.config.workers)},
         }
         if self.memory is not None and hasattr(self.memory, "pool"):

@@ -28,7 +28,7 @@ import numpy as np
 
 from workbench.prover import field
 
-CHUNK = 1 << 14  # constraints per step: big enough to amortise numpy calls, small for cache
+CHUNK = 1 << 17  # constraints per step: few numpy calls (each retakes the interpreter lock)
 
 
 class SynthesisCancelled(Exception):

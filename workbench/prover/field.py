@@ -37,12 +37,15 @@ TWO_ADICITY = 32
 
 PLANE_BITS = 29
 PLANE_LIMBS = 9
-# Elements per chunk of every planes kernel. A multiplication makes about 95 ufunc calls of
-# ~1 us fixed cost each, so chunks are as long as the caches allow (measured best).
-CHUNK = 8192
+# Elements per chunk of every planes kernel. A multiplication makes about 95 ufunc calls,
+# and every call drops and retakes the interpreter lock: with a dozen threads and one of them
+# running Python, each retake can wait a whole switch interval. At 8192 (the fastest for one
+# thread alone) a 2^21 synthesis took 15 s beside one busy Python thread instead of 1.6 s;
+# at 65536 it took 4.5 s and alone it is as fast (1.4 s on the 2-core development box).
+CHUNK = 65536
 # Elements repacked limbs<->planes at a time, through per-thread buffers: a fresh large
 # temporary costs more in first-touch page faults than the repack itself.
-BLOCK = 8192
+BLOCK = 65536
 
 _MASK = (1 << PLANE_BITS) - 1
 _R_MOD = (1 << 256) % MODULUS
