@@ -377,7 +377,9 @@ static fp_t parse(const char* hex) {
     }
     return x;
 }
-static fp2_t parse2(const char* c0, const char* c1) { return fp2_make(fp_to_mont(parse(c0)), fp_to_mont(parse(c1))); }
+static fp2_t parse2(const char* c0, const char* c1) {
+    return fp2_make(fp_to_mont(parse(c0)), fp_to_mont(parse(c1)));
+}
 static void show(const fp_t& z) { for (int j = 11; j >= 0; --j) printf("%08x", z.l[j]); printf("\n"); }
 static void show2(const fp2_t& z) { show(fp_from_mont(z.c0)); show(fp_from_mont(z.c1)); }
 static void show_point(const g2_xyzz_t& p) { g2_affine_t a = ec_to_affine(p); show2(a.x); show2(a.y); }
@@ -465,7 +467,8 @@ def test_g2_ops_match_library(harness_g2: Path):
                   ("madd", p, p, p + p), ("add", p, p, p + p), ("madd", p, -p, inf), ("add", p, -p, inf),
                   ("madd", p, inf, p), ("madd", inf, q, q), ("add", inf, q, q), ("add", p, inf, p),
                   ("dbl", inf, inf, inf), ("xadd", p, -p, p + p)]
-    lines = [f"g_{op} " + " ".join(f"{v:x}" for v in _g2_ints(p) + _g2_ints(q)) + "\n" for op, p, q, _ in cases]
+    lines = [f"g_{op} " + " ".join(f"{v:x}" for v in _g2_ints(p) + _g2_ints(q)) + "\n"
+             for op, p, q, _ in cases]
     got = _ask(harness_g2, lines)
     assert len(got) == 4 * len(cases)
     bad = [op for i, (op, _, _, want) in enumerate(cases) if got[4 * i : 4 * i + 4] != _g2_ints(want)]

@@ -2,9 +2,12 @@
 worker's own CUDA stream, device buffers allocated once per worker and reused.
 
 The H MSM, batch_add and tail_msm run on our MSM kernels (workbench/gpu/msm.py) over query
-points uploaded once per run; b_g2_msm and finish stay on the host, as in the production
-prover. With `gpu_msm=False` the G1 sums run on the host instead and every such span says
-`on="cpu"`, so a trace never passes CPU time off as GPU time.
+points uploaded once per run. B's G2 query is summed there too, in batch_add (the points
+whose scalar is 1) and tail_msm (the rest), inside the mutex: on the host it cost about 20
+core-seconds a partition at 2^22 (the curve library's G2 multi-exponentiation), more than
+the whole 16-core machine could give beside synthesis. finish stays on the host. With
+`gpu_msm=False` every curve sum, b_g2_msm included, runs on the host instead and every such
+span says `on="cpu"`, so a trace never passes CPU time off as GPU time.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 import numpy as np
-from py_arkworks_bls12381 import G1Point
+from py_arkworks_bls12381 import G1Point, G2Point
 
 from workbench.config import ConfigError, RunConfig
 from workbench.gpu import kernels
@@ -22,7 +25,7 @@ from workbench.gpu.host_memory import CudaHostMemory
 from workbench.gpu.ntt import GpuDomain, durations_ms
 from workbench.pipeline.scope import Scope
 from workbench.prover import curve, prep, srs
-from workbench.prover.backend import Backend, DeviceBuffers
+from workbench.prover.backend import B_G2, Backend, DeviceBuffers
 from workbench.prover.host_curve import HostCurvePhases
 
 HOST_TO_DEVICE = 1  # cudaMemcpyHostToDevice
@@ -53,7 +56,7 @@ class GpuBackend(HostCurvePhases, Backend):
     def __init__(self, gpu_msm: bool = True) -> None:
         self._cp: Any = kernels.require_cupy()
         self.gpu_msm = gpu_msm
-        self.points: dict[int, dict[str, Any]] = {}  # per GPU: the G1 queries on the device
+        self.points: dict[int, dict[str, Any]] = {}  # per GPU: the queries on the device
         self.gpus = 1
         self.host = CudaHostMemory()
         self.key: srs.Srs | None = None
@@ -92,6 +95,8 @@ class GpuBackend(HostCurvePhases, Backend):
                                                 g1_generator=srs_gen.generate_g1, method="gpu")
             else:
                 self.key = srs.load_or_generate(config.log2_constraints, n, config.seed)
+        if not self.gpu_msm:
+            self.parse_key_points(scope)
         for gpu in range(config.gpus):
             with self._cp.cuda.Device(gpu):
                 self._setup_device(gpu, config, scope)
@@ -104,9 +109,10 @@ class GpuBackend(HostCurvePhases, Backend):
             from workbench.gpu import msm
 
             assert self.key is not None
-            with scope.span("upload_key", gpu=gpu, points=4 << config.log2_constraints):
+            with scope.span("upload_key", gpu=gpu, points=4 << config.log2_constraints,
+                            g2_points=len(self.key.b_g2)):
                 key = self.key
-                queries = {"h": key.h, "l": key.l, "a": key.a, "b": key.b_g1}
+                queries = {"h": key.h, "l": key.l, "a": key.a, "b": key.b_g1, B_G2: key.b_g2}
                 self.points[gpu] = {q: msm.DevicePoints.from_points(p) for q, p in queries.items()}
                 # Uploaded on the default stream; workers' streams must see them complete.
                 self._cp.cuda.Device(gpu).synchronize()
@@ -195,11 +201,17 @@ class GpuBackend(HostCurvePhases, Backend):
 
         stream = buffers.extra["stream"]
         bitmap = self._upload_prep(buffers, prepared, scope)
-        return {
-            q: msm.to_library_point(msm.batch_add(self.points[buffers.gpu][q], bitmap, stream=stream))
+        points = self.points[buffers.gpu]
+        out: dict[str, Any] = {
+            q: msm.to_library_point(msm.batch_add(points[q], bitmap, stream=stream))
             if prepared.split[q] else G1Point.identity()
             for q in prep.QUERIES
         }
+        with scope.span("batch_add_g2", points=len(self._key().b_g2)):
+            # B in G2 is split exactly as B in G1 (the same scalars).
+            out[B_G2] = (msm.to_library_point(msm.batch_add(points[B_G2], bitmap, stream=stream))
+                         if prepared.split["b"] else G2Point.identity())
+        return out
 
     def _upload_prep(self, buffers: DeviceBuffers, prepared: prep.PrepResult, scope: Scope) -> Any:
         """prep_msm's bitmap and tail arrays to the device, once per partition."""
@@ -221,10 +233,16 @@ class GpuBackend(HostCurvePhases, Backend):
             self._upload_prep(buffers, prepared, scope)
         _, scalars, indices = buffers.extra.pop("tail")
         stream = buffers.extra["stream"]
-        return {
-            q: msm.to_library_point(msm.msm(self.points[buffers.gpu][q], scalars, indices, stream=stream))
-            for q in prep.QUERIES
-        }
+        points = self.points[buffers.gpu]
+        out = {q: msm.to_library_point(msm.msm(points[q], scalars, indices, stream=stream))
+               for q in prep.QUERIES}
+        with scope.span("tail_msm_g2", scalars=int(scalars.shape[0])):
+            out[B_G2] = msm.to_library_point(msm.msm(points[B_G2], scalars, indices, stream=stream))
+        return out
+
+    @property
+    def b_g2_in_gpu_phases(self) -> bool:  # type: ignore[override]
+        return self.gpu_msm
 
     def describe(self) -> dict[str, Any]:
         names = []

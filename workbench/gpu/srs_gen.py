@@ -92,7 +92,8 @@ def _fixed_base(be: Any, arr: np.ndarray, out: Any) -> None:
     xp = be.xp
     table = xp.empty((32 * 256, 24), dtype=xp.uint32)
     be.upload(table, fixed_base_table())
-    be.launch("msm", "fp_array_to_mont", 2 * table.shape[0], (table, np.uint64(2 * table.shape[0])), threads=256)
+    elements = 2 * table.shape[0]
+    be.launch("msm", "fp_array_to_mont", elements, (table, np.uint64(elements)), threads=256)
     n = arr.shape[0]
     scalars_dev = xp.empty((max(min(n, _BATCH), 1), 4), dtype=xp.uint64)
     for start in range(0, n, _BATCH):

@@ -29,7 +29,7 @@ from workbench.pipeline import switching
 from workbench.pipeline.collector import Collector, CollectorUnavailable
 from workbench.pipeline.memory import MemoryMode, PartitionBuffers, PoolClosed, make_memory_mode
 from workbench.pipeline.scope import Scope
-from workbench.prover.backend import Backend, DeviceBuffers
+from workbench.prover.backend import B_G2, Backend, DeviceBuffers
 from workbench.prover.circuit import SynthesisCancelled, SyntheticCircuit
 from workbench.prover.prep import PrepResult, prep_msm
 from workbench.trace.barrier import BarrierBroken, InstrumentedBarrier
@@ -433,7 +433,10 @@ class Pipeline:
                 mutex.release()
         finally:
             memory.discard(buffers)
-        b_g2 = self._phase(scope, "b_g2_msm", backend.b_g2_msm, buffers.witness, prep, scope)
+        if backend.b_g2_in_gpu_phases:  # summed on the GPU inside the mutex: two halves to add
+            b_g2 = batch.pop(B_G2) + tail.pop(B_G2)
+        else:
+            b_g2 = self._phase(scope, "b_g2_msm", backend.b_g2_msm, buffers.witness, prep, scope)
         parts = {"h": h_msm, "batch": batch, "tail": tail, "b_g2": b_g2}
         proof = self._phase(scope, "finish", backend.finish, parts, partition, scope)
         with self._state:

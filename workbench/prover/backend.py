@@ -53,9 +53,16 @@ class HostMemory(ABC):
     def unregister(self, array: np.ndarray) -> None: ...
 
 
+B_G2 = "b_g2"
+"""The key under which batch_add and tail_msm return the G2 part of B, where they compute it."""
+
+
 class Backend(ABC):
     name: str
     host: HostMemory
+    # True when batch_add and tail_msm also sum B's G2 query (under B_G2 in their results),
+    # so the pipeline adds the two parts instead of running the b_g2_msm phase.
+    b_g2_in_gpu_phases: bool = False
 
     def check(self, config: RunConfig) -> None:
         """Raise ConfigError for settings this backend cannot run."""

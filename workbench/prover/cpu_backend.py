@@ -59,6 +59,7 @@ class CpuBackend(HostCurvePhases, Backend):
         n = 1 << config.log2_constraints
         with scope.span("proving_key", log2=config.log2_constraints):
             self.key = srs.load_or_generate(config.log2_constraints, n, config.seed)
+        self.parse_key_points(scope)
         with scope.span("twiddles"):
             self.domain = ntt.Domain(config.log2_constraints)
 

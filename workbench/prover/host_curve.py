@@ -1,7 +1,7 @@
 """The curve phases as computed on the host with the independent curve library.
 
-The CPU backend uses all of them; the GPU backend keeps b_g2_msm and finish here (as the
-production prover does) and, until its own MSM kernels take over, the rest too.
+The CPU backend uses all of them; the GPU backend keeps finish here, and all of them when it
+runs without its MSM kernels (gpu_msm=False).
 """
 
 from __future__ import annotations
@@ -23,6 +23,15 @@ class HostCurvePhases:
         if self.key is None:
             raise RuntimeError("the proving key is not loaded: setup() must run first")
         return self.key
+
+    def parse_key_points(self, scope: Scope) -> None:
+        """Turn the key's bytes into the curve library's point objects now, in setup: done
+        lazily by the first partition it took seconds at 2^22 (G2 most of all) and held
+        every worker up inside the run."""
+        key = self._key()
+        with scope.span("parse_key_points", points=len(key.b_g2) + 3 * len(key.a)):
+            for points in (key.b_g2, key.l, key.a, key.b_g1):
+                points.objects()
 
     def batch_add(self, buffers: DeviceBuffers, prepared: prep.PrepResult, scope: Scope) -> dict[str, Any]:
         return prep.batch_add_queries(prepared, self._key())

@@ -19,7 +19,9 @@ from workbench.viz.lanes import HoldIndex, base_lane, nesting_depth, phase_of, r
 # down without waiting for the enclosing span, which is recorded only when it ends.
 NESTED_PHASES = frozenset({
     "h2d_copy", "staging_copy", "ntt", "coset_intt", "msm_h", "pool_checkout",
-    "host_register", "host_unregister", "proving_key", "twiddles",
+    "host_register", "host_unregister", "proving_key", "twiddles", "parse_key_points", "kernels",
+    "upload_key", "link_probe", "prep_upload", "batch_add_g2", "tail_msm_g2", "batch_add_cpu",
+    "tail_msm_cpu",
 })
 HOLD_SUFFIX = " mutex hold"
 
