@@ -18,11 +18,11 @@ from conftest import require_cuda_device
 
 cupy = require_cuda_device()
 
-from py_arkworks_bls12381 import G1Point, Scalar
+from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
 from workbench.gpu import msm as gpu_msm
 from workbench.gpu import srs_gen
-from workbench.prover.curve import R_MODULUS, G1Points, batch_add, msm, point_to_bytes
+from workbench.prover.curve import R_MODULUS, G1Points, G2Points, batch_add, msm, point_to_bytes
 
 pytestmark = pytest.mark.gpu
 
@@ -226,3 +226,41 @@ def test_msm_with_the_windows_of_large_sizes(rng: random.Random, window: int):
     dev = gpu_msm.DevicePoints.from_points(points)
     _poison()
     assert gpu_msm.msm(dev, scalars, window=window) == point_to_bytes(msm(points, scalars))
+
+
+# ---------------------------------------------------------------- G2
+
+
+def _g2_points(rng: random.Random, n: int) -> G2Points:
+    side = max(1, int(n**0.5) + 1)
+    rows = [G2Point() * Scalar(rng.randrange(1, R_MODULUS)) for _ in range(side)]
+    cols = [G2Point() * Scalar(rng.randrange(1, R_MODULUS)) for _ in range(side)]
+    return G2Points.from_objects([rows[i // side] + cols[i % side] for i in range(n)])
+
+
+@pytest.mark.parametrize("log2", [8, 12, 15])
+def test_g2_msm_matches_library(rng: random.Random, log2: int):
+    n = (1 << log2) + 5
+    points = _g2_points(rng, n)
+    values = [rng.randrange(R_MODULUS) for _ in range(n - 3)] + [0, 1, R_MODULUS - 1]
+    scalars = _mont_scalars(values)
+    dev = gpu_msm.DevicePoints.from_points(points)
+    assert dev.to_points() == points
+    _poison()
+    assert gpu_msm.msm(dev, scalars) == point_to_bytes(msm(points, scalars))
+    indices = np.array(sorted(rng.sample(range(n), n // 3)), dtype=np.int64)
+    _poison()
+    got = gpu_msm.msm(dev, cupy.asarray(scalars[: len(indices)]), cupy.asarray(indices))
+    assert got == point_to_bytes(msm(points, scalars[: len(indices)], indices))
+
+
+@pytest.mark.parametrize("log2", [9, 15])
+def test_g2_batch_add_matches_library(rng: random.Random, log2: int):
+    n = (1 << log2) + 3
+    points = _g2_points(rng, n)
+    dev = gpu_msm.DevicePoints.from_points(points)
+    nprng = np.random.default_rng(rng.randrange(2**32))
+    for mask in (nprng.random(n) < 0.5, np.ones(n, bool), np.zeros(n, bool)):
+        bitmap = np.packbits(mask, bitorder="little")
+        _poison()
+        assert gpu_msm.batch_add(dev, cupy.asarray(bitmap)) == point_to_bytes(batch_add(points, mask))
