@@ -119,7 +119,7 @@ def main() -> None:
         raise SystemExit(f"unknown cells {unknown}; known: {', '.join(CELLS)}")
     args.data.mkdir(parents=True, exist_ok=True)
     base = RunConfig(backend=args.backend, log2_constraints=args.log2, partitions=args.partitions,
-                     bool_fraction=args.bool_fraction, gpu_workers=2,
+                     bool_fraction=args.bool_fraction, gpu_workers=2, synthesis="processes",
                      gpu_trace=True)
     results: dict[str, Any] = {}
     for name in names:

@@ -18,17 +18,18 @@ from workbench.prover.cpu_backend import CpuBackend
 pytestmark = pytest.mark.gpu
 
 
-@pytest.mark.parametrize(("memory_mode", "lock_scope", "gpu_msm"), [
-    *((mode, scope, True) for mode in ("pageable", "pinned", "zerocopy", "registered")
+@pytest.mark.parametrize(("memory_mode", "lock_scope", "gpu_msm", "synthesis"), [
+    *((mode, scope, True, "threads") for mode in ("pageable", "pinned", "zerocopy", "registered")
       for scope in ("coarse", "compute")),
-    ("pageable", "coarse", False),
+    ("pageable", "coarse", False, "threads"),
+    ("zerocopy", "coarse", True, "processes"),
 ])
-def test_gpu_run_matches_cpu_run_exactly(memory_mode, lock_scope, gpu_msm):
+def test_gpu_run_matches_cpu_run_exactly(memory_mode, lock_scope, gpu_msm, synthesis):
     from workbench.gpu.backend import GpuBackend
 
     config = RunConfig(backend="gpu", log2_constraints=10, partitions=4, memory_mode=memory_mode,
                        lock_scope=lock_scope, gpu_workers=2, synth_threads=2, seed=11,
-                       bool_fraction=0.7)
+                       bool_fraction=0.7, synthesis=synthesis)
     gpu = Pipeline(config, GpuBackend(gpu_msm=gpu_msm), keep_outputs=True).run()
     assert gpu.ok, gpu.error
     cpu = Pipeline(config.replace(backend="cpu"), CpuBackend(), keep_outputs=True).run()
@@ -38,7 +39,7 @@ def test_gpu_run_matches_cpu_run_exactly(memory_mode, lock_scope, gpu_msm):
         assert gpu.proofs[p].to_bytes() == cpu.proofs[p].to_bytes()
     trace = gpu.trace
     mutex_holds_never_overlap(trace)
-    every_partition_passes_every_phase_once_in_order(trace, 4)
+    every_partition_passes_every_phase_once_in_order(trace, 4, b_g2_on_gpu=gpu_msm)
     barrier_release_never_precedes_prep_end(trace)
     lookahead_is_respected(trace, config.synth_lookahead)
     copies = trace.select(name="h2d_copy")

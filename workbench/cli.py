@@ -13,16 +13,18 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, NoReturn
 
-from workbench.config import BACKENDS, LOCK_SCOPES, MEMORY_MODES, ConfigError, RunConfig
+from workbench.config import BACKENDS, LOCK_SCOPES, MEMORY_MODES, SYNTHESIS_MODES, ConfigError, RunConfig
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
-_CHOICES = {"backend": BACKENDS, "memory_mode": MEMORY_MODES, "lock_scope": LOCK_SCOPES}
+_CHOICES = {"backend": BACKENDS, "memory_mode": MEMORY_MODES, "lock_scope": LOCK_SCOPES,
+            "synthesis": SYNTHESIS_MODES}
 _HELP = {
     "backend": "where the GPU phases run: auto picks the GPU when its kernels can run here",
     "gpus": "GPUs to spread partitions over (emulated on the CPU backend)",
     "gpu_workers": "GPU workers per GPU, taking turns on that GPU's mutex",
     "synth_threads": "synthesis threads",
+    "synthesis": "threads: synthesis computes in its threads; processes: each thread drives a process",
     "synth_lookahead": "partitions that may be synthesised ahead of the GPU workers",
     "memory_mode": "where synthesis writes a, b, c and how they reach the device",
     "lock_scope": "coarse: the mutex covers copy and compute; compute: kernels only",

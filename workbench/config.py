@@ -10,6 +10,7 @@ from typing import Any
 BACKENDS = ("auto", "cpu", "gpu")
 MEMORY_MODES = ("pageable", "pinned", "zerocopy", "registered")
 LOCK_SCOPES = ("coarse", "compute")
+SYNTHESIS_MODES = ("threads", "processes")
 
 
 class ConfigError(ValueError):
@@ -30,6 +31,10 @@ class RunConfig:
     gpus: int = 1
     gpu_workers: int = 2
     synth_threads: int = 2
+    # Where synthesis computes: in the synthesis threads themselves, or each thread hands its
+    # partitions to a process of its own (pipeline/synth_processes.py), which many threads
+    # need to run in parallel at all: in one interpreter they queue on its lock.
+    synthesis: str = "threads"
     # How many partitions may be synthesised (or in synthesis) before a GPU worker picks
     # them up: the back-pressure bound that keeps synthesis from running away with memory.
     synth_lookahead: int = 2
@@ -54,6 +59,7 @@ class RunConfig:
         _check_choice("backend", self.backend, BACKENDS)
         _check_choice("memory_mode", self.memory_mode, MEMORY_MODES)
         _check_choice("lock_scope", self.lock_scope, LOCK_SCOPES)
+        _check_choice("synthesis", self.synthesis, SYNTHESIS_MODES)
         _check_int("gpus", self.gpus, 1, 16)
         _check_int("gpu_workers", self.gpu_workers, 1, 16)
         _check_int("synth_threads", self.synth_threads, 1, 256)

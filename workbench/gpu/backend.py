@@ -112,7 +112,8 @@ class GpuBackend(HostCurvePhases, Backend):
             with scope.span("upload_key", gpu=gpu, points=4 << config.log2_constraints,
                             g2_points=len(self.key.b_g2)):
                 key = self.key
-                queries = {"h": key.h, "l": key.l, "a": key.a, "b": key.b_g1, B_G2: key.b_g2}
+                queries: dict[str, curve.G1Points | curve.G2Points] = {
+                    "h": key.h, "l": key.l, "a": key.a, "b": key.b_g1, B_G2: key.b_g2}
                 self.points[gpu] = {q: msm.DevicePoints.from_points(p) for q, p in queries.items()}
                 # Uploaded on the default stream; workers' streams must see them complete.
                 self._cp.cuda.Device(gpu).synchronize()

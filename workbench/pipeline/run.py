@@ -15,6 +15,7 @@ mutex and barriers are aborted so nobody hangs, and the trace keeps all that was
 
 from __future__ import annotations
 
+import functools
 import os
 import queue
 import threading
@@ -29,6 +30,7 @@ from workbench.pipeline import switching
 from workbench.pipeline.collector import Collector, CollectorUnavailable
 from workbench.pipeline.memory import MemoryMode, PartitionBuffers, PoolClosed, make_memory_mode
 from workbench.pipeline.scope import Scope
+from workbench.pipeline.synth_processes import ProcessSynthesis
 from workbench.prover.backend import B_G2, Backend, DeviceBuffers
 from workbench.prover.circuit import SynthesisCancelled, SyntheticCircuit
 from workbench.prover.prep import PrepResult, prep_msm
@@ -130,6 +132,7 @@ class Pipeline:
         # prep_msm's result for the GPU thread of the same worker, handed over at the barrier.
         self._preps: dict[int, PrepResult] = {}
         self._switching = False  # holds the short switch interval (pipeline/switching.py)
+        self._processes: ProcessSynthesis | None = None
 
     # -- control ------------------------------------------------------------------------------
     def stop(self, reason: str = "stopped by request") -> None:
@@ -198,6 +201,9 @@ class Pipeline:
                     self.backend.new_device_buffers(w, self.memory.needs_staging, config.gpu_of(w))
                     for w in range(config.workers)
                 ]
+                if config.synthesis == "processes":
+                    with setup_scope.span("synthesis_processes", count=config.synth_threads):
+                        self._processes = ProcessSynthesis(self.circuit, config.synth_threads)
         except Exception as err:
             self._fail(PhaseError("setup", -1, -1, err))
             self._finished.set()
@@ -287,6 +293,9 @@ class Pipeline:
     def result(self, wall_s: float) -> RunResult:
         self._discard_unclaimed()
         self._stop_collectors()
+        if self._processes is not None:
+            self._processes.close()
+            self._processes = None
         if self._switching:
             self._switching = False
             switching.leave()
@@ -356,8 +365,15 @@ class Pipeline:
             scope = Scope(self.recorder, track, partition)
             buffers = self._phase(scope, "buffer_checkout", self.memory.checkout, scope)
             try:
-                self._phase(scope, "synthesis", self.circuit.synthesize, partition, buffers,
-                            self._stop.is_set)
+                if self._processes is None:
+                    self._phase(scope, "synthesis", self.circuit.synthesize, partition, buffers,
+                                self._stop.is_set)
+                else:
+                    collect = functools.partial(
+                        scope.span, "synthesis_collect",
+                        bytes=sum(a.nbytes for a in (buffers.witness, *buffers.vectors())))
+                    self._phase(scope, "synthesis", self._processes.synthesize, thread, partition, buffers,
+                                self._stop.is_set, collect)
             except BaseException:
                 self.memory.discard(buffers)
                 raise

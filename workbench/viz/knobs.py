@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.config import BACKENDS, LOCK_SCOPES, MEMORY_MODES, ConfigError, RunConfig
+from workbench.config import BACKENDS, LOCK_SCOPES, MEMORY_MODES, SYNTHESIS_MODES, ConfigError, RunConfig
 from workbench.prover.backend import BackendUnavailable, select_backend
 from workbench.viz.deps import require
 
@@ -25,6 +25,7 @@ DESCRIPTIONS = {
     "gpus": ("GPUs", "GPUs to spread partitions over, each with its own mutex (emulated on the CPU)"),
     "gpu_workers": ("GPU workers", "workers per GPU, taking turns on that GPU's mutex"),
     "synth_threads": ("synth threads", "synthesis threads"),
+    "synthesis": ("synthesis in", "threads, or a process per synthesis thread (parallel for real)"),
     "synth_lookahead": ("lookahead", "partitions that may be synthesised ahead of the GPU workers"),
     "memory_mode": ("memory mode", "where synthesis writes a, b, c and how they reach the device"),
     "lock_scope": ("lock scope", "coarse: the mutex covers copy and compute; compute: kernels only"),
@@ -98,6 +99,7 @@ class Knobs:
             "synth_lookahead": widgets.IntSlider(min=1, max=16, **slider),
             "memory_mode": widgets.Dropdown(options=list(MEMORY_MODES)),
             "lock_scope": widgets.ToggleButtons(options=list(LOCK_SCOPES)),
+            "synthesis": widgets.ToggleButtons(options=list(SYNTHESIS_MODES)),
             "partitions": widgets.IntSlider(min=1, max=256, **slider),
             "log2_constraints": widgets.IntSlider(min=2, max=27, **slider),
             "bool_fraction": widgets.FloatSlider(min=0.0, max=1.0, step=0.05, **slider),
@@ -125,7 +127,7 @@ class Knobs:
             widgets.HBox([widgets.VBox([specs[n] for n in main[:5]]),
                           widgets.VBox([specs[n] for n in main[5:]])]),
             widgets.Accordion(children=[widgets.HBox(
-                [specs[n] for n in ("gpus", "synth_terms", "seed", "gpu_trace") if n in specs])],
+                [specs[n] for n in ("gpus", "synthesis", "synth_terms", "seed", "gpu_trace") if n in specs])],
                 titles=("more settings",)),
         ])
 

@@ -1,0 +1,127 @@
+"""Synthesis in worker processes: the same partitions as in threads, failures named, stops
+clean, nothing left behind in shared memory."""
+
+import glob
+import os
+import threading
+
+import numpy as np
+import pytest
+
+from workbench.config import RunConfig
+from workbench.pipeline import synth_processes
+from workbench.pipeline.run import Pipeline
+from workbench.pipeline.synth_processes import ProcessSynthesis
+from workbench.prover.backend import select_backend
+from workbench.prover.circuit import SynthesisCancelled, SyntheticCircuit
+
+
+def leftovers() -> list[str]:
+    return glob.glob(os.path.join(synth_processes._shm_dir(), f"workbench-synth-{os.getpid()}-*"))
+
+
+def run(**changes):
+    config = RunConfig(backend="cpu", log2_constraints=9, partitions=4, synth_threads=2, **changes)
+    return Pipeline(config, select_backend(config), keep_outputs=True).run()
+
+
+def test_processes_give_the_same_proofs_and_h_as_threads():
+    threads, processes = run(synthesis="threads"), run(synthesis="processes")
+    assert threads.ok and processes.ok, (threads.error, processes.error)
+    for p in range(4):
+        assert processes.proofs[p].to_bytes() == threads.proofs[p].to_bytes()
+        assert (processes.outputs[p]["h_vector"] == threads.outputs[p]["h_vector"]).all()
+    trace = processes.trace
+    assert trace.span_mask(name="synthesis_collect").sum() == 4
+    assert trace.span_mask(name="synthesis_processes").sum() == 1
+    assert not leftovers()
+
+
+class Target:
+    def __init__(self, circuit):
+        self.witness, self.a, self.b, self.c = (np.zeros((circuit.n, 4), np.uint64) for _ in range(4))
+
+
+def test_each_process_writes_what_the_circuit_computes():
+    circuit = SyntheticCircuit(8, 0.9, 3, seed=11)
+    procs = ProcessSynthesis(circuit, 2)
+    try:
+        for index, partition in ((0, 5), (1, 6), (0, 7)):
+            got, want = Target(circuit), Target(circuit)
+            procs.synthesize(index, partition, got, lambda: False, lambda: _null())
+            circuit.synthesize(partition, want)
+            for name in ("witness", "a", "b", "c"):
+                np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+    finally:
+        procs.close()
+    assert not leftovers()
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_a_process_that_dies_is_named_with_its_exit_code():
+    circuit = SyntheticCircuit(8, 0.9, 3, seed=11)
+    procs = ProcessSynthesis(circuit, 1)
+    try:
+        procs.workers[0].process.kill()
+        procs.workers[0].process.wait()
+        with pytest.raises(RuntimeError, match=r"synthesis process 0 (exited with code -9|is gone)"):
+            procs.synthesize(0, 1, Target(circuit), lambda: False, lambda: _null())
+    finally:
+        procs.close()
+    assert not leftovers()
+
+
+def test_a_stop_abandons_the_partition_in_flight():
+    circuit = SyntheticCircuit(16, 0.9, 16, seed=11)  # long enough to be stopped in the middle
+    procs = ProcessSynthesis(circuit, 1)
+    stop = threading.Event()
+    threading.Timer(0.05, stop.set).start()
+    try:
+        with pytest.raises(SynthesisCancelled):
+            procs.synthesize(0, 1, Target(circuit), stop.is_set, lambda: _null())
+        with pytest.raises(RuntimeError, match="still busy"):
+            procs.synthesize(0, 2, Target(circuit), lambda: False, lambda: _null())
+    finally:
+        procs.close()
+    assert all(w.process.poll() is not None for w in procs.workers) or not procs.workers
+    assert not leftovers()
+
+
+def test_a_stopped_pipeline_with_processes_ends_cleanly():
+    config = RunConfig(backend="cpu", log2_constraints=12, partitions=200, synth_threads=2,
+                       synthesis="processes", synth_terms=64)
+    pipeline = Pipeline(config, select_backend(config))
+    pipeline.start()
+    pipeline.wait(timeout=1.5)
+    pipeline.stop("stopped by the test")
+    assert pipeline.wait(timeout=30)
+    result = pipeline.result(0.0)
+    assert result.outcome == "stopped"
+    assert not leftovers()
+
+
+def test_a_bad_process_start_is_reported(monkeypatch):
+    monkeypatch.setattr(synth_processes, "_map", _map_failing_in_children())
+    circuit = SyntheticCircuit(8, 0.9, 3, seed=11)
+    with pytest.raises(RuntimeError, match="synthesis process 0"):
+        ProcessSynthesis(circuit, 1)
+    assert not leftovers()
+
+
+def _map_failing_in_children():
+    real = synth_processes._map
+
+    def fake(path, size, create):
+        # The parent creates the block, then removes it: the child cannot open it.
+        block = real(path, size, create)
+        os.unlink(path)
+        return block
+
+    return fake

@@ -1,0 +1,224 @@
+"""Synthesis in worker processes: each synthesis thread hands its partitions to a process of
+its own, so synthesis runs in parallel for real.
+
+Why processes: synthesis is numpy over chunks, and every numpy call drops and retakes the
+interpreter lock. With a dozen threads in one interpreter the lock, not the cores, set the
+pace: on the 16-core H200 machine 14 synthesis threads took 11-13 s a 2^22 partition each,
+about one partition a second in all, while the production prover's native threads share
+no such lock. A process per thread keeps the thread's role (it waits, records the span,
+takes the back-pressure permit) and moves the arithmetic where nothing serialises it.
+
+Each process owns one block of shared memory (/dev/shm) holding witness, a, b and c for one
+partition. The process writes the partition there; the synthesis thread then copies it into
+the buffers the memory mode handed out (fresh pageable arrays, a pinned pool slot, ...), so
+what the memory modes measure is unchanged: the thread's copy is the write into them, with
+the first-touch page faults of fresh memory. That copy is recorded as `synthesis_collect`.
+
+A process that fails sends the error back (the partition's synthesis phase fails with its
+message); one that dies is reported with its exit code. A stop abandons the partition in
+flight; the processes are ended when the pipeline closes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import secrets
+import select
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from workbench.prover.circuit import SynthesisCancelled, SyntheticCircuit
+
+FIELDS = ("witness", "a", "b", "c")
+POLL_S = 0.05
+START_TIMEOUT_S = 120.0
+PARTITION_TIMEOUT_S = 3600.0  # a hung process is reported, not waited for forever
+
+
+def _shm_dir() -> str:
+    return "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+
+
+def _map(path: str, size: int, create: bool) -> mmap.mmap:
+    flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
+    fd = os.open(path, flags, 0o600)
+    try:
+        if create:
+            os.ftruncate(fd, size)
+        return mmap.mmap(fd, size)
+    finally:
+        os.close(fd)
+
+
+def _views(block: mmap.mmap, n: int, m: int) -> dict[str, np.ndarray]:
+    sizes = {"witness": m, "a": n, "b": n, "c": n}
+    out, offset = {}, 0
+    for name in FIELDS:
+        count = sizes[name] * 4
+        out[name] = np.frombuffer(block, dtype=np.uint64, count=count, offset=offset).reshape(-1, 4)
+        offset += sizes[name] * 32
+    return out
+
+
+@dataclass(frozen=True)
+class _Params:
+    log2: int
+    bool_fraction: float
+    terms: int
+    seed: int
+
+
+class _Target:
+    def __init__(self, views: dict[str, np.ndarray]) -> None:
+        self.witness, self.a, self.b, self.c = (views[k] for k in FIELDS)
+
+
+def _child_main(path: str, params: _Params) -> None:
+    """A synthesis process: reads partition numbers on stdin, synthesises each into the
+    shared block, answers `done P` or `error MESSAGE` on stdout."""
+    out = sys.stdout
+    try:
+        circuit = SyntheticCircuit(params.log2, params.bool_fraction, params.terms, params.seed)
+        block = _map(path, 32 * (circuit.m + 3 * circuit.n), create=False)
+        target = _Target(_views(block, circuit.n, circuit.m))
+    except Exception as err:
+        out.write(f"error {type(err).__name__}: {err}\n")
+        out.flush()
+        return
+    out.write(f"ready {os.getpid()}\n")
+    out.flush()
+    for line in sys.stdin:
+        try:
+            partition = int(line)
+            circuit.synthesize(partition, target)
+        except Exception as err:
+            message = f"{type(err).__name__}: {err}".replace("\n", " ")
+            out.write(f"error {message}\n")
+        else:
+            out.write(f"done {partition}\n")
+        out.flush()
+
+
+class _Worker:
+    """One synthesis process, started as `python -m` of this module (not through
+    multiprocessing, whose spawned children re-run the parent's main script)."""
+
+    def __init__(self, index: int, params: _Params, n: int, m: int) -> None:
+        self.index = index
+        name = f"workbench-synth-{os.getpid()}-{secrets.token_hex(4)}-{index}"
+        self.path = os.path.join(_shm_dir(), name)
+        self.block = _map(self.path, 32 * (m + 3 * n), create=True)
+        self.views = _views(self.block, n, m)
+        args = [sys.executable, "-m", __name__, self.path, str(params.log2), repr(params.bool_fraction),
+                str(params.terms), str(params.seed)]
+        self.process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                        bufsize=1, close_fds=True)
+        self.busy = False  # a partition was sent and its answer not read (abandoned by a stop)
+
+    def read_line(self, timeout: float, cancelled: Callable[[], bool], what: str) -> str:
+        assert self.process.stdout is not None
+        waited = 0.0
+        while True:
+            ready, _, _ = select.select([self.process.stdout], [], [], POLL_S)
+            if ready:
+                line = self.process.stdout.readline()
+                if not line:
+                    code = self.process.wait(5.0)
+                    raise RuntimeError(f"synthesis process {self.index} exited with code {code} {what}")
+                return line.rstrip("\n")
+            waited += POLL_S
+            if cancelled():
+                raise SynthesisCancelled(f"{what} abandoned by a stop")
+            if waited > timeout:
+                raise RuntimeError(f"synthesis process {self.index} gave no answer within "
+                                   f"{timeout:.0f} s {what}")
+
+    def send(self, partition: int) -> None:
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(f"{partition}\n")
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            code = self.process.poll()
+            raise RuntimeError(f"synthesis process {self.index} is gone (exit code {code})") from None
+
+    def close(self) -> None:
+        proc = self.process
+        if proc.poll() is None:
+            try:
+                assert proc.stdin is not None
+                proc.stdin.close()  # end of input: the process leaves its loop
+                proc.wait(0.2 if self.busy else 2.0)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(5.0)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None and not stream.closed:
+                with contextlib.suppress(OSError):  # a dead process's pipe: nothing to flush
+                    stream.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+        # The numpy views keep the mapping alive until they are dropped; the file is gone.
+        self.views = {}
+
+
+class ProcessSynthesis:
+    """`count` synthesis processes for a circuit; `synthesize(i, ...)` runs on process i."""
+
+    def __init__(self, circuit: SyntheticCircuit, count: int) -> None:
+        params = _Params(circuit.log2, circuit.bool_fraction, circuit.terms, circuit.seed)
+        self.workers: list[_Worker] = []
+        try:
+            for i in range(count):
+                self.workers.append(_Worker(i, params, circuit.n, circuit.m))
+            for worker in self.workers:
+                line = worker.read_line(START_TIMEOUT_S, lambda: False, "while starting")
+                if not line.startswith("ready"):
+                    raise RuntimeError(f"synthesis process {worker.index} failed to start: "
+                                       f"{line.removeprefix('error ')}")
+        except BaseException:
+            self.close()
+            raise
+
+    def synthesize(self, index: int, partition: int, target: Any, cancelled: Callable[[], bool],
+                   collect: Callable[[], Any]) -> None:
+        """Synthesise `partition` on process `index` and copy it into target's witness, a, b,
+        c; `collect()` gives the context (a span) the copy is recorded in."""
+        worker = self.workers[index]
+        if worker.busy:
+            raise RuntimeError(f"synthesis process {index} is still busy with an abandoned partition")
+        worker.send(partition)
+        worker.busy = True
+        line = worker.read_line(PARTITION_TIMEOUT_S, cancelled, f"while synthesising partition {partition}")
+        worker.busy = False
+        if line.startswith("error "):
+            raise RuntimeError(f"in synthesis process {index}: {line.removeprefix('error ')}")
+        if line != f"done {partition}":
+            raise RuntimeError(f"synthesis process {index} answered {line!r} for partition {partition}")
+        with collect():
+            for name in FIELDS:
+                np.copyto(getattr(target, name), worker.views[name])
+
+    def close(self) -> None:
+        for worker in self.workers:
+            worker.close()
+        self.workers = []
+
+
+if __name__ == "__main__":
+    _child_main(sys.argv[1],
+                _Params(int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])))
