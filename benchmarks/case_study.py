@@ -109,6 +109,7 @@ def main() -> None:
     parser.add_argument("--log2", type=int, default=22)
     parser.add_argument("--partitions", type=int, default=12)
     parser.add_argument("--bool-fraction", type=float, default=0.9)
+    parser.add_argument("--synth-terms", type=int, default=4, help="synthesis cost knob (RunConfig.synth_terms)")
     parser.add_argument("--cells", nargs="+", default=["all"])
     parser.add_argument("--data", type=Path, default=Path("notebooks/data"))
     parser.add_argument("--out", type=Path)
@@ -119,7 +120,8 @@ def main() -> None:
         raise SystemExit(f"unknown cells {unknown}; known: {', '.join(CELLS)}")
     args.data.mkdir(parents=True, exist_ok=True)
     base = RunConfig(backend=args.backend, log2_constraints=args.log2, partitions=args.partitions,
-                     bool_fraction=args.bool_fraction, gpu_workers=2, synthesis="processes",
+                     bool_fraction=args.bool_fraction, synth_terms=args.synth_terms, gpu_workers=2,
+                     synthesis="processes",
                      gpu_trace=True)
     results: dict[str, Any] = {}
     for name in names:

@@ -103,8 +103,10 @@ class GpuBackend(HostCurvePhases, Backend):
 
     def _setup_device(self, gpu: int, config: RunConfig, scope: Scope) -> None:
         with scope.span("kernels", gpu=gpu):
-            kernels.module("ntt")
-            kernels.module("fr_vector")
+            # Every module the run will launch is compiled here: compiled on first use, the
+            # MSM modules (G1 and G2) took 16 s inside a partition's mutex hold.
+            for name in ("ntt", "fr_vector", *(("msm", "batch_add") if self.gpu_msm else ())):
+                kernels.module(name)
         if self.gpu_msm:
             from workbench.gpu import msm
 
