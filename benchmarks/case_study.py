@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -49,24 +49,7 @@ def spread(trace: Any, phase: str) -> float | None:
     return float(durations.max() / durations.min()) if len(durations) and durations.min() > 0 else None
 
 
-PHASES = ("synthesis", "prep_msm", "upload", "ntt_msm_h", "barrier_wait", "batch_add", "tail_msm",
-          "b_g2_msm", "finish")
-
-
-def phase_medians(trace: Any) -> dict[str, float]:
-    out = {}
-    for phase in PHASES:
-        durations = trace.durations_ns(trace.span_mask(name=phase))
-        if len(durations):
-            out[phase] = float(statistics.median(durations.tolist()) / 1e6)
-    waits = trace.durations_ns(trace.span_mask(name="wait", track_prefix="mutex/"))
-    if len(waits):
-        out["mutex_wait"] = float(statistics.median(waits.tolist()) / 1e6)
-    return out
-
-
-def run_cell(name: str, changes: dict[str, Any], base: Any, data: Path) -> dict[str, Any]:
-    from workbench.analysis import copy_rates, diagnose, summarize, utilisation
+def run_cell(name: str, changes: dict[str, Any], base: Any, data: Path) -> None:
     from workbench.pipeline.run import Pipeline
     from workbench.prover.backend import select_backend
     from workbench.trace import save
@@ -77,28 +60,7 @@ def run_cell(name: str, changes: dict[str, Any], base: Any, data: Path) -> dict[
     result = Pipeline(config, select_backend(config)).run()
     if not result.ok:
         raise SystemExit(f"cell {name} did not complete: {result.error}")
-    trace = result.trace
-    save(trace, data / f"{name}.wbtrace")
-    rates = [r.gbps for r in copy_rates(trace) if r.gbps is not None]
-    device = [r.bytes / (r.device_ms * 1e6) for r in copy_rates(trace) if r.device_ms]
-    gpu = utilisation(trace)[0]
-    return {
-        "config": changes,
-        "throughput_per_min": summarize(trace).throughput_per_min,
-        "ntt_msm_h_spread": spread(trace, "ntt_msm_h"),
-        "batch_add_spread": spread(trace, "batch_add"),
-        "tail_msm_spread": spread(trace, "tail_msm"),
-        "copy_gbps_median": statistics.median(rates) if rates else None,
-        "device_copy_gbps_median": statistics.median(device) if device else None,
-        "mutex_held": gpu.mutex_held,
-        "kernel_busy": gpu.kernel_busy,
-        "nvml_duty_cycle": gpu.nvml_duty_cycle,
-        "verdict": diagnose(trace).headline,
-        "phase_median_ms": phase_medians(trace),
-        "setup_s": float(trace.durations_ns(trace.span_mask(name="setup")).sum() / 1e9),
-        "wall_s": result.wall_s,
-        "notices": trace.meta.get("notices", []),
-    }
+    save(result.trace, data / f"{name}.wbtrace")
 
 
 def main() -> None:
@@ -109,71 +71,94 @@ def main() -> None:
     parser.add_argument("--log2", type=int, default=22)
     parser.add_argument("--partitions", type=int, default=12)
     parser.add_argument("--bool-fraction", type=float, default=0.9)
-    parser.add_argument("--synth-terms", type=int, default=4, help="synthesis cost knob (RunConfig.synth_terms)")
+    parser.add_argument("--synth-terms", type=int, default=4,
+                        help="synthesis cost knob (RunConfig.synth_terms)")
     parser.add_argument("--cells", nargs="+", default=["all"])
     parser.add_argument("--data", type=Path, default=Path("notebooks/data"))
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--summarize", action="store_true",
+                        help="run nothing: print the table of the traces already under --data")
     args = parser.parse_args()
     names = list(CELLS) if args.cells == ["all"] else args.cells
     unknown = [n for n in names if n not in CELLS]
     if unknown:
         raise SystemExit(f"unknown cells {unknown}; known: {', '.join(CELLS)}")
+    if args.summarize:
+        summary = summarize_dir(args.data)
+        if args.out:
+            args.out.write_text(json.dumps(summary, indent=2, default=str))
+        print_table(summary)
+        return
     args.data.mkdir(parents=True, exist_ok=True)
     base = RunConfig(backend=args.backend, log2_constraints=args.log2, partitions=args.partitions,
                      bool_fraction=args.bool_fraction, synth_terms=args.synth_terms, gpu_workers=2,
                      synthesis="processes",
                      gpu_trace=True)
-    results: dict[str, Any] = {}
     for name in names:
         print(f"running {name} ...", file=sys.stderr, flush=True)
-        results[name] = run_cell(name, CELLS[name], base, args.data)
-        print(json.dumps({name: results[name]}, default=str), file=sys.stderr, flush=True)
-        if args.out:  # written after every cell: a run cut short keeps what it measured
-            args.out.write_text(json.dumps(results, indent=2, default=str))
-    results["whatif"] = whatif_check(args.data, results)
+        run_cell(name, CELLS[name], base, args.data)
+    summary = summarize_dir(args.data)
     if args.out:
-        args.out.write_text(json.dumps(results, indent=2, default=str))
-    print_table(results)
+        args.out.write_text(json.dumps(summary, indent=2, default=str))
+    print_table(summary)
 
 
-def whatif_check(data: Path, results: dict[str, Any]) -> dict[str, Any] | None:
-    """The pageable run replayed with copies at link speed, against the measured zerocopy run."""
-    from workbench.analysis import Change, WhatIfError, WhatIfOptions, predict
+# What-if replays checked against the cell that really made the change: (base, change, cell).
+CHECKS = (
+    ("pageable_t14_w2", {"copies_at_link": True}, "zerocopy_t14_w2"),
+    ("pageable_t14_w2", {"lock_scope": "compute"}, "pageable_t14_w2_compute"),
+    ("zerocopy_t14_w2", {"lock_scope": "compute"}, "zerocopy_t14_w2_compute"),
+    ("zerocopy_t14_w2", {"gpu_workers": 1}, "zerocopy_t14_w1"),
+    ("zerocopy_t14_w2", {"gpu_workers": 3}, "zerocopy_t14_w3"),
+)
+
+
+def summarize_dir(data: Path) -> dict[str, Any]:
+    """Every saved cell's figures and the what-if checks, from the traces alone (no GPU)."""
+    from workbench.analysis import Change, WhatIfOptions
+    from workbench.analysis.grid import cell_metrics, check_prediction
     from workbench.trace import load
 
-    if "pageable_t14_w2" not in results or "zerocopy_t14_w2" not in results:
-        return None
-    trace = load(data / "pageable_t14_w2.wbtrace")
-    # The GPU backend measures its link at setup; a CPU dry run borrows the H200's figure.
-    link = trace.meta.get("link_gbps") or H200_LINK_GBPS
-    try:
-        prediction = predict(trace, Change(copies_at_link=True), WhatIfOptions(link_gbps=link))
-    except WhatIfError as err:
-        return {"failed": str(err)}
-    measured = results["zerocopy_t14_w2"]["throughput_per_min"]
-    return {"predicted_per_min": prediction.replayed_per_min, "measured_per_min": measured,
-            "error": prediction.replayed_per_min / measured - 1, "replay_error": prediction.replay_error}
+    traces = {p.stem: load(p) for p in sorted(data.glob("*.wbtrace"))}
+    cells = {name: asdict(cell_metrics(trace)) for name, trace in traces.items()}
+    checks = []
+    for base, change, cell in CHECKS:
+        if base in traces and cell in traces:
+            # The GPU backend measures its link at setup; a CPU dry run borrows the H200's figure.
+            link = traces[base].meta.get("link_gbps") or H200_LINK_GBPS
+            options = WhatIfOptions(link_gbps=link)
+            check = check_prediction(traces[base], Change(**change), traces[cell], options)
+            checks.append({"base": base, "cell": cell, **asdict(check), "error": check.error})
+    return {"cells": cells, "checks": checks}
 
 
-def print_table(results: dict[str, Any]) -> None:
+def print_table(summary: dict[str, Any]) -> None:
     def fmt(value: Any, pattern: str) -> str:
         return "-" if value is None else pattern.format(value)
 
-    print(f"{'cell':<26} {'part/min':>8} {'ntt_h x':>7} {'b_add x':>7} {'tail x':>7} "
-          f"{'copy GB/s':>9} {'dev GB/s':>8} {'held':>5} {'kernels':>7}  verdict")
-    for name, r in results.items():
-        if name == "whatif":
+    print(f"{'cell':<26} {'part/min':>8} {'ceiling':>7} {'synth ms':>8} {'ntt_h ms':>8} {'ntt_h x':>7} "
+          f"{'steady':>6} "
+          f"{'b_add cv':>8} {'tail cv':>7} {'copy GB/s':>9} {'held':>5} {'kernels':>7} {'active':>6}"
+          "  verdict")
+    for name, c in summary["cells"].items():
+        ph = c["phases"]
+        print(f"{name:<26} {c['throughput_per_min']:8.1f} {fmt(c['mutex_ceiling_per_min'], '{:.1f}'):>7} "
+              f"{fmt(c['synthesis_median_ms'], '{:.0f}'):>8} "
+              f"{fmt(ph.get('ntt_msm_h', {}).get('median_ms'), '{:.1f}'):>8} "
+              f"{fmt(ph.get('ntt_msm_h', {}).get('spread'), '{:.2f}'):>7} "
+              f"{fmt(ph.get('ntt_msm_h', {}).get('steady_spread'), '{:.2f}'):>6} "
+              f"{fmt(ph.get('batch_add', {}).get('cv'), '{:.0%}'):>8} "
+              f"{fmt(ph.get('tail_msm', {}).get('cv'), '{:.0%}'):>7} "
+              f"{fmt(c['copy_gbps_median'], '{:.1f}'):>9} {fmt(c['mutex_held'], '{:.0%}'):>5} "
+              f"{fmt(c['kernel_busy'], '{:.0%}'):>7} {fmt(c['kernel_busy_active'], '{:.0%}'):>6}"
+              f"  {c['headline']}")
+    for check in summary["checks"]:
+        if check["failed"]:
+            print(f"what-if {check['base']} + {check['change']}: {check['failed']}")
             continue
-        print(f"{name:<26} {r['throughput_per_min']:8.1f} {fmt(r['ntt_msm_h_spread'], '{:.2f}'):>7} "
-              f"{fmt(r['batch_add_spread'], '{:.2f}'):>7} {fmt(r['tail_msm_spread'], '{:.2f}'):>7} "
-              f"{fmt(r['copy_gbps_median'], '{:.1f}'):>9} {fmt(r['device_copy_gbps_median'], '{:.1f}'):>8} "
-              f"{fmt(r['mutex_held'], '{:.0%}'):>5} {fmt(r['kernel_busy'], '{:.0%}'):>7}  {r['verdict']}")
-    w = results.get("whatif")
-    if w and "failed" in w:
-        print(f"what-if: {w['failed']}")
-    elif w:
-        print(f"what-if, pageable with copies at link speed: predicted {w['predicted_per_min']:.1f}/min, "
-              f"zerocopy measured {w['measured_per_min']:.1f}/min, error {w['error']:+.1%}")
+        print(f"what-if {check['base']} + {check['change']}: predicted {check['predicted_per_min']:.1f}/min, "
+              f"{check['cell']} measured {check['measured_per_min']:.1f}/min, error {check['error']:+.1%} "
+              f"(replay error {check['replay_error']:+.1%})")
 
 
 if __name__ == "__main__":
