@@ -106,6 +106,36 @@ def test_report_opens_offline_with_every_bar(page, tmp_path):
     screenshot(page, "report")
 
 
+def test_case_study_report_opens_offline_with_both_runs(page, tmp_path):
+    """The H200 case study's report, written from the committed traces."""
+    root = Path(__file__).resolve().parents[1]
+    path = tmp_path / "study.html"
+    proc = subprocess.run([sys.executable, str(root / "benchmarks" / "case_study.py"), "--summarize",
+                           "--data", str(root / "notebooks" / "data" / "h200_2e22"), "--report", str(path)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    requested: list[str] = []
+
+    def offline(route: Any) -> None:
+        if not route.request.url.startswith("file://"):
+            requested.append(route.request.url)
+            route.abort()
+        else:
+            route.continue_()
+
+    page.route("**/*", offline)
+    page.goto(path.as_uri())
+    page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0", timeout=60_000)
+    page.wait_for_function("() => Object.values(Bokeh.index).every(v => v.is_idle)", timeout=60_000)
+    assert page.locator("canvas").count() >= 3
+    text = page.inner_text("body")
+    assert "pageable_t14_w2" in text and "zerocopy_t14_w2" in text
+    assert "Slow host-to-device copies hold the GPU mutex" in text
+    assert not requested, f"the report asked the network for {requested}"
+    assert not page.console_errors
+    screenshot(page, "case_study_report")
+
+
 # -- (b) JupyterLab ----------------------------------------------------------------------------
 def free_port() -> int:
     with socket.socket() as s:

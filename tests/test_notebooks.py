@@ -17,7 +17,8 @@ pytestmark = pytest.mark.slow
 
 
 def test_there_are_notebooks():
-    assert {p.name for p in NOTEBOOKS.glob("*.ipynb")} >= {"01_quickstart.ipynb", "02_memory_modes.ipynb"}
+    assert {p.name for p in NOTEBOOKS.glob("*.ipynb")} >= {"01_quickstart.ipynb", "02_memory_modes.ipynb",
+                                                         "03_case_study.ipynb"}
 
 
 def test_notebooks_are_stored_without_outputs():
@@ -42,6 +43,11 @@ def test_notebook_runs_top_to_bottom(path, tmp_path):
     assert widgets, "the notebook shows its figures and panel as widgets"
     if path.stem == "01_quickstart":
         assert (tmp_path / "reports" / "quickstart.html").exists()
+    if path.stem == "03_case_study":
+        assert (tmp_path / "reports" / "case_study_pageable.html").exists()
+        html = "".join(o.get("data", {}).get("text/html", "") for o in outputs if "data" in o)
+        assert "Slow host-to-device copies hold the GPU mutex" in html
+        assert "zerocopy_t14_w2_compute" in html  # the what-if table reached its last rows
     if path.stem == "02_memory_modes":
         text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
         assert "pageable:" in text and "zerocopy:" in text

@@ -14,6 +14,7 @@ written into the notebook itself, so nothing is fetched from the network.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -146,3 +147,47 @@ def report(item: TraceLike, path: str | Path = "report.html", title: str | None 
 
 def load(path: str | Path) -> Trace:
     return store.load(path)
+
+
+def grid(runs: Mapping[str, TraceLike]) -> Any:
+    """Runs side by side: throughput, phase spreads, copy rates, utilisations, first finding."""
+    from IPython.display import HTML
+
+    from workbench.analysis.grid import cell_metrics
+    from workbench.viz.grid_tables import cells_table
+
+    html = HTML(f"<style>{CSS}</style>" + cells_table({k: cell_metrics(_trace(v)) for k, v in runs.items()}))
+    _display(html)
+    return html
+
+
+def utilisations(runs: Mapping[str, TraceLike]) -> Any:
+    """Every utilisation measure of each run's first GPU, side by side."""
+    from IPython.display import HTML
+
+    from workbench.analysis.utilisation import utilisation
+    from workbench.viz.grid_tables import utilisation_table
+
+    found = {k: u[0] for k, v in runs.items() if (u := utilisation(_trace(v)))}
+    html = HTML(f"<style>{CSS}</style>" + utilisation_table(found))
+    _display(html)
+    return html
+
+
+def check_predictions(checks: Sequence[tuple[TraceLike, Any, TraceLike]],
+                      labels: Sequence[tuple[str, str]], link_gbps: float | None = None) -> Any:
+    """Each (base run, what-if Change, run that made the change): the replay's prediction
+    next to the measured throughput."""
+    from IPython.display import HTML
+
+    from workbench.analysis.grid import check_prediction
+    from workbench.analysis.whatif import WhatIfOptions
+    from workbench.viz.grid_tables import checks_table
+
+    rows = []
+    for (base, change, cell), (base_label, cell_label) in zip(checks, labels, strict=True):
+        options = WhatIfOptions(link_gbps=link_gbps)
+        rows.append((base_label, cell_label, check_prediction(_trace(base), change, _trace(cell), options)))
+    html = HTML(f"<style>{CSS}</style>" + checks_table(rows))
+    _display(html)
+    return html

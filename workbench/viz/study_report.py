@@ -1,0 +1,82 @@
+"""A case study's report: several runs in one self-contained HTML file.
+
+The grid of runs (analysis/grid.py) first, then the two runs the study is about on one time
+scale, their phase distributions and verdicts, then the what-if replays next to the runs
+that made the change. Bokeh's JavaScript is inline, as in the single-run report.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from html import escape
+
+from bokeh.embed import components
+
+from workbench.analysis.grid import PredictionCheck, cell_metrics
+from workbench.analysis.utilisation import utilisation
+from workbench.trace.container import Trace
+from workbench.viz.compare import compare_figure
+from workbench.viz.distributions import distribution_figure
+from workbench.viz.findings import diagnose, verdict_html
+from workbench.viz.grid_tables import cells_table, checks_table, utilisation_table
+from workbench.viz.report import RESOURCES
+from workbench.viz.tables import CSS
+
+PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{title}</title>
+{resources}
+<style>
+body {{ font: 14px/1.45 system-ui, sans-serif; margin: 16px 24px; color: #222; max-width: 1600px; }}
+h1 {{ font-size: 20px; margin: 0 0 4px; }} h2 {{ font-size: 16px; margin: 22px 0 6px; }}
+.wb-meta {{ color: #666; font-size: 12px; }} .wb-columns {{ display: flex; gap: 32px; flex-wrap: wrap; }}
+.wb-columns > div {{ flex: 1 1 600px; }}
+{css}
+</style>
+</head>
+<body>
+<h1>{title}</h1>
+<div class="wb-meta">{meta}</div>
+{intro}
+<h2>The runs</h2>
+{cells}
+<h2>Utilisation, named for what it measures</h2>
+{utilisation}
+<h2>Verdicts: {label_a} and {label_b}</h2>
+<div class="wb-columns"><div>{verdict_a}</div><div>{verdict_b}</div></div>
+<h2>What-if replays next to the runs that made the change</h2>
+{checks}
+<h2>{label_a} and {label_b} on one time scale</h2>
+{compare_div}
+<h2>Phase distributions: {label_a}</h2>
+{dist_a}
+<h2>Phase distributions: {label_b}</h2>
+{dist_b}
+{plots_script}
+</body>
+</html>
+"""
+
+
+def render_study(
+    title: str, intro_html: str, runs: Mapping[str, Trace], pair: tuple[str, str],
+    checks: Sequence[tuple[str, str, PredictionCheck]] = (),
+) -> str:
+    a, b = (runs[name] for name in pair)
+    # Plain figures only: the inline resources hold Bokeh's core, not its widgets.
+    script, divs = components({"compare": compare_figure(a, b, pair, with_summaries=False),
+                               "a": distribution_figure(a), "b": distribution_figure(b)})
+    devices = sorted({str(t.meta.get("device")) for t in runs.values() if t.meta.get("device")})
+    facts = [f"written {time.strftime('%Y-%m-%d %H:%M:%S')}", f"{len(runs)} runs", *devices]
+    found = {name: u[0] for name, t in runs.items() if (u := utilisation(t))}
+    return PAGE.format(
+        title=escape(title), resources=RESOURCES.render(), css=CSS, meta=escape(" · ".join(facts)),
+        intro=intro_html, cells=cells_table({k: cell_metrics(t) for k, t in runs.items()}),
+        utilisation=utilisation_table(found), label_a=escape(pair[0]), label_b=escape(pair[1]),
+        verdict_a=verdict_html(diagnose(a)), verdict_b=verdict_html(diagnose(b)),
+        checks=checks_table(checks) if checks else "<p>none</p>", compare_div=divs["compare"],
+        dist_a=divs["a"], dist_b=divs["b"], plots_script=script,
+    )
