@@ -74,17 +74,28 @@ class SyntheticCircuit:
         w = target.witness
         self.witness(partition, w)
         mask = self.m - 1
-        one = field.MONT_ONE.reshape(1, 4)
+        # The sums and the product run on the planes form (prover/field.py) and only a, b, c
+        # are converted back: through the limbs API each addition converted both operands and
+        # its result, and conversions were half of synthesis.
+        one = field.to_planes(field.MONT_ONE.reshape(1, 4))
+        width = min(CHUNK, self.n)
+        rows = np.empty((width, 4), np.uint64)
+        acc, term, bp, cp = (np.empty((field.PLANE_LIMBS, width), np.int64) for _ in range(4))
         for start in range(0, self.n, CHUNK):
             if cancelled():
                 raise SynthesisCancelled(f"partition {partition} stopped at constraint {start}")
             stop = min(start + CHUNK, self.n)
+            k = stop - start
             i = np.arange(start, stop, dtype=np.int64)
-            a = target.a[start:stop]
-            np.take(w, (i * self._mul[0] + self._off[0]) & mask, axis=0, out=a)
-            for k in range(1, self.terms):
-                field.add(a, np.take(w, (i * self._mul[k] + self._off[k]) & mask, axis=0), out=a)
-            b = target.b[start:stop]
-            np.take(w, (i * self._mul[-1] + self._off[-1]) & mask, axis=0, out=b)
-            field.add(b, one, out=b)
-            field.mul(a, b, out=target.c[start:stop])
+
+            def gather(j: int, into: np.ndarray) -> np.ndarray:
+                np.take(w, (i * self._mul[j] + self._off[j]) & mask, axis=0, out=rows[:k])
+                return field.to_planes(rows[:k], out=into[:, :k])
+
+            a = gather(0, acc)
+            for j in range(1, self.terms):
+                field.padd(a, gather(j, term), out=a)
+            b = field.padd(gather(-1, bp), one, out=bp[:, :k])
+            field.from_planes(a, out=target.a[start:stop])
+            field.from_planes(b, out=target.b[start:stop])
+            field.from_planes(field.pmul(a, b, out=cp[:, :k]), out=target.c[start:stop])
