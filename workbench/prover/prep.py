@@ -98,9 +98,16 @@ def prep_msm(w: np.ndarray, split_threshold: float = 0.5) -> PrepResult:
         raise ValueError(f"split_threshold must be in [0, 1], got {split_threshold}")
     m = int(arr.shape[0])
 
-    # Pass 1: classify. Rows are fully reduced, so limb equality is value equality.
-    zero = ~arr.any(axis=1)
-    one = (arr == MONT_ONE).all(axis=1)
+    # Pass 1: classify. Rows are fully reduced, so limb equality is value equality. Column by
+    # column rather than row reductions over (m, 4) temporaries: less than half the time.
+    limbs = [arr[:, k] for k in range(4)]
+    nonzero = limbs[0] | limbs[1]
+    nonzero |= limbs[2]
+    nonzero |= limbs[3]
+    zero = nonzero == 0
+    one = limbs[0] == MONT_ONE[0]
+    for k in range(1, 4):
+        one &= limbs[k] == MONT_ONE[k]
     n_zero = int(np.count_nonzero(zero))
     n_one = int(np.count_nonzero(one))
     n_other = m - n_zero - n_one
