@@ -85,22 +85,14 @@ def main() -> None:
     unknown = [n for n in names if n not in CELLS]
     if unknown:
         raise SystemExit(f"unknown cells {unknown}; known: {', '.join(CELLS)}")
-    if args.summarize:
-        summary = summarize_dir(args.data)
-        if args.out:
-            args.out.write_text(json.dumps(summary, indent=2, default=str))
-        print_table(summary)
-        if args.report:
-            write_report(args.data, args.report)
-        return
-    args.data.mkdir(parents=True, exist_ok=True)
-    base = RunConfig(backend=args.backend, log2_constraints=args.log2, partitions=args.partitions,
-                     bool_fraction=args.bool_fraction, synth_terms=args.synth_terms, gpu_workers=2,
-                     synthesis="processes",
-                     gpu_trace=True)
-    for name in names:
-        print(f"running {name} ...", file=sys.stderr, flush=True)
-        run_cell(name, CELLS[name], base, args.data)
+    if not args.summarize:
+        args.data.mkdir(parents=True, exist_ok=True)
+        base = RunConfig(backend=args.backend, log2_constraints=args.log2, partitions=args.partitions,
+                         bool_fraction=args.bool_fraction, synth_terms=args.synth_terms, gpu_workers=2,
+                         synthesis="processes", gpu_trace=True)
+        for name in names:
+            print(f"running {name} ...", file=sys.stderr, flush=True)
+            run_cell(name, CELLS[name], base, args.data)
     summary = summarize_dir(args.data)
     if args.out:
         args.out.write_text(json.dumps(summary, indent=2, default=str))

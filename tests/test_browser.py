@@ -76,14 +76,9 @@ def screenshot(page: Any, name: str, element: Any = None) -> None:
 
 
 # -- (a) the report ----------------------------------------------------------------------------
-def test_report_opens_offline_with_every_bar(page, tmp_path):
-    from workbench.config import RunConfig
-    from workbench.pipeline.run import run_pipeline
-    from workbench.viz.report import render_report
-
-    trace = run_pipeline(RunConfig(backend="cpu", partitions=4, log2_constraints=6)).trace
-    path = tmp_path / "report.html"
-    path.write_text(render_report(trace), encoding="utf-8")
+def open_offline(page: Any, path: Path, timeout_ms: int = 30_000) -> list[str]:
+    """Open a report with the network cut off, wait until Bokeh has drawn; returns the
+    addresses the page tried to reach."""
     requested: list[str] = []
 
     def offline(route: Any) -> None:
@@ -95,8 +90,20 @@ def test_report_opens_offline_with_every_bar(page, tmp_path):
 
     page.route("**/*", offline)
     page.goto(path.as_uri())
-    page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0", timeout=30_000)
-    page.wait_for_function("() => Object.values(Bokeh.index).every(v => v.is_idle)", timeout=30_000)
+    page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0", timeout=timeout_ms)
+    page.wait_for_function("() => Object.values(Bokeh.index).every(v => v.is_idle)", timeout=timeout_ms)
+    return requested
+
+
+def test_report_opens_offline_with_every_bar(page, tmp_path):
+    from workbench.config import RunConfig
+    from workbench.pipeline.run import run_pipeline
+    from workbench.viz.report import render_report
+
+    trace = run_pipeline(RunConfig(backend="cpu", partitions=4, log2_constraints=6)).trace
+    path = tmp_path / "report.html"
+    path.write_text(render_report(trace), encoding="utf-8")
+    requested = open_offline(page, path)
     rows = page.evaluate(BARS_JS, "gantt")
     assert len(rows) == len(trace.spans)
     assert {p for phase, p in rows if phase == "finish"} == {0, 1, 2, 3}
@@ -114,19 +121,7 @@ def test_case_study_report_opens_offline_with_both_runs(page, tmp_path):
                            "--data", str(root / "notebooks" / "data" / "h200_2e22"), "--report", str(path)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
-    requested: list[str] = []
-
-    def offline(route: Any) -> None:
-        if not route.request.url.startswith("file://"):
-            requested.append(route.request.url)
-            route.abort()
-        else:
-            route.continue_()
-
-    page.route("**/*", offline)
-    page.goto(path.as_uri())
-    page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0", timeout=60_000)
-    page.wait_for_function("() => Object.values(Bokeh.index).every(v => v.is_idle)", timeout=60_000)
+    requested = open_offline(page, path, timeout_ms=60_000)
     assert page.locator("canvas").count() >= 3
     text = page.inner_text("body")
     assert "pageable_t14_w2" in text and "zerocopy_t14_w2" in text

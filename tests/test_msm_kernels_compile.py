@@ -55,11 +55,8 @@ static const emu_dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
 template <class T> inline T atomicAdd(T* p, T v) { T old = *p; *p = old + v; return old; }
 """
 
-HARNESS = r"""
-#include <cstdio>
-#include <cstring>
-#include "g1.cuh"
-
+# Hex in and out of an Fp element, for the harnesses below (they read lines of hex numbers).
+HEX_IO = r"""
 static fp_t parse(const char* hex) {
     fp_t x = fp_zero();
     int len = (int)strlen(hex);
@@ -71,6 +68,29 @@ static fp_t parse(const char* hex) {
     return x;
 }
 static void show(const fp_t& z) { for (int j = 11; j >= 0; --j) printf("%08x", z.l[j]); printf("\n"); }
+"""
+
+POINT_OPS = r"""
+// The point operations the tests ask for, for either group (curve.cuh's templates).
+template <class A>
+static int point_op(const char* op, const A& p, const A& q) {
+    if (!strcmp(op, "g_madd")) show_point(ec_add_affine(ec_from_affine(p), q));
+    else if (!strcmp(op, "g_add")) show_point(ec_add(ec_from_affine(p), ec_from_affine(q)));
+    else if (!strcmp(op, "g_xadd"))  // 2p + (q + p): doubling and addition of XYZZ inputs
+        show_point(ec_add(ec_dbl(ec_from_affine(p)), ec_add_affine(ec_from_affine(q), p)));
+    else if (!strcmp(op, "g_dbl")) show_point(ec_dbl(ec_from_affine(p)));
+    else if (!strcmp(op, "g_dbl_affine")) show_point(ec_dbl_affine(p));
+    else if (!strcmp(op, "g_neg")) show_point(ec_from_affine(ec_affine_neg(p)));
+    else return 1;
+    return 0;
+}
+"""
+
+HARNESS = r"""
+#include <cstdio>
+#include <cstring>
+#include "g1.cuh"
+""" + HEX_IO + r"""
 static g1_affine_t point(const char* x, const char* y) {
     g1_affine_t p; p.x = fp_to_mont(parse(x)); p.y = fp_to_mont(parse(y)); return p;
 }
@@ -78,6 +98,7 @@ static void show_point(const g1_xyzz_t& p) {
     g1_affine_t a = ec_to_affine(p);
     show(fp_from_mont(a.x)); show(fp_from_mont(a.y));
 }
+""" + POINT_OPS + r"""
 
 int main() {
     char op[16], a[100], b[100], c[100], d[100];
@@ -91,14 +112,7 @@ int main() {
         else if (!strcmp(op, "from_mont")) show(fp_from_mont(x));
         else {
             g1_affine_t p = point(a, b), q = point(c, d);
-            if (!strcmp(op, "g_madd")) show_point(ec_add_affine(ec_from_affine(p), q));
-            else if (!strcmp(op, "g_add")) show_point(ec_add(ec_from_affine(p), ec_from_affine(q)));
-            else if (!strcmp(op, "g_xadd"))  // 2p + (q + p): doubling and addition of XYZZ inputs
-                show_point(ec_add(ec_dbl(ec_from_affine(p)), ec_add_affine(ec_from_affine(q), p)));
-            else if (!strcmp(op, "g_dbl")) show_point(ec_dbl(ec_from_affine(p)));
-            else if (!strcmp(op, "g_dbl_affine")) show_point(ec_dbl_affine(p));
-            else if (!strcmp(op, "g_neg")) show_point(ec_from_affine(ec_affine_neg(p)));
-            else return 2;
+            if (point_op(op, p, q)) return 2;
         }
     }
     return 0;
@@ -366,23 +380,13 @@ HARNESS_G2 = r"""
 #include <cstdio>
 #include <cstring>
 #include "g2.cuh"
-
-static fp_t parse(const char* hex) {
-    fp_t x = fp_zero();
-    int len = (int)strlen(hex);
-    for (int k = 0; k < len; ++k) {
-        char ch = hex[len - 1 - k];
-        unsigned v = ch <= '9' ? ch - '0' : (ch | 32) - 'a' + 10;
-        x.l[k / 8] |= v << (4 * (k % 8));
-    }
-    return x;
-}
+""" + HEX_IO + r"""
 static fp2_t parse2(const char* c0, const char* c1) {
     return fp2_make(fp_to_mont(parse(c0)), fp_to_mont(parse(c1)));
 }
-static void show(const fp_t& z) { for (int j = 11; j >= 0; --j) printf("%08x", z.l[j]); printf("\n"); }
 static void show2(const fp2_t& z) { show(fp_from_mont(z.c0)); show(fp_from_mont(z.c1)); }
 static void show_point(const g2_xyzz_t& p) { g2_affine_t a = ec_to_affine(p); show2(a.x); show2(a.y); }
+""" + POINT_OPS + r"""
 
 int main() {
     char op[16], v[8][100];
@@ -396,14 +400,7 @@ int main() {
         else {
             g2_affine_t p, q;
             p.x = a; p.y = b; q.x = parse2(v[4], v[5]); q.y = parse2(v[6], v[7]);
-            if (!strcmp(op, "g_madd")) show_point(ec_add_affine(ec_from_affine(p), q));
-            else if (!strcmp(op, "g_add")) show_point(ec_add(ec_from_affine(p), ec_from_affine(q)));
-            else if (!strcmp(op, "g_xadd"))
-                show_point(ec_add(ec_dbl(ec_from_affine(p)), ec_add_affine(ec_from_affine(q), p)));
-            else if (!strcmp(op, "g_dbl")) show_point(ec_dbl(ec_from_affine(p)));
-            else if (!strcmp(op, "g_dbl_affine")) show_point(ec_dbl_affine(p));
-            else if (!strcmp(op, "g_neg")) show_point(ec_from_affine(ec_affine_neg(p)));
-            else return 2;
+            if (point_op(op, p, q)) return 2;
         }
     }
     return 0;

@@ -88,7 +88,8 @@ class SyntheticCircuit:
             k = stop - start
             i = np.arange(start, stop, dtype=np.int64)
 
-            def gather(j: int, into: np.ndarray) -> np.ndarray:
+            def gather(j: int, into: np.ndarray, i: np.ndarray = i, k: int = k) -> np.ndarray:
+                """Witness entries p_j(i) in planes form."""
                 np.take(w, (i * self._mul[j] + self._off[j]) & mask, axis=0, out=rows[:k])
                 return field.to_planes(rows[:k], out=into[:, :k])
 

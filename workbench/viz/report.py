@@ -28,6 +28,14 @@ RESOURCES = Resources(mode="inline", components=["bokeh"])
 
 SKIPPED = "<p class='wb-note'><em>verdict left out of this report (asked for without it)</em></p>"
 
+# The page's own style, shared with the case-study report (viz/study_report.py).
+PAGE_CSS = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 16px 24px; color: #222; }
+h1 { font-size: 20px; margin: 0 0 4px; } h2 { font-size: 16px; margin: 20px 0 6px; }
+.wb-meta { color: #666; font-size: 12px; } .wb-note { color: #8a5a00; }
+.wb-columns { display: flex; gap: 32px; flex-wrap: wrap; align-items: flex-start; }
+""" + CSS
+
 PAGE = """<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -35,10 +43,6 @@ PAGE = """<!DOCTYPE html>
 <title>{title}</title>
 {resources}
 <style>
-body {{ font: 14px/1.45 system-ui, sans-serif; margin: 16px 24px; color: #222; }}
-h1 {{ font-size: 20px; margin: 0 0 4px; }} h2 {{ font-size: 16px; margin: 20px 0 6px; }}
-.wb-meta {{ color: #666; font-size: 12px; }} .wb-note {{ color: #8a5a00; }}
-.wb-columns {{ display: flex; gap: 32px; flex-wrap: wrap; align-items: flex-start; }}
 {css}
 </style>
 </head>
@@ -78,7 +82,7 @@ def render_report(
         emulated = ("<p class='wb-note'>Memory modes were emulated on the CPU backend: copies are "
                     "host memcpys, no PCIe link is involved, so copy bandwidths are not a link's.</p>")
     return PAGE.format(
-        title=escape(heading), resources=RESOURCES.render(), css=CSS, meta=escape(" · ".join(facts)),
+        title=escape(heading), resources=RESOURCES.render(), css=PAGE_CSS, meta=escape(" · ".join(facts)),
         verdict=verdict_html(diagnose(trace)) if verdict else SKIPPED,
         config=config_table(trace.config, meta),
         summary=summary_html(summary), emulated=emulated, plots_div=div, plots_script=script,

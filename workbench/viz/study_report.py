@@ -20,8 +20,7 @@ from workbench.viz.compare import compare_figure
 from workbench.viz.distributions import distribution_figure
 from workbench.viz.findings import diagnose, verdict_html
 from workbench.viz.grid_tables import cells_table, checks_table, utilisation_table
-from workbench.viz.report import RESOURCES
-from workbench.viz.tables import CSS
+from workbench.viz.report import PAGE_CSS, RESOURCES
 
 PAGE = """<!DOCTYPE html>
 <html lang="en">
@@ -30,11 +29,8 @@ PAGE = """<!DOCTYPE html>
 <title>{title}</title>
 {resources}
 <style>
-body {{ font: 14px/1.45 system-ui, sans-serif; margin: 16px 24px; color: #222; max-width: 1600px; }}
-h1 {{ font-size: 20px; margin: 0 0 4px; }} h2 {{ font-size: 16px; margin: 22px 0 6px; }}
-.wb-meta {{ color: #666; font-size: 12px; }} .wb-columns {{ display: flex; gap: 32px; flex-wrap: wrap; }}
-.wb-columns > div {{ flex: 1 1 600px; }}
 {css}
+.wb-columns > div {{ flex: 1 1 600px; }}
 </style>
 </head>
 <body>
@@ -73,7 +69,7 @@ def render_study(
     facts = [f"written {time.strftime('%Y-%m-%d %H:%M:%S')}", f"{len(runs)} runs", *devices]
     found = {name: u[0] for name, t in runs.items() if (u := utilisation(t))}
     return PAGE.format(
-        title=escape(title), resources=RESOURCES.render(), css=CSS, meta=escape(" · ".join(facts)),
+        title=escape(title), resources=RESOURCES.render(), css=PAGE_CSS, meta=escape(" · ".join(facts)),
         intro=intro_html, cells=cells_table({k: cell_metrics(t) for k, t in runs.items()}),
         utilisation=utilisation_table(found), label_a=escape(pair[0]), label_b=escape(pair[1]),
         verdict_a=verdict_html(diagnose(a)), verdict_b=verdict_html(diagnose(b)),
