@@ -1,6 +1,6 @@
 """The H200 case study's grid, re-run with one command on a GPU machine.
 
-    python benchmarks/case_study.py [--backend gpu] [--log2 22] [--partitions 12] [--cells all|NAME ...]
+    python benchmarks/case_study.py [--backend gpu] [--log2 22] [--partitions 40] [--cells all|NAME ...]
                                     [--data notebooks/data] [--out results.json]
 
 Each cell is one `workbench run` on the GPU backend with device activity and counters on;
@@ -69,7 +69,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="gpu", help="gpu (the case study) or cpu (a dry run)")
     parser.add_argument("--log2", type=int, default=22)
-    parser.add_argument("--partitions", type=int, default=12)
+    parser.add_argument("--partitions", type=int, default=40)
     parser.add_argument("--bool-fraction", type=float, default=0.9)
     parser.add_argument("--synth-terms", type=int, default=4,
                         help="synthesis cost knob (RunConfig.synth_terms)")
