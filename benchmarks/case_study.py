@@ -1,14 +1,17 @@
 """The H200 case study's grid, re-run with one command on a GPU machine.
 
-    python benchmarks/case_study.py [--backend gpu] [--log2 22] [--partitions 40] [--cells all|NAME ...]
-                                    [--data notebooks/data] [--out results.json]
+    python benchmarks/case_study.py [--log2 22] [--partitions 40] [--synth-terms 4] [--cells all|NAME ...]
+                                    [--data notebooks/data/h200_2e22] [--out summary.json] [--report FILE]
+    python benchmarks/case_study.py --summarize [--data DIR] [--report FILE]   # no GPU needed
 
-Each cell is one `workbench run` on the GPU backend with device activity and counters on;
-its trace is saved (compressed, loadable without a GPU) under --data for
-notebooks/03_case_study.ipynb. The table printed last holds what the case study must show:
-throughput, the spread of ntt_msm_h against batch_add and tail_msm, the effective copy rate,
-kernel-busy time, the verdict's headline, and the what-if replay of the pageable run with
-copies at link speed next to the zerocopy run it predicts.
+Each cell is one run on the GPU backend (`--backend cpu` makes a dry run) with device
+activity and counters on; its trace is saved (compressed, loadable without a GPU) under
+--data, where notebooks/03_case_study.ipynb reads it. The table printed last has, per cell,
+throughput, the mutex ceiling, the spread of ntt_msm_h against the variation of batch_add
+and tail_msm, the copy rates, kernel-busy time over the run and while the GPU had work, and
+the verdict's headline; then the what-if replays next to the cells that made the change.
+`--summarize` prints the same from traces already saved; `--report` writes the case study's
+self-contained HTML report.
 
 Why these cells: the production symptom needs many synthesis threads on pageable memory
 (14); the fix is zerocopy at the same settings; pinned and registered show the other ways
@@ -74,7 +77,7 @@ def main() -> None:
     parser.add_argument("--synth-terms", type=int, default=4,
                         help="synthesis cost knob (RunConfig.synth_terms)")
     parser.add_argument("--cells", nargs="+", default=["all"])
-    parser.add_argument("--data", type=Path, default=Path("notebooks/data"))
+    parser.add_argument("--data", type=Path, default=Path("notebooks/data/h200_2e22"))
     parser.add_argument("--out", type=Path)
     parser.add_argument("--summarize", action="store_true",
                         help="run nothing: print the table of the traces already under --data")
