@@ -156,3 +156,17 @@ def test_copies_timed_on_the_device_give_the_link_and_the_hidden_staging():
     assert [(r.source, r.host_ms, r.device_ms) for r in rows] == [
         ("pinned", 20, 20), ("pageable", 100, 25), ("pageable", 60, 25)]
     assert rows[1].gbps == pytest.approx(10)
+
+
+def test_verdict_notes_synthesis_threads_sharing_the_interpreter_lock():
+    from workbench.analysis import diagnose
+    from workbench.config import RunConfig
+    from workbench.pipeline.run import run_pipeline
+
+    many = run_pipeline(RunConfig(backend="cpu", log2_constraints=8, partitions=2, synth_threads=4)).trace
+    few = run_pipeline(RunConfig(backend="cpu", log2_constraints=8, partitions=2, synth_threads=2)).trace
+    procs = run_pipeline(RunConfig(backend="cpu", log2_constraints=8, partitions=2, synth_threads=4,
+                                   synthesis="processes")).trace
+    assert any("take turns on its lock" in n for n in diagnose(many).notes)
+    assert not any("take turns on its lock" in n for n in diagnose(few).notes)
+    assert not any("take turns on its lock" in n for n in diagnose(procs).notes)

@@ -255,6 +255,11 @@ def _headline(findings: tuple[Finding, ...], ctx: Context) -> str:
     return "No bottleneck stands out: no cause accounts for a visible share of the run."
 
 
+# From this many synthesis threads in one interpreter its lock, not the cores, sets their pace
+# (on the H200 host, 14 threads took 11-13 s a 2^22 partition in threads, 1.36 s alone at 2^20).
+SHARED_LOCK_THREADS = 4
+
+
 def _notes(trace: Trace) -> list[str]:
     notes = []
     if trace.meta.get("memory_emulated"):
@@ -274,4 +279,10 @@ def _notes(trace: Trace) -> list[str]:
             notes.append(f"missing from the export: {missing}")
     if trace.meta.get("outcome") not in (None, "completed"):
         notes.append(f"the run did not complete ({trace.meta.get('outcome')}): {trace.meta.get('error')}")
+    threads = trace.config.get("synth_threads")
+    in_threads = trace.config.get("synthesis") == "threads"
+    if in_threads and isinstance(threads, int) and threads >= SHARED_LOCK_THREADS:
+        notes.append(f"synthesis ran in {threads} threads of one interpreter, which take turns on its lock: "
+                     "synthesis here is slower than that many native threads would be; "
+                     "synthesis=processes runs each in a process of its own")
     return notes
