@@ -14,6 +14,7 @@ from workbench.pipeline.run import Pipeline
 from workbench.pipeline.synth_processes import ProcessSynthesis
 from workbench.prover.backend import select_backend
 from workbench.prover.circuit import SynthesisCancelled, SyntheticCircuit
+from workbench.prover.shared_arrays import shared_empty
 
 
 def leftovers() -> list[str]:
@@ -32,7 +33,8 @@ def test_processes_give_the_same_proofs_and_h_as_threads():
         assert processes.proofs[p].to_bytes() == threads.proofs[p].to_bytes()
         assert (processes.outputs[p]["h_vector"] == threads.outputs[p]["h_vector"]).all()
     trace = processes.trace
-    assert trace.span_mask(name="synthesis_collect").sum() == 4
+    # The memory mode's buffers are shared: the processes wrote them in place, no copy.
+    assert trace.span_mask(name="synthesis_collect").sum() == 0
     assert trace.span_mask(name="synthesis_processes").sum() == 1
     assert not leftovers()
 
@@ -55,6 +57,36 @@ def test_each_process_writes_what_the_circuit_computes():
     finally:
         procs.close()
     assert not leftovers()
+
+
+@pytest.mark.parametrize("memory_mode", ["pageable", "pinned", "zerocopy", "registered"])
+def test_processes_write_the_memory_modes_buffers_in_place(memory_mode):
+    threads = run(synthesis="threads", memory_mode=memory_mode)
+    processes = run(synthesis="processes", memory_mode=memory_mode)
+    assert processes.ok, processes.error
+    assert processes.trace.span_mask(name="synthesis_collect").sum() == 0
+    for p in range(4):
+        assert processes.proofs[p].to_bytes() == threads.proofs[p].to_bytes()
+
+
+class SharedTarget:
+    def __init__(self, circuit):
+        self.witness, self.a, self.b, self.c = (shared_empty((circuit.n, 4)) for _ in range(4))
+
+
+def test_shared_buffers_are_written_in_place_without_the_collect_copy():
+    circuit = SyntheticCircuit(8, 0.9, 3, seed=11)
+    procs = ProcessSynthesis(circuit, 1)
+    collected = []
+    try:
+        got, want = SharedTarget(circuit), Target(circuit)
+        procs.synthesize(0, 9, got, lambda: False, lambda: collected.append(1) or _null())
+        circuit.synthesize(9, want)
+        for name in ("witness", "a", "b", "c"):
+            np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+        assert not collected
+    finally:
+        procs.close()
 
 
 class _null:

@@ -9,6 +9,11 @@
 | registered  | fresh arrays, registered with    | DMA; registration and unregistration recorded |
 |             | the driver after allocation      |                                               |
 
+With synthesis in processes (`synthesis=processes`) every buffer synthesis writes is
+allocated so that a synthesis process can map it and write it in place
+(prover/shared_arrays.py); the pinned pool's buffers are then registered with the driver
+after allocation, which page-locks them as the driver's own pinned allocation does.
+
 On the CPU backend the same buffer flow runs (pool checkout and return, staging copies,
 registration calls) over ordinary memory, and every copy span says `emulated=True`.
 """
@@ -59,9 +64,9 @@ class PoolStatistics:
 class PinnedPool:
     """A fixed set of pinned a/b/c buffer triples, checked out by synthesis, returned after upload."""
 
-    def __init__(self, host: HostMemory, capacity: int, shape: tuple[int, int]) -> None:
+    def __init__(self, host: HostMemory, capacity: int, shape: tuple[int, int], shared: bool = False) -> None:
         self._free = list(range(capacity))
-        self._buffers = [tuple(host.pinned(shape) for _ in VECTORS) for _ in range(capacity)]
+        self._buffers = [tuple(host.pinned(shape, shared) for _ in VECTORS) for _ in range(capacity)]
         self._cond = threading.Condition()
         self._capacity = capacity
         self._in_use = 0
@@ -108,11 +113,13 @@ class PinnedPool:
 class MemoryMode(ABC):
     name: ClassVar[str]
 
-    def __init__(self, backend: Backend, n: int, m: int) -> None:
+    def __init__(self, backend: Backend, n: int, m: int, shared: bool = False) -> None:
         self.backend = backend
         self.host = backend.host
         self.shape = (n, 4)
         self.witness_shape = (m, 4)
+        # Buffers synthesis processes write in place (prover/shared_arrays.py).
+        self.shared = shared
 
     @property
     def needs_staging(self) -> bool:
@@ -159,8 +166,8 @@ class PageableMode(MemoryMode):
 
     def checkout(self, scope: Scope) -> PartitionBuffers:
         host = self.host
-        a, b, c = (host.pageable(self.shape) for _ in VECTORS)
-        return PartitionBuffers(host.pageable(self.witness_shape), a, b, c)
+        a, b, c = (host.pageable(self.shape, self.shared) for _ in VECTORS)
+        return PartitionBuffers(host.pageable(self.witness_shape, self.shared), a, b, c)
 
 
 class PinnedStagingMode(PageableMode):
@@ -187,15 +194,15 @@ class ZeroCopyMode(MemoryMode):
     name = "zerocopy"
     source = "pinned"
 
-    def __init__(self, backend: Backend, n: int, m: int, capacity: int) -> None:
-        super().__init__(backend, n, m)
-        self.pool = PinnedPool(self.host, capacity, self.shape)
+    def __init__(self, backend: Backend, n: int, m: int, capacity: int, shared: bool = False) -> None:
+        super().__init__(backend, n, m, shared)
+        self.pool = PinnedPool(self.host, capacity, self.shape, shared)
 
     def checkout(self, scope: Scope) -> PartitionBuffers:
         with scope.span("pool_checkout") as span:
             slot, (a, b, c) = self.pool.checkout()
             span.set("slot", slot)
-        return PartitionBuffers(self.host.pageable(self.witness_shape), a, b, c, slot=slot)
+        return PartitionBuffers(self.host.pageable(self.witness_shape, self.shared), a, b, c, slot=slot)
 
     def after_upload(self, buffers: PartitionBuffers, scope: Scope) -> None:
         self._give_back(buffers)
@@ -242,10 +249,12 @@ class RegisteredMode(PageableMode):
                 self.host.unregister(array)
 
 
-def make_memory_mode(name: str, backend: Backend, n: int, m: int, pool_capacity: int) -> MemoryMode:
+def make_memory_mode(name: str, backend: Backend, n: int, m: int, pool_capacity: int,
+                     shared: bool = False) -> MemoryMode:
+    """shared: synthesis processes write the buffers in place."""
     if name == "zerocopy":
-        return ZeroCopyMode(backend, n, m, pool_capacity)
+        return ZeroCopyMode(backend, n, m, pool_capacity, shared)
     modes: dict[str, type[MemoryMode]] = {
         "pageable": PageableMode, "pinned": PinnedStagingMode, "registered": RegisteredMode,
     }
-    return modes[name](backend, n, m)
+    return modes[name](backend, n, m, shared)

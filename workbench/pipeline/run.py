@@ -196,7 +196,8 @@ class Pipeline:
                 self.backend.setup(config, setup_scope)
                 n, m = self.circuit.n, self.circuit.m
                 capacity = config.synth_lookahead + config.workers
-                self.memory = make_memory_mode(config.memory_mode, self.backend, n, m, capacity)
+                self.memory = make_memory_mode(config.memory_mode, self.backend, n, m, capacity,
+                                               shared=config.synthesis == "processes")
                 devices = [
                     self.backend.new_device_buffers(w, self.memory.needs_staging, config.gpu_of(w))
                     for w in range(config.workers)

@@ -8,11 +8,13 @@ about one partition a second in all, while the production prover's native thread
 no such lock. A process per thread keeps the thread's role (it waits, records the span,
 takes the back-pressure permit) and moves the arithmetic where nothing serialises it.
 
-Each process owns one block of shared memory (/dev/shm) holding witness, a, b and c for one
-partition. The process writes the partition there; the synthesis thread then copies it into
-the buffers the memory mode handed out (fresh pageable arrays, a pinned pool slot, ...), so
-what the memory modes measure is unchanged: the thread's copy is the write into them, with
-the first-touch page faults of fresh memory. That copy is recorded as `synthesis_collect`.
+The pipeline asks the memory modes for buffers a process can map (prover/shared_arrays.py):
+the synthesis thread hands their descriptors to its process over a socket and the process
+writes witness, a, b and c in place, into fresh pageable memory, a pinned pool slot or
+memory registered with the driver, as the production prover's threads do. For buffers that
+cannot be shared (made elsewhere), each process also owns a block of shared memory (/dev/shm)
+it writes instead, and the thread copies the partition out of it, recorded as
+`synthesis_collect`.
 
 A process that fails sends the error back (the partition's synthesis phase fails with its
 message); one that dies is reported with its exit code. A stop abandons the partition in
@@ -26,6 +28,7 @@ import mmap
 import os
 import secrets
 import select
+import socket
 import subprocess
 import sys
 import tempfile
@@ -36,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from workbench.prover.circuit import SynthesisCancelled, SyntheticCircuit
+from workbench.prover.shared_arrays import SharedRef, map_shared, ref_of
 
 FIELDS = ("witness", "a", "b", "c")
 POLL_S = 0.05
@@ -81,14 +85,35 @@ class _Target:
         self.witness, self.a, self.b, self.c = (views[k] for k in FIELDS)
 
 
-def _child_main(path: str, params: _Params) -> None:
-    """A synthesis process: reads partition numbers on stdin, synthesises each into the
-    shared block, answers `done P` or `error MESSAGE` on stdout."""
+def _direct_target(sock: socket.socket, sizes: list[int]) -> tuple[list[mmap.mmap], _Target]:
+    """The buffers whose descriptors came over the socket, mapped (witness, a, b, c)."""
+    _, fds, _, _ = socket.recv_fds(sock, 16, len(FIELDS))
+    if len(fds) != len(FIELDS):
+        for fd in fds:
+            os.close(fd)
+        raise RuntimeError(f"expected {len(FIELDS)} buffer descriptors, got {len(fds)}")
+    blocks, views = [], {}
+    try:
+        for name, fd, nbytes in zip(FIELDS, fds, sizes, strict=True):
+            block, view = map_shared(fd, nbytes, (nbytes // 32, 4))
+            blocks.append(block)
+            views[name] = view
+    finally:
+        for fd in fds:
+            os.close(fd)
+    return blocks, _Target(views)
+
+
+def _child_main(path: str, params: _Params, sock_fd: int) -> None:
+    """A synthesis process: reads `P` (write the partition into the shared block) or
+    `P SIZES` (into the four buffers whose descriptors come over the socket) on stdin,
+    answers `done P` or `error MESSAGE` on stdout."""
     out = sys.stdout
     try:
         circuit = SyntheticCircuit(params.log2, params.bool_fraction, params.terms, params.seed)
         block = _map(path, 32 * (circuit.m + 3 * circuit.n), create=False)
         target = _Target(_views(block, circuit.n, circuit.m))
+        sock = socket.socket(fileno=sock_fd)
     except Exception as err:
         out.write(f"error {type(err).__name__}: {err}\n")
         out.flush()
@@ -97,8 +122,18 @@ def _child_main(path: str, params: _Params) -> None:
     out.flush()
     for line in sys.stdin:
         try:
-            partition = int(line)
-            circuit.synthesize(partition, target)
+            words = line.split()
+            partition = int(words[0])
+            if len(words) == 1:
+                circuit.synthesize(partition, target)
+            else:
+                blocks, direct = _direct_target(sock, [int(w) for w in words[1:]])
+                try:
+                    circuit.synthesize(partition, direct)
+                finally:
+                    del direct
+                    for b in blocks:
+                        b.close()
         except Exception as err:
             message = f"{type(err).__name__}: {err}".replace("\n", " ")
             out.write(f"error {message}\n")
@@ -117,10 +152,14 @@ class _Worker:
         self.path = os.path.join(_shm_dir(), name)
         self.block = _map(self.path, 32 * (m + 3 * n), create=True)
         self.views = _views(self.block, n, m)
+        self.sock, child_sock = socket.socketpair()
         args = [sys.executable, "-m", __name__, self.path, str(params.log2), repr(params.bool_fraction),
-                str(params.terms), str(params.seed)]
-        self.process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                        bufsize=1, close_fds=True)
+                str(params.terms), str(params.seed), str(child_sock.fileno())]
+        try:
+            self.process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                            bufsize=1, close_fds=True, pass_fds=(child_sock.fileno(),))
+        finally:
+            child_sock.close()
         self.busy = False  # a partition was sent and its answer not read (abandoned by a stop)
 
     def read_line(self, timeout: float, cancelled: Callable[[], bool], what: str) -> str:
@@ -141,10 +180,14 @@ class _Worker:
                 raise RuntimeError(f"synthesis process {self.index} gave no answer within "
                                    f"{timeout:.0f} s {what}")
 
-    def send(self, partition: int) -> None:
+    def send(self, partition: int, refs: list[SharedRef] | None) -> None:
         assert self.process.stdin is not None
         try:
-            self.process.stdin.write(f"{partition}\n")
+            line = f"{partition}\n"
+            if refs is not None:
+                socket.send_fds(self.sock, [b"b"], [r.fd for r in refs])
+                line = f"{partition} " + " ".join(str(r.nbytes) for r in refs) + "\n"
+            self.process.stdin.write(line)
             self.process.stdin.flush()
         except (BrokenPipeError, OSError):
             code = self.process.poll()
@@ -170,6 +213,7 @@ class _Worker:
             if stream is not None and not stream.closed:
                 with contextlib.suppress(OSError):  # a dead process's pipe: nothing to flush
                     stream.close()
+        self.sock.close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
         # The numpy views keep the mapping alive until they are dropped; the file is gone.
@@ -196,12 +240,15 @@ class ProcessSynthesis:
 
     def synthesize(self, index: int, partition: int, target: Any, cancelled: Callable[[], bool],
                    collect: Callable[[], Any]) -> None:
-        """Synthesise `partition` on process `index` and copy it into target's witness, a, b,
-        c; `collect()` gives the context (a span) the copy is recorded in."""
+        """Synthesise `partition` on process `index` into target's witness, a, b, c: in place
+        where all four are shared arrays, else through the process's block and a copy, which
+        `collect()` gives the context (a span) of."""
         worker = self.workers[index]
         if worker.busy:
             raise RuntimeError(f"synthesis process {index} is still busy with an abandoned partition")
-        worker.send(partition)
+        refs = [ref_of(getattr(target, name)) for name in FIELDS]
+        direct = all(r is not None for r in refs)
+        worker.send(partition, [r for r in refs if r is not None] if direct else None)
         worker.busy = True
         line = worker.read_line(PARTITION_TIMEOUT_S, cancelled, f"while synthesising partition {partition}")
         worker.busy = False
@@ -209,6 +256,8 @@ class ProcessSynthesis:
             raise RuntimeError(f"in synthesis process {index}: {line.removeprefix('error ')}")
         if line != f"done {partition}":
             raise RuntimeError(f"synthesis process {index} answered {line!r} for partition {partition}")
+        if direct:
+            return
         with collect():
             for name in FIELDS:
                 np.copyto(getattr(target, name), worker.views[name])
@@ -221,4 +270,5 @@ class ProcessSynthesis:
 
 if __name__ == "__main__":
     _child_main(sys.argv[1],
-                _Params(int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])))
+                _Params(int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])),
+                int(sys.argv[6]))

@@ -18,6 +18,7 @@ from workbench.pipeline.scope import Scope
 from workbench.prover import curve, ntt, srs
 from workbench.prover.backend import Backend, DeviceBuffers, HostMemory
 from workbench.prover.host_curve import HostCurvePhases
+from workbench.prover.shared_arrays import shared_empty
 
 # Beyond this the CPU's MSMs and the key's generation take minutes per partition.
 MAX_LOG2_CPU = 18
@@ -26,12 +27,14 @@ MAX_LOG2_CPU = 18
 class EmulatedHostMemory(HostMemory):
     emulated = True
 
-    def pageable(self, shape: tuple[int, ...]) -> np.ndarray:
-        return np.empty(shape, dtype=np.uint64)
+    def pageable(self, shape: tuple[int, ...], shared: bool = False) -> np.ndarray:
+        return shared_empty(shape) if shared else np.empty(shape, dtype=np.uint64)
 
-    def pinned(self, shape: tuple[int, ...]) -> np.ndarray:
+    def pinned(self, shape: tuple[int, ...], shared: bool = False) -> np.ndarray:
         # Touch every page now, as pinning does, so first use is not a page-fault storm.
-        return np.zeros(shape, dtype=np.uint64)
+        array = self.pageable(shape, shared)
+        array[...] = 0
+        return array
 
     def register(self, array: np.ndarray) -> None:
         pass
