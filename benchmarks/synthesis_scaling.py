@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from workbench.pipeline import synth_processes
 from workbench.pipeline.synth_processes import ProcessSynthesis
 from workbench.prover.circuit import SyntheticCircuit
 
@@ -60,8 +61,14 @@ def main() -> None:
     parser.add_argument("--terms", type=int, default=4)
     parser.add_argument("--counts", type=int, nargs="+", default=[1, 4, 8, 14])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--chunks", help="FIELD,CIRCUIT numpy chunk sizes inside the processes "
+                        "(default: the pipeline's, synth_processes.PROCESS_CHUNKS)")
     args = parser.parse_args()
-    print(f"cpus {os.cpu_count()}, quota {cpu_quota()}, 2^{args.log2} constraints, terms {args.terms}")
+    if args.chunks:
+        os.environ[synth_processes.CHUNKS_VARIABLE] = args.chunks
+    chunks = args.chunks or ",".join(map(str, synth_processes.PROCESS_CHUNKS))
+    print(f"cpus {os.cpu_count()}, quota {cpu_quota()}, 2^{args.log2} constraints, terms {args.terms}, "
+          f"chunks {chunks}")
     circuit = SyntheticCircuit(args.log2, 0.9, args.terms, 1)
     base = None
     for count in args.counts:

@@ -38,6 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from workbench.prover import circuit as circuit_module
+from workbench.prover import field
 from workbench.prover.circuit import SynthesisCancelled, SyntheticCircuit
 from workbench.prover.shared_arrays import SharedRef, map_shared, ref_of
 
@@ -45,6 +47,14 @@ FIELDS = ("witness", "a", "b", "c")
 POLL_S = 0.05
 START_TIMEOUT_S = 120.0
 PARTITION_TIMEOUT_S = 3600.0  # a hung process is reported, not waited for forever
+# numpy chunk sizes (field elements, constraints) inside a synthesis process. Threads need
+# large ones (each numpy call retakes the interpreter lock); a process has the lock to itself,
+# and chunks whose scratch stays in the core's cache are faster alone and scale better side by
+# side: at 2^20 on the 2-core development machine (three sittings), one process took 0.57-0.60 s
+# a partition against 0.69-0.83 s with the threads' sizes, and two processes made 2.81-3.41
+# partitions a second against 1.98-2.37.
+PROCESS_CHUNKS = (8192, 1 << 14)
+CHUNKS_VARIABLE = "WORKBENCH_SYNTH_CHUNKS"
 
 
 def _shm_dir() -> str:
@@ -109,6 +119,11 @@ def _child_main(path: str, params: _Params, sock_fd: int) -> None:
     `P SIZES` (into the four buffers whose descriptors come over the socket) on stdin,
     answers `done P` or `error MESSAGE` on stdout."""
     out = sys.stdout
+    field_chunk, circuit_chunk = PROCESS_CHUNKS
+    if os.environ.get(CHUNKS_VARIABLE):  # benchmarks/synthesis_scaling.py --chunks
+        field_chunk, circuit_chunk = (int(v) for v in os.environ[CHUNKS_VARIABLE].split(","))
+    field.CHUNK = field.BLOCK = field_chunk
+    circuit_module.CHUNK = circuit_chunk
     try:
         circuit = SyntheticCircuit(params.log2, params.bool_fraction, params.terms, params.seed)
         block = _map(path, 32 * (circuit.m + 3 * circuit.n), create=False)
