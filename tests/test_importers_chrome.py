@@ -116,3 +116,13 @@ def test_gzipped_chrome_json_is_recognised(tmp_path):
     path.write_bytes(gzip.compress(to_chrome_json(case("balanced")).encode()))
     assert sniff(path) == "chrome"
     _same(load_any(path), case("balanced"))
+
+
+def test_a_phase_that_is_not_a_string_is_skipped_and_named():
+    from workbench.importers.chrome import parse_chrome
+
+    text = json.dumps([{"ph": []}, {"ph": {"x": 1}}, {"ph": "X", "name": "ntt_msm_h", "ts": 0, "dur": 5,
+                                                      "pid": 1, "tid": 1}])
+    trace = parse_chrome(text)
+    assert len(trace.spans) == 1
+    assert trace.meta["import"]["skipped"]["phase ('ph') is not a string"] == 2

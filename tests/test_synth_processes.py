@@ -111,10 +111,12 @@ def test_a_process_that_dies_is_named_with_its_exit_code():
 
 
 def test_a_stop_abandons_the_partition_in_flight():
-    circuit = SyntheticCircuit(16, 0.9, 16, seed=11)  # long enough to be stopped in the middle
+    # Seconds of synthesis, asked for with the stop already requested: the first look at the
+    # answer (after one poll interval) finds no answer and the stop.
+    circuit = SyntheticCircuit(18, 0.9, 64, seed=11)
     procs = ProcessSynthesis(circuit, 1)
     stop = threading.Event()
-    threading.Timer(0.05, stop.set).start()
+    stop.set()
     try:
         with pytest.raises(SynthesisCancelled):
             procs.synthesize(0, 1, Target(circuit), stop.is_set, lambda: _null())

@@ -91,6 +91,9 @@ class _Builder:
                 self.report.skip("not a JSON object", where)
                 continue
             phase = event.get("ph")
+            if not isinstance(phase, str):  # a list or object here would not even hash
+                self.report.skip("no phase ('ph')" if phase is None else "phase ('ph') is not a string", where)
+                continue
             try:
                 if phase in IGNORED_PHASES:
                     continue
