@@ -92,7 +92,8 @@ class _Builder:
                 continue
             phase = event.get("ph")
             if not isinstance(phase, str):  # a list or object here would not even hash
-                self.report.skip("no phase ('ph')" if phase is None else "phase ('ph') is not a string", where)
+                reason = "no phase ('ph')" if phase is None else "phase ('ph') is not a string"
+                self.report.skip(reason, where)
                 continue
             try:
                 if phase in IGNORED_PHASES:
