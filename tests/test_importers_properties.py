@@ -1,6 +1,7 @@
 """Arbitrary and mutated input never crashes an importer: it gives a trace or a clear error."""
 
 import json
+import os
 
 from cuzk_writer import daemon_log
 from golden import case
@@ -12,7 +13,7 @@ from workbench.export.chrome import to_chrome_json
 from workbench.importers import ImportFailed, load_any, parse_chrome, parse_cuzk_log
 from workbench.trace.container import Trace
 
-SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=int(os.environ.get("WB_EXAMPLES", 120)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 LOG = daemon_log(case("prep_bound"), noise=1, seed=5)
 LOG_LINES = LOG.splitlines()
 CHROME = to_chrome_json(case("prep_bound"))
