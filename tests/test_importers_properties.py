@@ -13,7 +13,9 @@ from workbench.export.chrome import to_chrome_json
 from workbench.importers import ImportFailed, load_any, parse_chrome, parse_cuzk_log
 from workbench.trace.container import Trace
 
-SETTINGS = settings(max_examples=int(os.environ.get("WB_EXAMPLES", 120)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# WB_EXAMPLES=3000 for a longer hunt than CI's.
+SETTINGS = settings(max_examples=int(os.environ.get("WB_EXAMPLES", 120)), deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
 LOG = daemon_log(case("prep_bound"), noise=1, seed=5)
 LOG_LINES = LOG.splitlines()
 CHROME = to_chrome_json(case("prep_bound"))
