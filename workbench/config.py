@@ -32,8 +32,8 @@ class RunConfig:
     gpu_workers: int = 2
     synth_threads: int = 2
     # Where synthesis computes: in the synthesis threads themselves, or each thread hands its
-    # partitions to a process of its own (pipeline/synth_processes.py), which many threads
-    # need to run in parallel at all: in one interpreter they queue on its lock.
+    # partitions to a process of its own (pipeline/synth_processes.py), where no other
+    # thread's Python can hold the interpreter lock it needs between numpy calls.
     synthesis: str = "threads"
     # How many partitions may be synthesised (or in synthesis) before a GPU worker picks
     # them up: the back-pressure bound that keeps synthesis from running away with memory.

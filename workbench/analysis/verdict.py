@@ -255,8 +255,9 @@ def _headline(findings: tuple[Finding, ...], ctx: Context) -> str:
     return "No bottleneck stands out: no cause accounts for a visible share of the run."
 
 
-# From this many synthesis threads in one interpreter its lock, not the cores, sets their pace
-# (on the H200 host, 14 threads took 11-13 s a 2^22 partition in threads, 1.36 s alone at 2^20).
+# From this many synthesis threads in one interpreter its lock can set their pace (on the H200
+# host 14 threads took 44.7 s a 2^22 partition with the default switch interval; see
+# pipeline/synth_processes.py).
 SHARED_LOCK_THREADS = 4
 
 
@@ -283,6 +284,6 @@ def _notes(trace: Trace) -> list[str]:
     in_threads = trace.config.get("synthesis") == "threads"
     if in_threads and isinstance(threads, int) and threads >= SHARED_LOCK_THREADS:
         notes.append(f"synthesis ran in {threads} threads of one interpreter, which take turns on its lock: "
-                     "synthesis here is slower than that many native threads would be; "
+                     "their speed depends on what else the interpreter runs, which native threads' does not; "
                      "synthesis=processes runs each in a process of its own")
     return notes
