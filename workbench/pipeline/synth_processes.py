@@ -6,9 +6,9 @@ interpreter lock. With a dozen threads in one interpreter the lock can set the p
 16-core H200 machine 14 synthesis threads took 44.7 s a 2^22 partition with the default 5 ms
 switch interval (11-13 s with pipeline/switching.py's 0.2 ms and larger chunks, as in
 processes, where the host's memory system set the pace). A process per thread keeps the
-thread's role (it waits,
-records the span, takes the back-pressure permit) and moves the arithmetic where no other
-thread's Python can hold it up, as the production prover's native threads are.
+thread's role (it waits, records the span, takes the back-pressure permit) and moves the
+arithmetic where no other thread's Python can hold it up, as the production prover's native
+threads are.
 
 The pipeline asks the memory modes for buffers a process can map (prover/shared_arrays.py):
 the synthesis thread hands their descriptors to its process over a socket and the process
