@@ -58,20 +58,20 @@ extern "C" __global__ void __launch_bounds__(128)
 madd_rate(const uint4* table, uint4* out, unsigned int iters)
 {
     const unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
-    g1_xyzz_t acc = g1_infinity();
+    g1_xyzz_t acc = ec_infinity<fp_t>();
     for (unsigned int k = 0; k < iters; ++k)
-        acc = g1_add_affine_inline(acc, g1_affine_load(table, (i + k) & 1023));
-    g1_xyzz_store(out, i, acc);
+        acc = ec_add_affine_inline(acc, ec_affine_load<fp_t>(table, (i + k) & 1023));
+    ec_xyzz_store(out, i, acc);
 }
 
 extern "C" __global__ void __launch_bounds__(128)
 madd_call_rate(const uint4* table, uint4* out, unsigned int iters)
 {
     const unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
-    g1_xyzz_t acc = g1_infinity();
+    g1_xyzz_t acc = ec_infinity<fp_t>();
     for (unsigned int k = 0; k < iters; ++k)
-        acc = g1_add_affine(acc, g1_affine_load(table, (i + k) & 1023));
-    g1_xyzz_store(out, i, acc);
+        acc = ec_add_affine(acc, ec_affine_load<fp_t>(table, (i + k) & 1023));
+    ec_xyzz_store(out, i, acc);
 }
 """
 
@@ -105,9 +105,8 @@ def time_events(cupy: Any, fn: Callable[[], Any], warmup: int, repeats: int) -> 
 
 
 def measure_rates(cupy: Any, info: dict[str, Any], points: gpu_msm.DevicePoints) -> dict[str, float]:
-    fp = (kernels.KERNELS_DIR / "fp.cuh").read_text()
-    g1 = (kernels.KERNELS_DIR / "g1.cuh").read_text().replace('#include "fp.cuh"', "")
-    module = cupy.RawModule(code=fp + g1 + RATE_KERNELS, options=("-std=c++17",))
+    code = kernels.expand_includes('#include "g1.cuh"\n' + RATE_KERNELS)
+    module = cupy.RawModule(code=code, options=("-std=c++17",))
     sms = info["sms"]
     threads, iters = sms * 8 * 256, 512
     data = cupy.ascontiguousarray(cupy.tile(points.data[:1024].reshape(-1, 12), (threads * 3 // 2048 + 1, 1))

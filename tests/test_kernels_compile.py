@@ -45,6 +45,24 @@ def test_compiles_for_sm90(source: Path, tmp_path: Path):
     assert out.stat().st_size > 0
 
 
+@needs_nvcc
+def test_benchmark_microkernels_compile_for_sm90(tmp_path: Path):
+    """benchmarks/msm_gpu.py compiles its rate kernels against kernels/g1.cuh at run time:
+    a renamed point function must break here, not on the GPU machine."""
+    import importlib.util
+
+    assert NVCC is not None
+    spec = importlib.util.spec_from_file_location("msm_gpu", KERNELS.parent / "benchmarks" / "msm_gpu.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    src = tmp_path / "rates.cu"
+    src.write_text(kernels.expand_includes('#include "g1.cuh"\n' + bench.RATE_KERNELS))
+    proc = subprocess.run([NVCC, "-arch=sm_90", "-std=c++17", "-c", str(src), "-o", str(tmp_path / "r.o")],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+
+
 HARNESS = r"""
 #include <cstdio>
 #include <cstring>

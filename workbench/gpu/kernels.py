@@ -33,8 +33,9 @@ def require_cupy() -> Any:
     return cupy
 
 
-def source(name: str) -> str:
-    """kernels/<name>.cu with its local #include lines replaced by the headers' text."""
+def expand_includes(text: str) -> str:
+    """CUDA source with its #include "kernels/..." lines replaced by the headers' text, each
+    header once (runtime compilation sees no include path)."""
     seen: set[str] = set()
 
     def expand(text: str) -> str:
@@ -46,10 +47,15 @@ def source(name: str) -> str:
             return expand((KERNELS_DIR / header).read_text())
         return _INCLUDE.sub(include, text)
 
+    return expand(text)
+
+
+def source(name: str) -> str:
+    """kernels/<name>.cu with its local #include lines replaced by the headers' text."""
     path = KERNELS_DIR / f"{name}.cu"
     if not path.exists():
         raise FileNotFoundError(f"kernel source {path} not found")
-    return expand(path.read_text())
+    return expand_includes(path.read_text())
 
 
 def _compile(cupy: Any, code: str, probe: str) -> Any:
