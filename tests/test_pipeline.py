@@ -45,6 +45,8 @@ def test_trace_invariants_hold_for_every_mode_and_scope(memory_mode, lock_scope)
         assert len(trace.select(name="staging_copy")) == 3 * 7
     if memory_mode == "registered":
         assert len(trace.select(name="host_register")) == len(trace.select(name="host_unregister")) == 21
+        for span in trace.select(name="host_unregister"):  # never while holding the GPU mutex
+            assert span.start_ns >= holds[span.partition].end_ns
     if memory_mode == "zerocopy":
         pool = pipeline.memory.pool.statistics()
         assert pool.max_in_use <= pool.capacity == 2 + 2

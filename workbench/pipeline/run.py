@@ -449,7 +449,7 @@ class Pipeline:
             finally:
                 mutex.release()
         finally:
-            memory.discard(buffers)
+            memory.discard(buffers, scope)
         if backend.b_g2_in_gpu_phases:  # summed on the GPU inside the mutex: two halves to add
             b_g2 = batch.pop(B_G2) + tail.pop(B_G2)
         else:
