@@ -18,10 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workbench.analysis.locks import mutex_reports
 from workbench.analysis.summary import summarize
 from workbench.analysis.transfers import copy_rates
-from workbench.analysis.utilisation import gpu_utilisation, held_intervals, utilisation
+from workbench.analysis.utilisation import gpu_utilisation, held_intervals
 from workbench.analysis.verdict import diagnose
 from workbench.analysis.whatif import Change, WhatIfError, WhatIfOptions, predict
 from workbench.trace.container import Trace
@@ -92,20 +91,20 @@ def active_window_ns(trace: Trace, gpu: int = 0) -> tuple[int, int] | None:
 
 
 def cell_metrics(trace: Trace) -> CellMetrics:
-    verdict = diagnose(trace)
+    verdict = diagnose(trace)  # holds the summary, utilisations and mutex reports too
     rates = copy_rates(trace)
     host = [r.gbps for r in rates if r.gbps is not None]
     device = [r.bytes / (r.device_ms * 1e6) for r in rates if r.device_ms]
-    gpu = utilisation(trace)[0] if utilisation(trace) else None
+    gpu = verdict.utilisation[0] if verdict.utilisation else None
     window = active_window_ns(trace)
     active = gpu_utilisation(trace, 0, *window) if window else None
-    mutex = mutex_reports(trace)
+    mutex = verdict.mutex
     phases = {p: s for p in GPU_PHASES if (s := phase_spread(trace, p)) is not None}
     synth = trace.durations_ns(trace.span_mask(name="synthesis")) / 1e6
     link = trace.meta.get("link_gbps")
     return CellMetrics(
-        throughput_per_min=summarize(trace).throughput_per_min,
-        partitions=summarize(trace).partitions_done,
+        throughput_per_min=verdict.summary.throughput_per_min,
+        partitions=verdict.summary.partitions_done,
         phases=phases,
         synthesis_median_ms=float(np.median(synth)) if len(synth) else None,
         copy_gbps_median=float(np.median(host)) if host else None,
