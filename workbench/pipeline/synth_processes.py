@@ -36,6 +36,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -57,6 +58,7 @@ PARTITION_TIMEOUT_S = 3600.0  # a hung process is reported, not waited for forev
 # partitions a second against 1.98-2.37.
 PROCESS_CHUNKS = (8192, 1 << 14)
 CHUNKS_VARIABLE = "WORKBENCH_SYNTH_CHUNKS"
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding workbench/
 
 
 def _shm_dir() -> str:
@@ -172,9 +174,14 @@ class _Worker:
         self.sock, child_sock = socket.socketpair()
         args = [sys.executable, "-m", __name__, self.path, str(params.log2), repr(params.bool_fraction),
                 str(params.terms), str(params.seed), str(child_sock.fileno())]
+        # The process imports this very package, wherever the parent found it (a notebook may
+        # have put it on sys.path by hand).
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
         try:
             self.process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                            bufsize=1, close_fds=True, pass_fds=(child_sock.fileno(),))
+                                            bufsize=1, close_fds=True, pass_fds=(child_sock.fileno(),),
+                                            env=env)
         finally:
             child_sock.close()
         self.busy = False  # a partition was sent and its answer not read (abandoned by a stop)
