@@ -157,7 +157,8 @@ def summarize_dir(data: Path) -> dict[str, Any]:
             link = traces[base].meta.get("link_gbps") or H200_LINK_GBPS
             options = WhatIfOptions(link_gbps=link)
             check = check_prediction(traces[base], Change(**change), traces[cell], options)
-            checks.append({"base": base, "cell": cell, **asdict(check), "error": check.error})
+            checks.append({"base": base, "cell": cell, **asdict(check), "error": check.error,
+                           "error_same_synthesis": check.error_same_synthesis})
     return {"cells": cells, "checks": checks}
 
 
@@ -187,7 +188,10 @@ def print_table(summary: dict[str, Any]) -> None:
             continue
         print(f"what-if {check['base']} + {check['change']}: predicted {check['predicted_per_min']:.1f}/min, "
               f"{check['cell']} measured {check['measured_per_min']:.1f}/min, error {check['error']:+.1%} "
-              f"(replay error {check['replay_error']:+.1%})")
+              f"(replay error {check['replay_error']:+.1%}); at the measured run's synthesis speed "
+              f"({fmt(check['synthesis_ratio'], '{:.2f}x')}) "
+              f"{fmt(check['predicted_same_synthesis_per_min'], '{:.1f}/min')}, "
+              f"error {fmt(check['error_same_synthesis'], '{:+.1%}')}")
 
 
 if __name__ == "__main__":

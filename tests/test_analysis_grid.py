@@ -69,3 +69,15 @@ def test_the_h200_pageable_run_shows_the_copy_symptom():
     assert pageable.phases["ntt_msm_h"].median_ms > 2 * zerocopy.phases["ntt_msm_h"].median_ms
     assert "copy_bound" in pageable.findings
     assert np.isclose(pageable.link_gbps, zerocopy.link_gbps, rtol=0.1)
+
+
+def test_h200_replays_at_the_measured_synthesis_speed_land_within_ten_percent():
+    """The recorded grid's runs drifted in synthesis speed; replayed with the measured run's
+    synthesis, the lock-scope and worker-count changes predict the measured throughput."""
+    base = load(H200 / "zerocopy_t14_w2.wbtrace")
+    for change, cell in ((Change(lock_scope="compute"), "zerocopy_t14_w2_compute"),
+                         (Change(gpu_workers=1), "zerocopy_t14_w1")):
+        check = check_prediction(base, change, load(H200 / f"{cell}.wbtrace"))
+        assert check.synthesis_ratio > 1.1  # the measured run synthesised faster
+        assert abs(check.error) > 0.1  # as recorded, the replay misses by more than 10%
+        assert abs(check.error_same_synthesis) < 0.1

@@ -14,7 +14,7 @@ Pure: traces in, numbers out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -128,13 +128,29 @@ class PredictionCheck:
     measured_per_min: float  # the run that really made the change
     replay_error: float | None  # the unchanged replay against the base run
     failed: str | None = None
+    # Two runs also differ in what the change does not touch; synthesis speed drifts most
+    # (10.2-13.5 s a partition across the H200 grid). The same replay with synthesis sped up
+    # (or slowed) to the measured run's median separates the model's error from that drift.
+    synthesis_ratio: float | None = None  # base synthesis median over the measured run's
+    predicted_same_synthesis_per_min: float | None = None
 
     @property
     def error(self) -> float | None:
         """Prediction over measurement, minus one."""
-        if self.predicted_per_min is None or not self.measured_per_min:
-            return None
-        return self.predicted_per_min / self.measured_per_min - 1
+        return _error(self.predicted_per_min, self.measured_per_min)
+
+    @property
+    def error_same_synthesis(self) -> float | None:
+        return _error(self.predicted_same_synthesis_per_min, self.measured_per_min)
+
+
+def _error(predicted: float | None, measured: float) -> float | None:
+    return None if predicted is None or not measured else predicted / measured - 1
+
+
+def _synthesis_median(trace: Trace) -> float | None:
+    durations = trace.durations_ns(trace.span_mask(name="synthesis"))
+    return float(np.median(durations)) if len(durations) else None
 
 
 def check_prediction(base: Trace, change: Change, measured: Trace,
@@ -145,5 +161,11 @@ def check_prediction(base: Trace, change: Change, measured: Trace,
         prediction = predict(base, change, options)
     except WhatIfError as err:
         return PredictionCheck(change.describe(), base_per_min, None, measured_per_min, None, str(err))
+    before, after = _synthesis_median(base), _synthesis_median(measured)
+    ratio = before / after if before and after else None
+    same = None
+    if ratio is not None:
+        speedup = change.synthesis_speedup * ratio
+        same = predict(base, replace(change, synthesis_speedup=speedup), options).predicted_per_min
     return PredictionCheck(prediction.change, base_per_min, prediction.predicted_per_min,
-                           measured_per_min, prediction.replay_error)
+                           measured_per_min, prediction.replay_error, None, ratio, same)

@@ -57,6 +57,10 @@ def checks_table(checks: Sequence[tuple[str, str, PredictionCheck]]) -> str:
     for base, cell, c in checks:
         rows.append([f"{base} + {c.change}", _num(c.base_per_min), _num(c.predicted_per_min), cell,
                      _num(c.measured_per_min), _pct(c.error) if c.error is not None else (c.failed or "-"),
-                     _pct(c.replay_error)])
+                     _pct(c.replay_error), _num(c.synthesis_ratio, "{:.2f}x"),
+                     _num(c.predicted_same_synthesis_per_min), _pct(c.error_same_synthesis)])
     return table(["replay", "base /min", "predicted /min", "run that made the change", "measured /min",
-                  "prediction error", "unchanged replay error"], rows)
+                  "prediction error", "unchanged replay error", "synthesis speed, measured run",
+                  "predicted at that speed", "error at that speed"], rows,
+                 caption="synthesis speed drifts between runs; the last three columns replay the change "
+                         "with synthesis at the measured run's median")
