@@ -142,20 +142,28 @@ def test_a_stopped_pipeline_with_processes_ends_cleanly():
 
 
 def test_a_bad_process_start_is_reported(monkeypatch):
-    monkeypatch.setattr(synth_processes, "_map", _map_failing_in_children())
+    monkeypatch.setenv(synth_processes.CHUNKS_VARIABLE, "not,numbers")  # the process fails to set up
     circuit = SyntheticCircuit(8, 0.9, 3, seed=11)
     with pytest.raises(RuntimeError, match="synthesis process 0"):
         ProcessSynthesis(circuit, 1)
     assert not leftovers()
 
 
-def _map_failing_in_children():
+def test_a_block_the_process_cannot_open_is_reported(monkeypatch):
     real = synth_processes._map
 
     def fake(path, size, create):
-        # The parent creates the block, then removes it: the child cannot open it.
+        # The parent creates the block, then removes it: the process cannot open it.
         block = real(path, size, create)
         os.unlink(path)
         return block
 
-    return fake
+    monkeypatch.setattr(synth_processes, "_map", fake)
+    circuit = SyntheticCircuit(8, 0.9, 3, seed=11)
+    procs = ProcessSynthesis(circuit, 1)
+    try:
+        with pytest.raises(RuntimeError, match="in synthesis process 0: FileNotFoundError"):
+            procs.synthesize(0, 1, Target(circuit), lambda: False, lambda: _null())
+    finally:
+        procs.close()
+    assert not leftovers()

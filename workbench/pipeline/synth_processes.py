@@ -14,8 +14,8 @@ The pipeline asks the memory modes for buffers a process can map (prover/shared_
 the synthesis thread hands their descriptors to its process over a socket and the process
 writes witness, a, b and c in place, into fresh pageable memory, a pinned pool slot or
 memory registered with the driver, as the production prover's threads do. For buffers that
-cannot be shared (made elsewhere), each process also owns a block of shared memory (/dev/shm)
-it writes instead, and the thread copies the partition out of it, recorded as
+cannot be shared (made elsewhere), the process writes a block of shared memory (/dev/shm,
+made on first need) instead, and the thread copies the partition out of it, recorded as
 `synthesis_collect`.
 
 A process that fails sends the error back (the partition's synthesis phase fails with its
@@ -123,15 +123,13 @@ def _child_main(path: str, params: _Params, sock_fd: int) -> None:
     `P SIZES` (into the four buffers whose descriptors come over the socket) on stdin,
     answers `done P` or `error MESSAGE` on stdout."""
     out = sys.stdout
-    field_chunk, circuit_chunk = PROCESS_CHUNKS
-    if os.environ.get(CHUNKS_VARIABLE):  # benchmarks/synthesis_scaling.py --chunks
-        field_chunk, circuit_chunk = (int(v) for v in os.environ[CHUNKS_VARIABLE].split(","))
-    field.CHUNK = field.BLOCK = field_chunk
-    circuit_module.CHUNK = circuit_chunk
     try:
+        field_chunk, circuit_chunk = PROCESS_CHUNKS
+        if os.environ.get(CHUNKS_VARIABLE):  # benchmarks/synthesis_scaling.py --chunks
+            field_chunk, circuit_chunk = (int(v) for v in os.environ[CHUNKS_VARIABLE].split(","))
+        field.CHUNK = field.BLOCK = field_chunk
+        circuit_module.CHUNK = circuit_chunk
         circuit = SyntheticCircuit(params.log2, params.bool_fraction, params.terms, params.seed)
-        block = _map(path, 32 * (circuit.m + 3 * circuit.n), create=False)
-        target = _Target(_views(block, circuit.n, circuit.m))
         sock = socket.socket(fileno=sock_fd)
     except Exception as err:
         out.write(f"error {type(err).__name__}: {err}\n")
@@ -139,11 +137,15 @@ def _child_main(path: str, params: _Params, sock_fd: int) -> None:
         return
     out.write(f"ready {os.getpid()}\n")
     out.flush()
+    target: _Target | None = None  # the parent's block, mapped when first asked for
     for line in sys.stdin:
         try:
             words = line.split()
             partition = int(words[0])
             if len(words) == 1:
+                if target is None:
+                    block = _map(path, 32 * (circuit.m + 3 * circuit.n), create=False)
+                    target = _Target(_views(block, circuit.n, circuit.m))
                 circuit.synthesize(partition, target)
             else:
                 blocks, direct = _direct_target(sock, [int(w) for w in words[1:]])
@@ -169,8 +171,8 @@ class _Worker:
         self.index = index
         name = f"workbench-synth-{os.getpid()}-{secrets.token_hex(4)}-{index}"
         self.path = os.path.join(_shm_dir(), name)
-        self.block = _map(self.path, 32 * (m + 3 * n), create=True)
-        self.views = _views(self.block, n, m)
+        self.n, self.m = n, m
+        self.views: dict[str, np.ndarray] = {}  # the block, made on first use (block_views)
         self.sock, child_sock = socket.socketpair()
         args = [sys.executable, "-m", __name__, self.path, str(params.log2), repr(params.bool_fraction),
                 str(params.terms), str(params.seed), str(child_sock.fileno())]
@@ -185,6 +187,13 @@ class _Worker:
         finally:
             child_sock.close()
         self.busy = False  # a partition was sent and its answer not read (abandoned by a stop)
+
+    def block_views(self) -> dict[str, np.ndarray]:
+        """The process's own block, for targets it cannot map: made the first time one comes,
+        so runs whose buffers are all shared never allocate it."""
+        if not self.views:
+            self.views = _views(_map(self.path, 32 * (self.m + 3 * self.n), create=True), self.n, self.m)
+        return self.views
 
     def read_line(self, timeout: float, cancelled: Callable[[], bool], what: str) -> str:
         assert self.process.stdout is not None
@@ -272,6 +281,7 @@ class ProcessSynthesis:
             raise RuntimeError(f"synthesis process {index} is still busy with an abandoned partition")
         refs = [ref_of(getattr(target, name)) for name in FIELDS]
         direct = all(r is not None for r in refs)
+        views = {} if direct else worker.block_views()
         worker.send(partition, [r for r in refs if r is not None] if direct else None)
         worker.busy = True
         line = worker.read_line(PARTITION_TIMEOUT_S, cancelled, f"while synthesising partition {partition}")
@@ -284,7 +294,7 @@ class ProcessSynthesis:
             return
         with collect():
             for name in FIELDS:
-                np.copyto(getattr(target, name), worker.views[name])
+                np.copyto(getattr(target, name), views[name])
 
     def close(self) -> None:
         for worker in self.workers:
