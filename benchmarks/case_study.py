@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -96,12 +96,13 @@ def main() -> None:
         for name in names:
             print(f"running {name} ...", file=sys.stderr, flush=True)
             run_cell(name, CELLS[name], base, args.data)
-    summary = summarize_dir(args.data)
+    study = read_study(args.data)
+    summary = summary_of(study)
     if args.out:
         args.out.write_text(json.dumps(summary, indent=2, default=str))
     print_table(summary)
     if args.report:
-        write_report(args.data, args.report)
+        write_report(study, args.report)
 
 
 INTRO = """<p>Each run proves 40 partitions of 2^22 constraints (bool_fraction 0.9) with 2 GPU workers
@@ -109,27 +110,6 @@ sharing the GPU mutex unless its name says otherwise, 14 synthesis threads each 
 process, all allowed to run ahead, device activity and counters recorded. <b>pageable_t14_w2</b> is the
 production setting; <b>zerocopy_t14_w2</b> the fix. notebooks/03_case_study.ipynb reads the same
 traces and says what they show and what they do not.</p>"""
-
-
-def write_report(data: Path, target: Path) -> None:
-    from workbench.analysis import Change, WhatIfOptions
-    from workbench.analysis.grid import check_prediction
-    from workbench.trace import load
-    from workbench.viz.study_report import render_study
-
-    runs = {p.stem: load(p) for p in sorted(data.glob("*.wbtrace"))}
-    pair = ("pageable_t14_w2", "zerocopy_t14_w2")
-    if not all(name in runs for name in pair):
-        raise SystemExit(f"the report needs {pair[0]} and {pair[1]} under {data}")
-    checks = []
-    for base, change, cell in CHECKS:
-        if base in runs and cell in runs:
-            options = WhatIfOptions(link_gbps=runs[base].meta.get("link_gbps") or H200_LINK_GBPS)
-            checks.append((base, cell, check_prediction(runs[base], Change(**change), runs[cell], options)))
-    device = runs[pair[0]].meta.get("device") or "the CPU backend"
-    html = render_study(f"Case study on {device}: pageable against zerocopy", INTRO, runs, pair, checks)
-    target.write_text(html, encoding="utf-8")
-    print(f"report: {target} ({target.stat().st_size // 1024} KiB)")
 
 
 # What-if replays checked against the cell that really made the change: (base, change, cell).
@@ -142,24 +122,52 @@ CHECKS = (
 )
 
 
-def summarize_dir(data: Path) -> dict[str, Any]:
-    """Every saved cell's figures and the what-if checks, from the traces alone (no GPU)."""
-    from workbench.analysis import Change, WhatIfOptions
+@dataclass
+class Study:
+    """The saved cells read once: traces, verdicts, figures and what-if checks."""
+
+    traces: dict[str, Any]
+    verdicts: dict[str, Any]
+    cells: dict[str, Any]
+    checks: list[tuple[str, str, Any]]
+
+
+def read_study(data: Path) -> Study:
+    from workbench.analysis import Change, WhatIfOptions, diagnose
     from workbench.analysis.grid import cell_metrics, check_prediction
     from workbench.trace import load
 
     traces = {p.stem: load(p) for p in sorted(data.glob("*.wbtrace"))}
-    cells = {name: asdict(cell_metrics(trace)) for name, trace in traces.items()}
+    verdicts = {name: diagnose(trace) for name, trace in traces.items()}
+    cells = {name: cell_metrics(trace, verdicts[name]) for name, trace in traces.items()}
     checks = []
     for base, change, cell in CHECKS:
         if base in traces and cell in traces:
             # The GPU backend measures its link at setup; a CPU dry run borrows the H200's figure.
-            link = traces[base].meta.get("link_gbps") or H200_LINK_GBPS
-            options = WhatIfOptions(link_gbps=link)
+            options = WhatIfOptions(link_gbps=traces[base].meta.get("link_gbps") or H200_LINK_GBPS)
             check = check_prediction(traces[base], Change(**change), traces[cell], options)
-            checks.append({"base": base, "cell": cell, **asdict(check), "error": check.error,
-                           "error_same_synthesis": check.error_same_synthesis})
-    return {"cells": cells, "checks": checks}
+            checks.append((base, cell, check))
+    return Study(traces, verdicts, cells, checks)
+
+
+def summary_of(study: Study) -> dict[str, Any]:
+    """Every saved cell's figures and the what-if checks, as plain data (for JSON)."""
+    checks = [{"base": base, "cell": cell, **asdict(check), "error": check.error,
+               "error_same_synthesis": check.error_same_synthesis} for base, cell, check in study.checks]
+    return {"cells": {name: asdict(m) for name, m in study.cells.items()}, "checks": checks}
+
+
+def write_report(study: Study, target: Path) -> None:
+    from workbench.viz.study_report import render_study
+
+    pair = ("pageable_t14_w2", "zerocopy_t14_w2")
+    if not all(name in study.traces for name in pair):
+        raise SystemExit(f"the report needs the cells {pair[0]} and {pair[1]}")
+    device = study.traces[pair[0]].meta.get("device") or "the CPU backend"
+    html = render_study(f"Case study on {device}: pageable against zerocopy", INTRO, study.traces, pair,
+                        study.checks, study.verdicts)
+    target.write_text(html, encoding="utf-8")
+    print(f"report: {target} ({target.stat().st_size // 1024} KiB)")
 
 
 def print_table(summary: dict[str, Any]) -> None:

@@ -21,7 +21,7 @@ import numpy as np
 from workbench.analysis.summary import summarize
 from workbench.analysis.transfers import copy_rates
 from workbench.analysis.utilisation import gpu_utilisation, held_intervals
-from workbench.analysis.verdict import diagnose
+from workbench.analysis.verdict import Verdict, diagnose
 from workbench.analysis.whatif import Change, WhatIfError, WhatIfOptions, predict
 from workbench.trace.container import Trace
 
@@ -90,8 +90,10 @@ def active_window_ns(trace: Trace, gpu: int = 0) -> tuple[int, int] | None:
     return int(held.starts.min()), int(held.ends.max())
 
 
-def cell_metrics(trace: Trace) -> CellMetrics:
-    verdict = diagnose(trace)  # holds the summary, utilisations and mutex reports too
+def cell_metrics(trace: Trace, verdict: Verdict | None = None) -> CellMetrics:
+    """The run's figures; pass its verdict where one is at hand (diagnosing is the costly
+    part, and the verdict holds the summary, utilisations and mutex reports too)."""
+    verdict = verdict or diagnose(trace)
     rates = copy_rates(trace)
     host = [r.gbps for r in rates if r.gbps is not None]
     device = [r.bytes / (r.device_ms * 1e6) for r in rates if r.device_ms]
@@ -100,13 +102,13 @@ def cell_metrics(trace: Trace) -> CellMetrics:
     active = gpu_utilisation(trace, 0, *window) if window else None
     mutex = verdict.mutex
     phases = {p: s for p in GPU_PHASES if (s := phase_spread(trace, p)) is not None}
-    synth = trace.durations_ns(trace.span_mask(name="synthesis")) / 1e6
+    synth = _synthesis_median(trace)
     link = trace.meta.get("link_gbps")
     return CellMetrics(
         throughput_per_min=verdict.summary.throughput_per_min,
         partitions=verdict.summary.partitions_done,
         phases=phases,
-        synthesis_median_ms=float(np.median(synth)) if len(synth) else None,
+        synthesis_median_ms=synth / 1e6 if synth is not None else None,
         copy_gbps_median=float(np.median(host)) if host else None,
         device_copy_gbps_median=float(np.median(device)) if device else None,
         link_gbps=float(link) if link else None,

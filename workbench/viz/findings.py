@@ -47,6 +47,14 @@ def diagnose(trace: Trace) -> Verdict:
         return Verdict(False, note=f"no verdict: {MODULE} offers none of {', '.join(ENTRY_POINTS)}()")
     try:
         result = entry(trace)
+    except Exception as err:  # a diagnosis bug must not take the report down with it
+        return Verdict(False, note=f"no verdict: the diagnosis failed ({type(err).__name__}: {err})")
+    return view_of(result, trace)
+
+
+def view_of(result: Any, trace: Trace) -> Verdict:
+    """What to show of a diagnosis already made (of `trace`)."""
+    try:
         findings = getattr(result, "findings", result)
         if findings is None or isinstance(findings, str | bytes) or not isinstance(findings, Iterable):
             findings = [findings] if findings else []

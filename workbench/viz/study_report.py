@@ -14,11 +14,11 @@ from html import escape
 from bokeh.embed import components
 
 from workbench.analysis.grid import PredictionCheck, cell_metrics
-from workbench.analysis.utilisation import utilisation
+from workbench.analysis.verdict import Verdict, diagnose
 from workbench.trace.container import Trace
 from workbench.viz.compare import compare_figure
 from workbench.viz.distributions import distribution_figure
-from workbench.viz.findings import diagnose, verdict_html
+from workbench.viz.findings import verdict_html, view_of
 from workbench.viz.grid_tables import cells_table, checks_table, utilisation_table
 from workbench.viz.report import PAGE_CSS, RESOURCES
 
@@ -59,20 +59,23 @@ PAGE = """<!DOCTYPE html>
 
 def render_study(
     title: str, intro_html: str, runs: Mapping[str, Trace], pair: tuple[str, str],
-    checks: Sequence[tuple[str, str, PredictionCheck]] = (),
+    checks: Sequence[tuple[str, str, PredictionCheck]] = (), verdicts: Mapping[str, Verdict] | None = None,
 ) -> str:
+    """`verdicts`: the runs' verdicts where the caller has them already."""
+    found = {name: (verdicts or {}).get(name) or diagnose(trace) for name, trace in runs.items()}
     a, b = (runs[name] for name in pair)
     # Plain figures only: the inline resources hold Bokeh's core, not its widgets.
     script, divs = components({"compare": compare_figure(a, b, pair, with_summaries=False),
                                "a": distribution_figure(a), "b": distribution_figure(b)})
     devices = sorted({str(t.meta.get("device")) for t in runs.values() if t.meta.get("device")})
     facts = [f"written {time.strftime('%Y-%m-%d %H:%M:%S')}", f"{len(runs)} runs", *devices]
-    found = {name: u[0] for name, t in runs.items() if (u := utilisation(t))}
+    gpu_use = {name: v.utilisation[0] for name, v in found.items() if v.utilisation}
     return PAGE.format(
         title=escape(title), resources=RESOURCES.render(), css=PAGE_CSS, meta=escape(" · ".join(facts)),
-        intro=intro_html, cells=cells_table({k: cell_metrics(t) for k, t in runs.items()}),
-        utilisation=utilisation_table(found), label_a=escape(pair[0]), label_b=escape(pair[1]),
-        verdict_a=verdict_html(diagnose(a)), verdict_b=verdict_html(diagnose(b)),
+        intro=intro_html, cells=cells_table({k: cell_metrics(t, found[k]) for k, t in runs.items()}),
+        utilisation=utilisation_table(gpu_use), label_a=escape(pair[0]), label_b=escape(pair[1]),
+        verdict_a=verdict_html(view_of(found[pair[0]], a)),
+        verdict_b=verdict_html(view_of(found[pair[1]], b)),
         checks=checks_table(checks) if checks else "<p>none</p>", compare_div=divs["compare"],
         dist_a=divs["a"], dist_b=divs["b"], plots_script=script,
     )
