@@ -56,6 +56,7 @@ class GpuBackend(HostCurvePhases, Backend):
     def __init__(self, gpu_msm: bool = True) -> None:
         self._cp: Any = kernels.require_cupy()
         self.gpu_msm = gpu_msm
+        self.b_g2_in_gpu_phases = gpu_msm  # B's G2 sum runs with the MSM kernels
         self.points: dict[int, dict[str, Any]] = {}  # per GPU: the queries on the device
         self.gpus = 1
         self.host = CudaHostMemory()
@@ -242,10 +243,6 @@ class GpuBackend(HostCurvePhases, Backend):
         with scope.span("tail_msm_g2", scalars=int(scalars.shape[0])):
             out[B_G2] = msm.to_library_point(msm.msm(points[B_G2], scalars, indices, stream=stream))
         return out
-
-    @property
-    def b_g2_in_gpu_phases(self) -> bool:  # type: ignore[override]
-        return self.gpu_msm
 
     def describe(self) -> dict[str, Any]:
         names = []

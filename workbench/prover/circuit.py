@@ -73,7 +73,6 @@ class SyntheticCircuit:
     ) -> None:
         w = target.witness
         self.witness(partition, w)
-        mask = self.m - 1
         # The sums and the product run on the planes form (prover/field.py) and only a, b, c
         # are converted back: through the limbs API each addition converted both operands and
         # its result, and conversions were half of synthesis.
@@ -87,16 +86,15 @@ class SyntheticCircuit:
             stop = min(start + CHUNK, self.n)
             k = stop - start
             i = np.arange(start, stop, dtype=np.int64)
-
-            def gather(j: int, into: np.ndarray, i: np.ndarray = i, k: int = k) -> np.ndarray:
-                """Witness entries p_j(i) in planes form."""
-                np.take(w, (i * self._mul[j] + self._off[j]) & mask, axis=0, out=rows[:k])
-                return field.to_planes(rows[:k], out=into[:, :k])
-
-            a = gather(0, acc)
+            a = self._gather(w, i, 0, rows[:k], acc[:, :k])
             for j in range(1, self.terms):
-                field.padd(a, gather(j, term), out=a)
-            b = field.padd(gather(-1, bp), one, out=bp[:, :k])
+                field.padd(a, self._gather(w, i, j, rows[:k], term[:, :k]), out=a)
+            b = field.padd(self._gather(w, i, -1, rows[:k], bp[:, :k]), one, out=bp[:, :k])
             field.from_planes(a, out=target.a[start:stop])
             field.from_planes(b, out=target.b[start:stop])
             field.from_planes(field.pmul(a, b, out=cp[:, :k]), out=target.c[start:stop])
+
+    def _gather(self, w: np.ndarray, i: np.ndarray, j: int, rows: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """The witness entries p_j(i) of constraints i, in planes form (through `rows`)."""
+        np.take(w, (i * self._mul[j] + self._off[j]) & (self.m - 1), axis=0, out=rows)
+        return field.to_planes(rows, out=out)
