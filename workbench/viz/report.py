@@ -28,7 +28,6 @@ RESOURCES = Resources(mode="inline", components=["bokeh"])
 
 SKIPPED = "<p class='wb-note'><em>verdict left out of this report (asked for without it)</em></p>"
 
-# The page's own style, shared with the case-study report (viz/study_report.py).
 PAGE_CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 16px 24px; color: #222; }
 h1 { font-size: 20px; margin: 0 0 4px; } h2 { font-size: 16px; margin: 20px 0 6px; }
@@ -49,17 +48,26 @@ PAGE = """<!DOCTYPE html>
 <body>
 <h1>{title}</h1>
 <div class="wb-meta">{meta}</div>
-<h2>Verdict</h2>
+{body}
+</body>
+</html>
+"""
+
+BODY = """<h2>Verdict</h2>
 {verdict}
 <h2>Run</h2>
 <div class="wb-columns"><div>{config}</div><div>{summary}</div></div>
 <h2>Timeline</h2>
 {emulated}
 {plots_div}
-{plots_script}
-</body>
-</html>
-"""
+{plots_script}"""
+
+
+def html_page(title: str, facts: list[str], body: str, extra_css: str = "") -> str:
+    """A self-contained page: Bokeh inline, our style, a heading and a line of facts; shared by
+    the run report and the case-study report (viz/study_report.py)."""
+    return PAGE.format(title=escape(title), resources=RESOURCES.render(), css=PAGE_CSS + extra_css,
+                       meta=escape(" · ".join(facts)), body=body)
 
 
 def render_report(
@@ -81,9 +89,8 @@ def render_report(
     if meta.get("memory_emulated"):
         emulated = ("<p class='wb-note'>Memory modes were emulated on the CPU backend: copies are "
                     "host memcpys, no PCIe link is involved, so copy bandwidths are not a link's.</p>")
-    return PAGE.format(
-        title=escape(heading), resources=RESOURCES.render(), css=PAGE_CSS, meta=escape(" · ".join(facts)),
+    return html_page(heading, facts, BODY.format(
         verdict=verdict_html(diagnose(trace)) if verdict else SKIPPED,
         config=config_table(trace.config, meta),
         summary=summary_html(summary), emulated=emulated, plots_div=div, plots_script=script,
-    )
+    ))

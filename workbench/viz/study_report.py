@@ -20,23 +20,9 @@ from workbench.viz.compare import compare_figure
 from workbench.viz.distributions import distribution_figure
 from workbench.viz.findings import verdict_html, view_of
 from workbench.viz.grid_tables import cells_table, checks_table, utilisation_table
-from workbench.viz.report import PAGE_CSS, RESOURCES
+from workbench.viz.report import html_page
 
-PAGE = """<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>{title}</title>
-{resources}
-<style>
-{css}
-.wb-columns > div {{ flex: 1 1 600px; }}
-</style>
-</head>
-<body>
-<h1>{title}</h1>
-<div class="wb-meta">{meta}</div>
-{intro}
+BODY = """{intro}
 <h2>The runs</h2>
 {cells}
 <h2>Utilisation, named for what it measures</h2>
@@ -51,10 +37,7 @@ PAGE = """<!DOCTYPE html>
 {dist_a}
 <h2>Phase distributions: {label_b}</h2>
 {dist_b}
-{plots_script}
-</body>
-</html>
-"""
+{plots_script}"""
 
 
 def render_study(
@@ -70,12 +53,11 @@ def render_study(
     devices = sorted({str(t.meta.get("device")) for t in runs.values() if t.meta.get("device")})
     facts = [f"written {time.strftime('%Y-%m-%d %H:%M:%S')}", f"{len(runs)} runs", *devices]
     gpu_use = {name: v.utilisation[0] for name, v in found.items() if v.utilisation}
-    return PAGE.format(
-        title=escape(title), resources=RESOURCES.render(), css=PAGE_CSS, meta=escape(" · ".join(facts)),
+    return html_page(title, facts, BODY.format(
         intro=intro_html, cells=cells_table({k: cell_metrics(t, found[k]) for k, t in runs.items()}),
         utilisation=utilisation_table(gpu_use), label_a=escape(pair[0]), label_b=escape(pair[1]),
         verdict_a=verdict_html(view_of(found[pair[0]], a)),
         verdict_b=verdict_html(view_of(found[pair[1]], b)),
         checks=checks_table(checks) if checks else "<p>none</p>", compare_div=divs["compare"],
         dist_a=divs["a"], dist_b=divs["b"], plots_script=script,
-    )
+    ), extra_css=".wb-columns > div { flex: 1 1 600px; }\n")
