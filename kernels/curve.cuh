@@ -117,25 +117,6 @@ FP_FN ec_xyzz<F> ec_neg(const ec_xyzz<F>& p)
     return r;
 }
 
-// 2P for an affine P ("mdbl-2008-s-1").
-template <class F>
-FP_CALL ec_xyzz<F> ec_dbl_affine(const ec_affine<F>& p)
-{
-    if (ec_affine_is_infinity(p)) return ec_infinity<F>();
-    const F u = fe_dbl(p.y);
-    const F v = fe_sqr(u);
-    const F w = fe_mul(u, v);
-    const F s = fe_mul(p.x, v);
-    const F x2 = fe_sqr(p.x);
-    const F m = fe_add(fe_dbl(x2), x2);
-    ec_xyzz<F> r;
-    r.x = fe_sub(fe_sub(fe_sqr(m), s), s);
-    r.y = fe_sub(fe_mul(m, fe_sub(s, r.x)), fe_mul(w, p.y));
-    r.zz = v;
-    r.zzz = w;
-    return r;
-}
-
 // 2P ("dbl-2008-s-1", a = 0).
 template <class F>
 FP_CALL ec_xyzz<F> ec_dbl(const ec_xyzz<F>& p)
@@ -153,6 +134,14 @@ FP_CALL ec_xyzz<F> ec_dbl(const ec_xyzz<F>& p)
     r.zz = fe_mul(v, p.zz);
     r.zzz = fe_mul(w, p.zzz);
     return r;
+}
+
+// 2P for an affine P: only the P + P case of a mixed addition needs it, too rarely for the
+// two multiplications by ZZ = ZZZ = 1 that a formula of its own would save.
+template <class F>
+FP_CALL ec_xyzz<F> ec_dbl_affine(const ec_affine<F>& p)
+{
+    return ec_dbl(ec_from_affine(p));
 }
 
 // P + Q with Q affine ("madd-2008-s"). This one is also inlined where it is the inner loop
