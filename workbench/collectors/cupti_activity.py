@@ -26,12 +26,11 @@ from __future__ import annotations
 
 import threading
 import time
-import warnings
 from collections import Counter
 from typing import Any
 
 from workbench.collectors import attribution as at
-from workbench.pipeline.collector import CollectorUnavailable
+from workbench.pipeline.collector import CollectorUnavailable, import_for_collector
 from workbench.trace.recorder import Recorder
 
 TRACK = "device_activity"
@@ -63,16 +62,7 @@ _callbacks_registered = False
 
 
 def load_cupti() -> Any:
-    try:
-        # The library's own import-time deprecation notices are not ours to act on.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            from cupti import cupti
-    except ImportError as err:
-        raise CollectorUnavailable(
-            f"cupti-python is not installed ({err}); install the gpu extra: pip install 'workbench[gpu]'"
-        ) from None
-    return cupti
+    return import_for_collector("cupti.cupti", "cupti-python")
 
 
 def _buffer_requested() -> tuple[int, int]:

@@ -22,11 +22,10 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from workbench.pipeline.collector import CollectorUnavailable
+from workbench.pipeline.collector import CollectorUnavailable, import_for_collector
 from workbench.trace.recorder import Recorder
 
 KIB = 1024
@@ -39,15 +38,7 @@ Reader = Callable[[Any], float]
 
 
 def load_nvml() -> Any:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            import pynvml
-    except ImportError as err:
-        raise CollectorUnavailable(
-            f"nvidia-ml-py is not installed ({err}); install the gpu extra: pip install 'workbench[gpu]'"
-        ) from None
-    return pynvml
+    return import_for_collector("pynvml", "nvidia-ml-py")
 
 
 def readers(nvml: Any) -> dict[str, Reader]:

@@ -4,6 +4,9 @@ on every way a run ends; one that cannot start says why and the run goes on with
 
 from __future__ import annotations
 
+import importlib
+import warnings
+from types import ModuleType
 from typing import Protocol
 
 from workbench.trace.recorder import Recorder
@@ -21,3 +24,16 @@ class Collector(Protocol):
 
 class CollectorUnavailable(RuntimeError):
     """A collector that cannot run here (library missing, no device, another profiler)."""
+
+
+def import_for_collector(module: str, distribution: str) -> ModuleType:
+    """A collector's optional library, or CollectorUnavailable naming the package to install."""
+    try:
+        # The libraries' own import-time deprecation notices are not ours to act on.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return importlib.import_module(module)
+    except ImportError as err:
+        raise CollectorUnavailable(
+            f"{distribution} is not installed ({err}); install the gpu extra: pip install 'workbench[gpu]'"
+        ) from None
