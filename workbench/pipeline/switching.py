@@ -5,7 +5,7 @@ interpreter lock (numpy, the curve library, CUDA calls) and retake it between ca
 any other thread is running Python, a retake waits until that thread is made to yield: up
 to the switch interval, 5 ms by default. Synthesis retakes the lock thousands of times a
 partition, so with a dozen threads the default made a 2^22 synthesis take 44.7 s on the H200
-machine (14 threads); at 0.2 ms, with 8x larger numpy chunks, it took 11-13 s, as much as in
+machine (14 threads); at 0.2 ms, with 8x larger numpy chunks, it took 10.8-13.5 s, as much as in
 processes of their own.
 
 Runs may overlap (a notebook can start one while another runs): the interval is lowered by

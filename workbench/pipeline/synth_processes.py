@@ -4,7 +4,7 @@ its own, so synthesis runs in parallel for real.
 Why processes: synthesis is numpy over chunks, and every numpy call drops and retakes the
 interpreter lock. With a dozen threads in one interpreter the lock can set the pace: on the
 16-core H200 machine 14 synthesis threads took 44.7 s a 2^22 partition with the default 5 ms
-switch interval (11-13 s with pipeline/switching.py's 0.2 ms and larger chunks, as in
+switch interval (10.8-13.5 s with pipeline/switching.py's 0.2 ms and larger chunks, as in
 processes, where the host's memory system set the pace). A process per thread keeps the
 thread's role (it waits, records the span, takes the back-pressure permit) and moves the
 arithmetic where no other thread's Python can hold it up, as the production prover's native
