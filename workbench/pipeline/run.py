@@ -31,7 +31,8 @@ from workbench.pipeline.collector import Collector, CollectorUnavailable
 from workbench.pipeline.memory import MemoryMode, PartitionBuffers, PoolClosed, make_memory_mode
 from workbench.pipeline.scope import Scope
 from workbench.pipeline.synth_processes import ProcessSynthesis
-from workbench.prover.backend import B_G2, Backend, DeviceBuffers
+from workbench.prover import native
+from workbench.prover.backend import B_G2, Backend, DeviceBuffers, settle
 from workbench.prover.circuit import SynthesisCancelled, SyntheticCircuit
 from workbench.prover.prep import PrepResult, prep_msm
 from workbench.trace.barrier import BarrierBroken, InstrumentedBarrier
@@ -314,6 +315,7 @@ class Pipeline:
             "started_ns": self.progress.started_ns, "host_cpus": os.cpu_count(),
             "notices": list(self.notices), "gpus": self.config.gpus,
             "switch_interval_s": switching.SWITCH_INTERVAL_S,
+            "synthesis_code": native.status() if self.circuit.code == "numpy" else "native",
             "worker_gpu": {str(w): self.config.gpu_of(w) for w in range(self.config.workers)},
         }
         if self.memory is not None and hasattr(self.memory, "pool"):
@@ -450,17 +452,22 @@ class Pipeline:
                 mutex.release()
         finally:
             memory.discard(buffers, scope)
-        if backend.b_g2_in_gpu_phases:  # summed on the GPU inside the mutex: two halves to add
-            b_g2 = batch.pop(B_G2) + tail.pop(B_G2)
-        else:
-            b_g2 = self._phase(scope, "b_g2_msm", backend.b_g2_msm, buffers.witness, prep, scope)
-        parts = {"h": h_msm, "batch": batch, "tail": tail, "b_g2": b_g2}
-        proof = self._phase(scope, "finish", backend.finish, parts, partition, scope)
+        parts = {"h": h_msm, "batch": batch, "tail": tail}
+        if not backend.b_g2_in_gpu_phases:
+            parts["b_g2"] = self._phase(scope, "b_g2_msm", backend.b_g2_msm, buffers.witness, prep, scope)
+        proof, parts = self._phase(scope, "finish", self._finish, parts, partition, scope)
         with self._state:
             self.proofs[partition] = proof
             if self.keep_outputs:
                 self.outputs[partition] = {**parts, "prep": prep, "h_vector": h_vector}
             self.progress.done += 1
+
+    def _finish(self, parts: dict[str, Any], partition: int, scope: Scope) -> tuple[Any, dict[str, Any]]:
+        # The GPU phases' host-only last steps, now that the mutex is free for the other worker.
+        parts = settle(parts)
+        if "b_g2" not in parts:  # summed on the GPU inside the mutex: two halves to add
+            parts["b_g2"] = parts["batch"].pop(B_G2) + parts["tail"].pop(B_G2)
+        return self.backend.finish(parts, partition, scope), parts
 
     def _ntt_msm_h(self, buffers: PartitionBuffers, device: DeviceBuffers, scope: Scope) -> Any:
         assert self.memory is not None

@@ -14,9 +14,18 @@ permutations of the index, so the reads sweep all of memory) and sets
 
 so a ⊙ b = c holds on the domain (the quotient h is a true polynomial). Cost per constraint
 is `terms` random-access reads and field additions, one field multiplication and three
-32-byte writes; `terms` is the knob (RunConfig.synth_terms). All of it is numpy over chunks,
-which releases the interpreter lock: synthesis threads really run in parallel and really
-compete for host memory bandwidth, which is what the production symptom depends on.
+32-byte writes; `terms` is the knob (RunConfig.synth_terms).
+
+Two codes compute the same bytes: the compiled loops of prover/native (used when a C
+compiler is at hand) and numpy over chunks (the reference, and the fallback). Both release
+the interpreter lock: synthesis threads really run in parallel and really compete for host
+memory bandwidth, which is what the production symptom depends on. The compiled code is what
+a real prover's synthesis costs; numpy's many passes per multiplication made synthesis ten
+times slower than the GPU side and hid everything behind it.
+
+The witness comes from a counter-mode generator (entry i from draws 5i .. 5i+4 of a stream
+keyed by seed and partition), so any range of it can be made on its own and both codes
+agree without sharing state.
 """
 
 from __future__ import annotations
@@ -26,9 +35,32 @@ from typing import Protocol
 
 import numpy as np
 
-from workbench.prover import field
+from workbench.prover import field, native
 
 CHUNK = 1 << 17  # constraints per step: few numpy calls (each retakes the interpreter lock)
+
+_U64 = (1 << 64) - 1
+_GOLDEN = 0x9E3779B97F4A7C15
+_DRAWS = 5  # generator draws per witness entry (synthesis.c: DRAWS)
+_TOP_LIMB = np.uint64((1 << 62) - 1)  # random entries are below 2^254 < r
+
+
+def _mix64_int(z: int) -> int:
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _U64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _U64
+    return z ^ (z >> 31)
+
+
+def _mix64(z: np.ndarray) -> np.ndarray:
+    """synthesis.c's mix64 over a uint64 array (array products wrap modulo 2^64 silently)."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def witness_key(seed: int, partition: int) -> int:
+    """The generator key of one partition's witness."""
+    return _mix64_int((_mix64_int((seed * _GOLDEN + 0x517) & _U64) + partition * _GOLDEN) & _U64)
 
 
 class SynthesisCancelled(Exception):
@@ -43,7 +75,10 @@ class SynthesisTarget(Protocol):
 
 
 class SyntheticCircuit:
-    def __init__(self, log2_constraints: int, bool_fraction: float, terms: int, seed: int) -> None:
+    def __init__(self, log2_constraints: int, bool_fraction: float, terms: int, seed: int,
+                 native_code: bool | None = None) -> None:
+        """`native_code`: None uses the compiled code when it can be built, True insists on it
+        (NativeUnavailable otherwise), False keeps to numpy."""
         self.log2 = log2_constraints
         self.n = 1 << log2_constraints
         self.m = self.n
@@ -55,24 +90,53 @@ class SyntheticCircuit:
         # Odd multipliers make i -> (i*mul + off) mod m a permutation of the witness.
         self._mul = (structure.integers(0, self.m, size=terms + 1, dtype=np.int64) & mask) | 1
         self._off = structure.integers(0, self.m, size=terms + 1, dtype=np.int64)
+        self._mul_u64 = self._mul.astype(np.uint64)
+        self._off_u64 = self._off.astype(np.uint64)
+        # Thresholds on a draw's top 53 bits: below `half` the entry is 0, below `cut` it is 1.
+        self._cut = min(1 << 53, max(0, round(self.bool_fraction * (1 << 53))))
+        self._half = self._cut // 2
+        if native_code is False:
+            self._lib = None
+        else:
+            self._lib = native.library()
+            if self._lib is None and native_code:
+                raise native.NativeUnavailable(native.status())
+
+    @property
+    def code(self) -> str:
+        """Which code synthesises: "native" or "numpy"."""
+        return "native" if self._lib is not None else "numpy"
 
     def witness(self, partition: int, out: np.ndarray) -> None:
-        rng = np.random.default_rng([self.seed, partition, 0x517])
-        u = rng.random(self.m)
-        # Random elements are drawn only where they end up: drawing all m and overwriting
-        # the 0/1 share cost ten times as much at bool_fraction 0.9 (a second a partition at
-        # 2^22) and made the witness, not the constraints, the bulk of synthesis.
-        ones = u < self.bool_fraction
-        out[ones] = field.MONT_ONE
-        out[u < self.bool_fraction / 2] = 0
-        other = ~ones
-        out[other] = field.random_elements(rng, int(np.count_nonzero(other)))
+        key = witness_key(self.seed, partition)
+        if self._lib is not None and _native_rows(out, self.m):
+            self._lib.wb_witness(key, self._half, self._cut, 0, self.m, out.ctypes.data)
+            return
+        step = np.uint64((_DRAWS * _GOLDEN) & _U64)
+        for lo in range(0, self.m, CHUNK):
+            hi = min(self.m, lo + CHUNK)
+            base = np.arange(lo, hi, dtype=np.uint64) * step + np.uint64(key)
+            v = _mix64(base) >> np.uint64(11)
+            rows = out[lo:hi]
+            rows[v < self._half] = 0
+            rows[(v >= self._half) & (v < self._cut)] = field.MONT_ONE
+            other = v >= self._cut
+            drawn = base[other]
+            fresh = np.empty((drawn.size, 4), np.uint64)
+            for q in range(4):
+                fresh[:, q] = _mix64(drawn + np.uint64((q + 1) * _GOLDEN & _U64))
+            fresh[:, 3] &= _TOP_LIMB
+            rows[other] = fresh
 
     def synthesize(
         self, partition: int, target: SynthesisTarget, cancelled: Callable[[], bool] = lambda: False,
     ) -> None:
         w = target.witness
         self.witness(partition, w)
+        if self._lib is not None and all(_native_rows(x, self.n) for x in (target.a, target.b, target.c)) \
+                and _native_rows(w, self.m):
+            self._synthesize_native(partition, target, cancelled)
+            return
         # The sums and the product run on the planes form (prover/field.py) and only a, b, c
         # are converted back: through the limbs API each addition converted both operands and
         # its result, and conversions were half of synthesis.
@@ -98,3 +162,23 @@ class SyntheticCircuit:
         """The witness entries p_j(i) of constraints i, in planes form (through `rows`)."""
         np.take(w, (i * self._mul[j] + self._off[j]) & (self.m - 1), axis=0, out=rows)
         return field.to_planes(rows, out=out)
+
+    def _synthesize_native(
+        self, partition: int, target: SynthesisTarget, cancelled: Callable[[], bool],
+    ) -> None:
+        assert self._lib is not None
+        args = (self._mul_u64.ctypes.data, self._off_u64.ctypes.data, self.terms)
+        outs = (target.a.ctypes.data, target.b.ctypes.data, target.c.ctypes.data)
+        w = target.witness.ctypes.data
+        for start in range(0, self.n, CHUNK):
+            if cancelled():
+                raise SynthesisCancelled(f"partition {partition} stopped at constraint {start}")
+            stop = min(start + CHUNK, self.n)
+            if self._lib.wb_constraints(w, self.m - 1, *args, start, stop, *outs) != 0:
+                raise ValueError(f"synthesis.c refused {self.terms} terms per constraint")
+
+
+def _native_rows(arr: np.ndarray, rows: int) -> bool:
+    """Whether the compiled code may write `arr` in place: C-contiguous uint64 of (rows, 4)."""
+    return (isinstance(arr, np.ndarray) and arr.dtype == np.uint64 and arr.shape == (rows, 4)
+            and arr.flags.c_contiguous and arr.flags.writeable)

@@ -17,10 +17,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 from py_arkworks_bls12381 import G1Point, G2Point
 
+from workbench.prover import native
 from workbench.prover.curve import R_MODULUS, G1Points, batch_add, msm
 from workbench.prover.srs import Srs
 
@@ -86,10 +88,11 @@ class PrepResult:
         return int(self.tail_indices.shape[0])
 
 
-def prep_msm(w: np.ndarray, split_threshold: float = 0.5) -> PrepResult:
+def prep_msm(w: np.ndarray, split_threshold: float = 0.5, native_code: bool | None = None) -> PrepResult:
     """Classify the witness and build the bitmap and tail arrays.
 
-    A query is split when ``n_other <= split_threshold · m``.
+    A query is split when ``n_other <= split_threshold · m``. ``native_code`` as for
+    SyntheticCircuit: None uses the compiled passes when available, False the numpy ones.
     """
     arr = np.asarray(w)
     if arr.dtype != np.uint64 or arr.ndim != 2 or arr.shape[1] != 4:
@@ -97,6 +100,11 @@ def prep_msm(w: np.ndarray, split_threshold: float = 0.5) -> PrepResult:
     if not 0.0 <= split_threshold <= 1.0:
         raise ValueError(f"split_threshold must be in [0, 1], got {split_threshold}")
     m = int(arr.shape[0])
+    lib = None if native_code is False else native.library()
+    if lib is None and native_code:
+        raise native.NativeUnavailable(native.status())
+    if lib is not None and m and arr.flags.c_contiguous:
+        return _prep_native(lib, arr, split_threshold)
 
     # Pass 1: classify. Rows are fully reduced, so limb equality is value equality. Column by
     # column rather than row reductions over (m, 4) temporaries: less than half the time.
@@ -119,8 +127,37 @@ def prep_msm(w: np.ndarray, split_threshold: float = 0.5) -> PrepResult:
     tail_indices = np.flatnonzero(tail_sel).astype(np.int64, copy=False)
     tail_scalars = np.ascontiguousarray(arr[tail_indices])
 
+    return _result(m, n_zero, n_one, one, ones_bitmap, tail_indices, tail_scalars, do_split,
+                   split_threshold)
+
+
+def _prep_native(lib: Any, arr: np.ndarray, split_threshold: float) -> PrepResult:
+    """prep_msm through synthesis.c: the same two passes without numpy's temporaries."""
+    m = int(arr.shape[0])
+    one = np.empty(m, np.bool_)
+    ones_bitmap = np.empty((m + 7) // 8, np.uint8)
+    counts = np.zeros(2, np.uint64)
+    lib.wb_classify(arr.ctypes.data, m, one.ctypes.data, ones_bitmap.ctypes.data, counts.ctypes.data)
+    n_zero, n_one = int(counts[0]), int(counts[1])
+    n_other = m - n_zero - n_one
+    do_split = n_other <= split_threshold * m
+    size = n_other if do_split else m - n_zero
+    tail_indices = np.empty(size, np.int64)
+    tail_scalars = np.empty((size, 4), np.uint64)
+    written = lib.wb_tail(arr.ctypes.data, m, one.ctypes.data, int(do_split), tail_indices.ctypes.data,
+                          tail_scalars.ctypes.data)
+    if written != size:  # the witness changed under us: another thread wrote it between passes
+        raise RuntimeError(f"prep_msm counted {size} tail scalars but found {written}")
+    return _result(m, n_zero, n_one, one, ones_bitmap, tail_indices, tail_scalars, do_split,
+                   split_threshold)
+
+
+def _result(m: int, n_zero: int, n_one: int, one: np.ndarray, ones_bitmap: np.ndarray,
+            tail_indices: np.ndarray, tail_scalars: np.ndarray, do_split: bool,
+            split_threshold: float) -> PrepResult:
     for a in (one, ones_bitmap, tail_indices, tail_scalars):
         a.setflags(write=False)
+    n_other = m - n_zero - n_one
     return PrepResult(
         m=m,
         n_zero=n_zero,

@@ -1,0 +1,120 @@
+"""The compiled host code of synthesis and witness preparation (synthesis.c), through ctypes.
+
+The library is built on first use with the system C compiler, for this machine's CPU, into a
+cache named after the source's hash, so an edit rebuilds it and concurrent processes share one
+build. ctypes releases the interpreter lock during each call, so synthesis threads run the
+compiled loops truly in parallel.
+
+Without a compiler (or with WORKBENCH_NATIVE=0) `library()` returns None and callers use the
+numpy code, which computes the same bytes. WORKBENCH_NATIVE_LIB names a library built
+elsewhere, for machines without a compiler.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["NativeUnavailable", "address", "library", "status"]
+
+SOURCE = Path(__file__).with_name("synthesis.c")
+FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=c11")
+
+_lock = threading.Lock()
+_loaded: ctypes.CDLL | None = None
+_why_not: str | None = None
+
+
+class NativeUnavailable(RuntimeError):
+    """The compiled code was asked for explicitly and could not be built or loaded."""
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("WORKBENCH_CACHE") or os.environ.get("XDG_CACHE_HOME")
+    return Path(root or Path.home() / ".cache") / "workbench"
+
+
+def _build() -> Path:
+    explicit = os.environ.get("WORKBENCH_NATIVE_LIB")
+    if explicit:
+        if not Path(explicit).is_file():
+            raise NativeUnavailable(f"WORKBENCH_NATIVE_LIB={explicit} is not a file")
+        return Path(explicit)
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not compiler:
+        raise NativeUnavailable("no C compiler (cc or gcc) on PATH")
+    source = SOURCE.read_bytes()
+    digest = hashlib.sha256(source + " ".join(FLAGS).encode()).hexdigest()[:16]
+    target = _cache_dir() / f"synthesis-{digest}.so"
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # Built beside the target and renamed: processes starting together never load half a file.
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
+    os.close(fd)
+    try:
+        done = subprocess.run([compiler, *FLAGS, "-o", tmp, str(SOURCE)],
+                              capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise NativeUnavailable(f"{compiler} failed on {SOURCE.name}: {done.stderr.strip()[:500]}")
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return target
+
+
+def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
+    u64, ptr = ctypes.c_uint64, ctypes.c_void_p
+    lib.wb_witness.argtypes = [u64, u64, u64, u64, u64, ptr]
+    lib.wb_witness.restype = None
+    lib.wb_constraints.argtypes = [ptr, u64, ptr, ptr, ctypes.c_int, u64, u64, ptr, ptr, ptr]
+    lib.wb_constraints.restype = ctypes.c_int
+    lib.wb_classify.argtypes = [ptr, u64, ptr, ptr, ptr]
+    lib.wb_classify.restype = None
+    lib.wb_tail.argtypes = [ptr, u64, ptr, ctypes.c_int, ptr, ptr]
+    lib.wb_tail.restype = u64
+    return lib
+
+
+def library() -> ctypes.CDLL | None:
+    """The loaded library, building it the first time; None when it cannot be had (see
+    `status()` for why) or WORKBENCH_NATIVE=0."""
+    global _loaded, _why_not
+    if os.environ.get("WORKBENCH_NATIVE", "1") == "0":
+        return None
+    with _lock:
+        if _loaded is None and _why_not is None:
+            try:
+                _loaded = _declare(ctypes.CDLL(str(_build())))
+            except (NativeUnavailable, OSError, subprocess.SubprocessError) as exc:
+                _why_not = str(exc)
+        return _loaded
+
+
+def status() -> str:
+    """One line for run metadata and notices: which synthesis code runs, and why."""
+    if os.environ.get("WORKBENCH_NATIVE", "1") == "0":
+        return "numpy (WORKBENCH_NATIVE=0)"
+    if library() is not None:
+        return "native"
+    return f"numpy (compiled code unavailable: {_why_not})"
+
+
+def address(arr: np.ndarray, dtype: type, width: int | None = None) -> int:
+    """The data pointer of a C-contiguous array of the expected dtype (and row width), checked:
+    a wrong array passed to C would be read or written out of bounds, not refused."""
+    if arr.dtype != dtype or not arr.flags.c_contiguous:
+        raise ValueError(f"expected a C-contiguous {np.dtype(dtype)} array, got {arr.dtype} "
+                         f"{'contiguous' if arr.flags.c_contiguous else 'strided'}")
+    if width is not None and (arr.ndim != 2 or arr.shape[1] != width):
+        raise ValueError(f"expected rows of {width}, got shape {arr.shape}")
+    return int(arr.ctypes.data)
