@@ -41,6 +41,17 @@ def test_window_bits_follow_the_cost_model():
         gpu_msm.window_bits(0)
 
 
+def test_window_bits_avoid_a_crowded_top_window():
+    """A 2^22 witness's tail (10% of it): the cost model alone picks c = 14, whose top window
+    has 2 bits, so a quarter of the points share each of its buckets."""
+    n = 419_430
+    assert gpu_msm._top_window_crowded(n, 14)
+    assert not gpu_msm._top_window_crowded(n, 13)
+    assert gpu_msm.window_bits(n) == 13
+    for n in (1 << 10, 1 << 16, 100_000, 3_000_000, 1 << 22, 1 << 24):
+        assert not gpu_msm._top_window_crowded(n, gpu_msm.window_bits(n)), n
+
+
 @pytest.mark.parametrize("c", range(2, 21))
 def test_window_count_leaves_room_for_the_last_carry(c: int):
     assert gpu_msm.window_count(c) * c >= 256

@@ -23,6 +23,7 @@ seen and is then reused, so repeated calls of one size allocate nothing; concurr
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,10 +43,12 @@ __all__ = [
     "CupyBackend",
     "DevicePoints",
     "Group",
+    "WindowSums",
     "batch_add",
     "combine_windows",
     "default_backend",
     "msm",
+    "msm_windows",
     "slice_floor",
     "to_library_point",
     "window_bits",
@@ -145,7 +148,21 @@ def window_bits(n: int) -> int:
         w = window_count(c)
         return (n * w + 4 * w * ((1 << (c - 1)) + 1), -c)
 
-    return min(range(2, _MAX_WINDOW_BITS + 1), key=cost)
+    fair = [c for c in range(2, _MAX_WINDOW_BITS + 1) if not _top_window_crowded(n, c)]
+    return min(fair or range(2, _MAX_WINDOW_BITS + 1), key=cost)
+
+
+def _top_window_crowded(n: int, c: int) -> bool:
+    """Whether the top window's few buckets would set the slice length (kernels/msm.cu,
+    msm_slice_size: at least sqrt of the largest bucket). The top window holds the scalars'
+    last 255 - (W-1) c bits, counted here for scalars below 2^254 to be safe; when that is
+    a handful of bits, each of its buckets gets a large share of all n points and every
+    accumulating thread's serial run grows with it. At n = 419k (a 2^22 witness's tail)
+    c = 14 leaves 2 bits there: slices of 324 entries instead of 104, a quarter of the
+    threads, and bucket sums chaining 324 pieces; that MSM took 28 ms on the H200."""
+    top_bits = max(0, 254 - (window_count(c) - 1) * c)
+    largest = -(-n // (1 << top_bits))
+    return math.isqrt(largest - 1) + 1 > slice_floor(n, c)
 
 
 def slice_floor(n: int, c: int) -> int:
@@ -384,6 +401,25 @@ def _on_device(be: Any, ws: _Workspace, name: str, arr: Any, dtype: Any, width: 
     return dev
 
 
+@dataclass(frozen=True, eq=False)
+class WindowSums:
+    """An MSM's per-window sums, read back from the device. What is left, combining them, is
+    host work: a caller holding the GPU can give it up first (`combine` needs no device)."""
+
+    rows: np.ndarray | None  # (W, xyzz words) uint32; None for an empty MSM
+    c: int
+    group: Group
+
+    def combine(self) -> bytes:
+        """The MSM as xy little-endian (96 or 192 bytes)."""
+        if self.rows is None:
+            return self.group.identity
+        _phase("combine")
+        result = combine_windows(_rows_to_affine(self.rows, self.group), self.c, self.group)
+        _phase("done")
+        return result
+
+
 def msm(points: DevicePoints, scalars: Any, indices: Any = None, stream: Any = None, *,
         window: int | None = None) -> bytes:
     """sum_i s_i * points[indices[i]] (or points[i]) as xy little-endian (96 or 192 bytes).
@@ -392,6 +428,12 @@ def msm(points: DevicePoints, scalars: Any, indices: Any = None, stream: Any = N
     ``indices``: optional (m,) int64, host or device; host indices are range-checked.
     ``window``: c in [2, 20] instead of :func:`window_bits` (tests and tuning).
     """
+    return msm_windows(points, scalars, indices, stream, window=window).combine()
+
+
+def msm_windows(points: DevicePoints, scalars: Any, indices: Any = None, stream: Any = None, *,
+                window: int | None = None) -> WindowSums:
+    """The device part of :func:`msm` (same arguments): its window sums, to combine later."""
     if window is not None and not 2 <= window <= _MAX_WINDOW_BITS:
         raise ValueError(f"window must be in [2, {_MAX_WINDOW_BITS}], got {window}")
     be = points.backend
@@ -407,12 +449,13 @@ def msm(points: DevicePoints, scalars: Any, indices: Any = None, stream: Any = N
         if int(indices.shape[0]) != m:
             raise ValueError(f"{indices.shape[0]} indices but {m} scalars")
     if m == 0:
-        return points.group.identity
+        return WindowSums(None, 0, points.group)
     with be.stream_context(stream):
         return _msm(be, ws, points, scalars, indices, m, window or window_bits(m))
 
 
-def _msm(be: Any, ws: _Workspace, points: DevicePoints, scalars: Any, indices: Any, m: int, c: int) -> bytes:
+def _msm(be: Any, ws: _Workspace, points: DevicePoints, scalars: Any, indices: Any, m: int,
+         c: int) -> WindowSums:
     xp, group = be.xp, points.group
     words = group.xyzz_words
     windows = window_count(c)
@@ -451,10 +494,7 @@ def _msm(be: Any, ws: _Workspace, points: DevicePoints, scalars: Any, indices: A
               (heads, tails, counts, ends, largest, sums, np.uint64(buckets), np.uint32(k0)))
     _phase("reduce")
     window_sums = be.download(_reduce_windows(be, ws, group, sums, windows, rows)).reshape(windows, words)
-    _phase("combine")
-    result = combine_windows(_rows_to_affine(window_sums, group), c, group)
-    _phase("done")
-    return result
+    return WindowSums(window_sums, c, group)
 
 
 def _reduce_windows(be: Any, ws: _Workspace, group: Group, sums: Any, windows: int, rows: int) -> Any:

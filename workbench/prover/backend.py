@@ -9,6 +9,7 @@ pipeline only ever talks to this interface, so backends drop in.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +34,29 @@ class DeviceBuffers:
     staging: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # pinned mode only
     extra: dict[str, Any] = field(default_factory=dict)
     gpu: int = 0  # the device these buffers live on
+
+
+class Deferred:
+    """A GPU phase's result whose last step is host-only (an MSM's window combination):
+    the pipeline resolves it after releasing the GPU mutex, so the host arithmetic does not
+    hold the GPU idle under the lock."""
+
+    __slots__ = ("_compute",)
+
+    def __init__(self, compute: Callable[[], Any]) -> None:
+        self._compute = compute
+
+    def resolve(self) -> Any:
+        return self._compute()
+
+
+def settle(value: Any) -> Any:
+    """`value` with every Deferred in it (at the top or as a dict value) resolved."""
+    if isinstance(value, Deferred):
+        return value.resolve()
+    if isinstance(value, dict):
+        return {k: settle(v) for k, v in value.items()}
+    return value
 
 
 class HostMemory(ABC):
