@@ -41,6 +41,12 @@ CELLS: dict[str, dict[str, Any]] = {
     "pageable_t4_w2": {"memory_mode": "pageable", "synth_threads": 4},
     # One thread synthesises a partition in seconds: fewer partitions keep the cell short.
     "pageable_t1_w2": {"memory_mode": "pageable", "synth_threads": 1, "partitions": 8},
+    # The host's other memory-bound work beside the run (pipeline/host_load.py).
+    "pageable_t14_w2_load8": {"memory_mode": "pageable", "synth_threads": 14, "host_load_threads": 8},
+    "zerocopy_t14_w2_load8": {"memory_mode": "zerocopy", "synth_threads": 14, "host_load_threads": 8},
+    "pinned_t14_w2_load8": {"memory_mode": "pinned", "synth_threads": 14, "host_load_threads": 8},
+    "pageable_t14_w2_load14": {"memory_mode": "pageable", "synth_threads": 14, "host_load_threads": 14},
+    "zerocopy_t14_w2_load14": {"memory_mode": "zerocopy", "synth_threads": 14, "host_load_threads": 14},
 }
 
 
@@ -176,7 +182,8 @@ def print_table(summary: dict[str, Any]) -> None:
 
     print(f"{'cell':<26} {'part/min':>8} {'ceiling':>7} {'synth ms':>8} {'ntt_h ms':>8} {'ntt_h x':>7} "
           f"{'steady':>6} "
-          f"{'b_add cv':>8} {'tail cv':>7} {'copy GB/s':>9} {'held':>5} {'kernels':>7} {'active':>6}"
+          f"{'b_add cv':>8} {'tail cv':>7} {'copy GB/s':>9} {'held':>5} {'kernels':>7} {'active':>6} "
+          f"{'steady':>6}"
           "  verdict")
     for name, c in summary["cells"].items():
         ph = c["phases"]
@@ -188,7 +195,8 @@ def print_table(summary: dict[str, Any]) -> None:
               f"{fmt(ph.get('batch_add', {}).get('cv'), '{:.0%}'):>8} "
               f"{fmt(ph.get('tail_msm', {}).get('cv'), '{:.0%}'):>7} "
               f"{fmt(c['copy_gbps_median'], '{:.1f}'):>9} {fmt(c['mutex_held'], '{:.0%}'):>5} "
-              f"{fmt(c['kernel_busy'], '{:.0%}'):>7} {fmt(c['kernel_busy_active'], '{:.0%}'):>6}"
+              f"{fmt(c['kernel_busy'], '{:.0%}'):>7} {fmt(c['kernel_busy_active'], '{:.0%}'):>6} "
+              f"{fmt(c.get('kernel_busy_steady'), '{:.0%}'):>6}"
               f"  {c['headline']}")
     for check in summary["checks"]:
         if check["failed"]:

@@ -33,6 +33,7 @@ _HELP = {
     "bool_fraction": "share of witness scalars that are 0 or 1",
     "seed": "seed of the synthetic circuit and witnesses",
     "synth_terms": "synthesis cost knob: witness terms combined per constraint",
+    "host_load_threads": "threads streaming through host memory beside the run (other work on the host)",
     "trace": "record events (false: run uninstrumented)",
     "gpu_trace": "also record device activity and sample GPU counters (needs the gpu extra)",
     "sample_interval_ms": "period of the GPU counter sampler",

@@ -48,6 +48,9 @@ class RunConfig:
     # Cost knob of synthesis: witness terms gathered and combined per constraint (each term
     # is a random-access read of the witness plus a field addition; see prover/circuit.py).
     synth_terms: int = 4
+    # Threads streaming through host memory beside the run (pipeline/host_load.py): the other
+    # memory-bound work that shares a proving host. 0: none.
+    host_load_threads: int = 0
     # Whether to record events; off leaves the instrumented primitives free of cost.
     trace: bool = True
     # Record what the device did (activity records) and sample its counters during the run.
@@ -68,6 +71,7 @@ class RunConfig:
         _check_int("log2_constraints", self.log2_constraints, 2, 27)
         _check_int("seed", self.seed, 0, 2**63 - 1)
         _check_int("synth_terms", self.synth_terms, 1, 64)
+        _check_int("host_load_threads", self.host_load_threads, 0, 256)
         if isinstance(self.bool_fraction, bool) or not isinstance(self.bool_fraction, int | float):
             raise ConfigError("bool_fraction", self.bool_fraction, "a number from 0 to 1")
         if not 0.0 <= float(self.bool_fraction) <= 1.0:

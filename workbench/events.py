@@ -74,6 +74,9 @@ def gpu_track(gpu: int, what: str) -> str:
     return f"gpu{gpu}/{what}"
 
 
+HOST_LOAD_TRACK = "host/load"  # pipeline/host_load.py: its span and its GB/s counter
+
+
 # The prover's phases in the order a partition passes them.
 PHASES = (
     "synthesis",

@@ -17,7 +17,7 @@ from workbench.analysis.locks import BarrierReport, MutexReport
 from workbench.analysis.phases import PhaseReport
 from workbench.analysis.summary import RunSummary
 from workbench.analysis.transfers import TransferReport
-from workbench.analysis.utilisation import GpuShare, GpuUtilisation
+from workbench.analysis.utilisation import GpuShare, GpuUtilisation, gpu_utilisation, steady_window_ns
 from workbench.analysis.whatif import ZEROCOPY, Change, Prediction, WhatIf, WhatIfError
 from workbench.trace.container import Trace
 
@@ -136,6 +136,12 @@ def copy_bound(ctx: Context) -> Finding | None:
     )
     if tr.synth_correlation is not None and tr.synth_correlation <= -0.3:
         parts.append(f"copies slow down as more synthesis threads run (r = {tr.synth_correlation:.2f})")
+    if tr.host_load_threads:
+        load = (f"host memory was loaded beside the run by {tr.host_load_threads} streaming threads"
+                + (f" ({tr.host_load_gbps:.0f} GB/s moved, mean)" if tr.host_load_gbps else ""))
+        if tr.load_correlation is not None and tr.load_correlation <= -0.3:
+            load += f"; copies slow down as that load rises (r = {tr.load_correlation:.2f})"
+        parts.append(load)
     ratio = ctx.held_over_compute
     if tr.hidden_staging_ms and tr.per_partition.total_ms:
         parts.append(f"{tr.hidden_staging_ms / tr.per_partition.total_ms:.0%} of the copy time is host "
@@ -375,15 +381,41 @@ def gpu_bound(ctx: Context) -> Finding | None:
     basis = "device kernels" if u.kernel_busy is not None else u.compute_source
     predictions = ctx.predict(Change(compute_speedup=2.0))
     held = f"; the mutex is held {u.mutex_held:.0%}" if u.mutex_held is not None else ""
+    numbers = {"busy": busy}
+    steady = ""
+    window = steady_window_ns(ctx.trace, u.gpu)
+    if window is not None:
+        s = gpu_utilisation(ctx.trace, u.gpu, *window)
+        s_busy = s.kernel_busy if s.kernel_busy is not None else s.host_timed_compute
+        if s_busy is not None:
+            numbers["steady_busy"] = s_busy
+            steady = f", {s_busy:.0%} in steady state"
+            if s.mutex_held is not None:
+                steady += f" (mutex held {s.mutex_held:.0%} of it)"
     return Finding(
         id="gpu_bound", title="GPU-bound: the host keeps the GPU busy",
-        sentence=f"The GPU computes {busy:.0%} of the run ({basis}){held}."
-                 + _gain_sentence(predictions, "Kernels twice as fast"),
-        cost=busy, numbers={"busy": busy},
+        sentence=f"The GPU computes {busy:.0%} of the run ({basis}){steady}{held}."
+                 + _bounding_phase(ctx) + _gain_sentence(predictions, "Kernels twice as fast"),
+        cost=busy, numbers=numbers,
         evidence=Evidence.of(ctx.trace, ()),
         suggestion="Only faster kernels (or more GPUs) raise throughput from here.",
         predictions=predictions,
     )
+
+
+def _bounding_phase(ctx: Context) -> str:
+    """Which GPU phase bounds a GPU-bound run: the largest share of the median mutex hold."""
+    if not ctx.mutex:
+        return ""
+    hold = ctx.mutex[0].holds.median_ms
+    parts = [(p.durations.median_ms, p.phase) for name in ("ntt_msm_h", "batch_add", "tail_msm")
+             if (p := ctx.phases.get(name)) is not None]
+    if not parts or hold <= 0:
+        return ""
+    parts.sort(reverse=True)
+    listed = ", ".join(f"{name} {ms:.0f} ms" for ms, name in parts)
+    return (f" The run is bounded by the mutex holds, {hold:.0f} ms a partition (median): {listed}; "
+            f"{parts[0][1]} is the largest, {parts[0][0] / hold:.0%} of a hold.")
 
 
 def gpu_imbalance(ctx: Context) -> Finding | None:

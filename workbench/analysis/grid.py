@@ -20,7 +20,7 @@ import numpy as np
 
 from workbench.analysis.summary import summarize
 from workbench.analysis.transfers import copy_rates
-from workbench.analysis.utilisation import gpu_utilisation, held_intervals
+from workbench.analysis.utilisation import gpu_utilisation, held_intervals, steady_window_ns
 from workbench.analysis.verdict import Verdict, diagnose
 from workbench.analysis.whatif import Change, WhatIfError, WhatIfOptions, predict
 from workbench.trace.container import Trace
@@ -59,6 +59,9 @@ class CellMetrics:
     mutex_held: float | None
     kernel_busy: float | None  # over the whole run
     kernel_busy_active: float | None  # from the first mutex hold's start to the last one's end
+    # In steady state (steady_window_ns): what the kernel-busy target is about.
+    kernel_busy_steady: float | None
+    mutex_held_steady: float | None
     mutex_ceiling_per_min: float | None  # partitions per minute if holds ran back to back
     hold_median_ms: float | None
     headline: str
@@ -100,6 +103,8 @@ def cell_metrics(trace: Trace, verdict: Verdict | None = None) -> CellMetrics:
     gpu = verdict.utilisation[0] if verdict.utilisation else None
     window = active_window_ns(trace)
     active = gpu_utilisation(trace, 0, *window) if window else None
+    steady_window = steady_window_ns(trace)
+    steady = gpu_utilisation(trace, 0, *steady_window) if steady_window else None
     mutex = verdict.mutex
     phases = {p: s for p in GPU_PHASES if (s := phase_spread(trace, p)) is not None}
     synth = _synthesis_median(trace)
@@ -115,6 +120,8 @@ def cell_metrics(trace: Trace, verdict: Verdict | None = None) -> CellMetrics:
         mutex_held=gpu.mutex_held if gpu else None,
         kernel_busy=gpu.kernel_busy if gpu else None,
         kernel_busy_active=active.kernel_busy if active else None,
+        kernel_busy_steady=steady.kernel_busy if steady else None,
+        mutex_held_steady=steady.mutex_held if steady else None,
         mutex_ceiling_per_min=mutex[0].ceiling_per_min if mutex else None,
         hold_median_ms=mutex[0].holds.median_ms if mutex else None,
         headline=verdict.headline,

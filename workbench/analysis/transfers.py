@@ -23,6 +23,8 @@ import numpy as np
 
 from workbench.analysis.distribution import Distribution, correlation
 from workbench.analysis.intervals import Intervals, concurrency_ns
+from workbench.analysis.tracks import counter_values
+from workbench.events import HOST_LOAD_TRACK
 from workbench.trace.container import Trace
 
 GB = 1e9
@@ -70,6 +72,11 @@ class TransferReport:
     staging_ms: float  # explicit staging copies
     hidden_staging_ms: float | None
     synth_correlation: float | None  # r(copy rate, synthesis threads running during it)
+    # Host memory load run beside the pipeline (pipeline/host_load.py), if any: its threads,
+    # its mean rate, and r(copy rate, load rate sampled nearest the copy).
+    host_load_threads: int
+    host_load_gbps: float | None
+    load_correlation: float | None
     slowest: tuple[int, ...]  # span indices of the slowest copies
 
     @property
@@ -153,6 +160,8 @@ def transfer_report(
     synth_active = concurrency_ns(
         spans.start_ns[host][known], spans.end_ns[host][known], spans.start_ns[synth], spans.end_ns[synth],
     ) / np.maximum(durations[known], 1)
+    load_threads, load_gbps, load_r = _host_load(trace, spans.start_ns[host][known],
+                                                 spans.end_ns[host][known], rates)
     slowest = host[known][np.argsort(rates, kind="stable")[:EVIDENCE]] if known.any() else host[:0]
     sources = sorted({str(_attr(trace, i, "source", "")) for i in host.tolist()} - {""})
     return TransferReport(
@@ -167,8 +176,30 @@ def transfer_report(
         staging_ms=float((spans.end_ns[staging] - spans.start_ns[staging]).sum()) / 1e6,
         hidden_staging_ms=hidden,
         synth_correlation=correlation(rates, synth_active),
+        host_load_threads=load_threads, host_load_gbps=load_gbps, load_correlation=load_r,
         slowest=tuple(int(i) for i in slowest.tolist()),
     )
+
+
+def _host_load(trace: Trace, starts: np.ndarray, ends: np.ndarray,
+               rates: np.ndarray) -> tuple[int, float | None, float | None]:
+    mask = trace.span_mask(track=HOST_LOAD_TRACK, name="host_load")
+    index = np.flatnonzero(mask)
+    if not len(index):
+        return 0, None, None
+    attrs = trace.spans.attrs[int(index[0])] or {}
+    threads = int(attrs.get("threads", 0) or 0)
+    gbps = attrs.get("gbps")
+    ts, values = counter_values(trace, HOST_LOAD_TRACK, "GB/s")
+    r = None
+    if len(ts) >= 2 and len(rates):
+        # Each copy against the load sampled nearest its middle (samples every quarter second).
+        middle = (starts + ends) // 2
+        after = np.clip(np.searchsorted(ts, middle), 1, len(ts) - 1)
+        before = after - 1
+        nearest = np.where(middle - ts[before] <= ts[after] - middle, before, after)
+        r = correlation(rates, values[nearest])
+    return threads, float(gbps) if isinstance(gbps, int | float) else None, r
 
 
 def _attr(trace: Trace, i: int, key: str, default: object) -> object:

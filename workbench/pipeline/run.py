@@ -28,6 +28,7 @@ from workbench.config import RunConfig
 from workbench.events import mutex_track, prep_track, synth_track, worker_track
 from workbench.pipeline import switching
 from workbench.pipeline.collector import Collector, CollectorUnavailable
+from workbench.pipeline.host_load import HostLoad
 from workbench.pipeline.memory import MemoryMode, PartitionBuffers, PoolClosed, make_memory_mode
 from workbench.pipeline.scope import Scope
 from workbench.pipeline.synth_processes import ProcessSynthesis
@@ -106,6 +107,7 @@ class Pipeline:
             collectors = for_config(config)
         self.collectors = list(collectors or ())
         self._started_collectors: list[Collector] = []
+        self._host_load: HostLoad | None = None
         self.notices: list[str] = []  # said once each: collectors that could not start, ...
         self.circuit = SyntheticCircuit(
             config.log2_constraints, config.bool_fraction, config.synth_terms, config.seed
@@ -203,6 +205,9 @@ class Pipeline:
                     self.backend.new_device_buffers(w, self.memory.needs_staging, config.gpu_of(w))
                     for w in range(config.workers)
                 ]
+                with setup_scope.span("warm_up", workers=len(devices)):
+                    for device in devices:
+                        self.backend.warm_up(device)
                 if config.synthesis == "processes":
                     with setup_scope.span("synthesis_processes", count=config.synth_threads):
                         self._processes = ProcessSynthesis(self.circuit, config.synth_threads)
@@ -211,6 +216,9 @@ class Pipeline:
             self._finished.set()
             return
         self._start_collectors()
+        if config.host_load_threads:
+            self._host_load = HostLoad(config.host_load_threads)
+            self._host_load.start(recorder)
         # The run's clock starts after setup: the key and twiddles are a one-off per process.
         self.progress.started_ns = recorder.now_ns()
         recorder.instant(RUN_TRACK, "run_start", attrs={"config": config.to_json()})
@@ -294,6 +302,9 @@ class Pipeline:
 
     def result(self, wall_s: float) -> RunResult:
         self._discard_unclaimed()
+        if self._host_load is not None:
+            self._host_load.stop()
+            self._host_load = None
         self._stop_collectors()
         if self._processes is not None:
             self._processes.close()

@@ -100,6 +100,11 @@ class Backend(ABC):
     @abstractmethod
     def new_device_buffers(self, worker: int, with_staging: bool, gpu: int = 0) -> DeviceBuffers: ...
 
+    def warm_up(self, buffers: DeviceBuffers) -> None:
+        """Run the GPU phases once on made-up data (during setup), so a worker's first
+        partition does not pay for first launches and memory-pool growth. Nothing to do
+        where nothing is launched."""
+
     @abstractmethod
     def copy_to_device(
         self, buffers: DeviceBuffers, device_array: Any, host_array: np.ndarray, scope: Scope,

@@ -21,7 +21,7 @@ NESTED_PHASES = frozenset({
     "h2d_copy", "staging_copy", "ntt", "coset_intt", "msm_h", "pool_checkout",
     "host_register", "host_unregister", "proving_key", "twiddles", "parse_key_points", "kernels",
     "upload_key", "link_probe", "prep_upload", "batch_add_g2", "tail_msm_g2", "batch_add_cpu",
-    "tail_msm_cpu", "synthesis_processes", "synthesis_collect",
+    "tail_msm_cpu", "synthesis_processes", "synthesis_collect", "warm_up",
 })
 HOLD_SUFFIX = " mutex hold"
 

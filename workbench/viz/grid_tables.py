@@ -30,15 +30,16 @@ def cells_table(cells: Mapping[str, CellMetrics]) -> str:
             _num(ntt.steady_spread if ntt else None, "{:.2f}x"), _pct(badd.cv if badd else None),
             _pct(tail.cv if tail else None), _num(m.copy_gbps_median), _num(m.device_copy_gbps_median),
             _pct(m.mutex_held), _pct(m.kernel_busy), _pct(m.kernel_busy_active),
-            m.findings[0] if m.findings else "-",
+            _pct(m.kernel_busy_steady), m.findings[0] if m.findings else "-",
         ])
     return table(
         ["run", "partitions/min", "mutex ceiling /min", "synthesis ms", "ntt_msm_h ms", "ntt_msm_h spread",
          "spread, steady", "batch_add CV", "tail_msm CV", "copy GB/s", "copy GB/s (device)", "mutex held",
-         "kernel busy", "kernel busy, GPU active", "first finding"],
+         "kernel busy", "kernel busy, GPU active", "kernel busy, steady", "first finding"],
         rows,
         caption="spread: slowest over fastest partition; steady: without each worker's first partition; "
-                "GPU active: from the first mutex hold to the last",
+                "GPU active: from the first mutex hold to the last; steady: from every worker's first hold "
+                "done to the first of their last holds",
     )
 
 

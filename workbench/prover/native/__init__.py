@@ -82,6 +82,8 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.wb_classify.restype = None
     lib.wb_tail.argtypes = [ptr, u64, ptr, ctypes.c_int, ptr, ptr]
     lib.wb_tail.restype = u64
+    lib.wb_stream.argtypes = [ptr, ptr, u64]
+    lib.wb_stream.restype = u64
     return lib
 
 

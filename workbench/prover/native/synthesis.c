@@ -180,3 +180,13 @@ u64 wb_tail(const u64* w, u64 m, const uint8_t* ones_mask, int split, int64_t* i
     }
     return t;
 }
+
+/* Host-load streaming (pipeline/host_load.py): copies `words` 64-bit words from src to dst
+ * and back, the pattern of memory-bound work (hashing layers, sorting, other provers) that
+ * shares a proving host. Returns a checksum so the compiler keeps the loads. */
+u64 wb_stream(u64* dst, u64* src, u64 words)
+{
+    memcpy(dst, src, words * sizeof(u64));
+    memcpy(src, dst, words * sizeof(u64));
+    return dst[0] ^ src[words - 1];
+}
