@@ -192,6 +192,26 @@ def test_batch_add_matches_library(rng: random.Random, log2: int):
         assert gpu_msm.batch_add(dev, cupy.asarray(bitmap)) == point_to_bytes(batch_add(points, mask))
 
 
+@pytest.mark.parametrize("log2", [12, 15])
+def test_msm_and_batch_add_over_point_sets_match_one_per_set(rng: random.Random, log2: int):
+    """The G1 queries' path: three tables joined, one sort and each kernel once for all three
+    (a tenth of the scalars, as a 0.9 boolean witness leaves for the tails)."""
+    n = 1 << log2
+    sets = [_points(rng, n) for _ in range(3)]
+    joined = gpu_msm.concat([gpu_msm.DevicePoints.from_points(p) for p in sets])
+    nprng = np.random.default_rng(rng.randrange(2**32))
+    indices = np.flatnonzero(nprng.random(n) < 0.1).astype(np.int64)
+    scalars = _mont_scalars([rng.randrange(R_MODULUS) for _ in range(len(indices))])
+    _poison()
+    sums = gpu_msm.msm_windows_sets(joined, 3, cupy.asarray(scalars), cupy.asarray(indices))
+    got = [s.combine() for s in sums]
+    assert got == [point_to_bytes(msm(p, scalars, indices)) for p in sets]
+    for mask in (nprng.random(n) < 0.45, np.ones(n, bool)):
+        _poison()
+        bitmap = cupy.asarray(np.packbits(mask, bitorder="little"))
+        assert gpu_msm.batch_add_sets(joined, 3, bitmap) == [point_to_bytes(batch_add(p, mask)) for p in sets]
+
+
 def test_batch_add_cancelling_points(rng: random.Random):
     p = G1Point() * Scalar(rng.randrange(1, R_MODULUS))
     points = G1Points.from_objects([p, -p] * 500 + [p])

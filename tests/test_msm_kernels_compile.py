@@ -518,3 +518,58 @@ def test_emulated_g2_batch_add_matches_library(backend: EmulatedBackend, n: int)
         got = gpu_msm.batch_add(dev, bitmap)
         assert got == point_to_bytes(batch_add(points, mask)), f"seed {seed}"
         assert gpu_msm.to_library_point(got) == batch_add(points, mask)
+
+
+@pytest.mark.parametrize(("size", "m"), [(37, 20), (64, 64), (5, 1)])
+def test_emulated_msm_over_point_sets_matches_one_msm_per_set(backend: EmulatedBackend, size: int, m: int):
+    """The G1 queries' tails: one sort, each kernel once over three joined tables."""
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    sets = [_points(rng, size) for _ in range(3)]
+    joined = gpu_msm.concat([gpu_msm.DevicePoints.from_points(p, backend=backend) for p in sets])
+    values = [0, 1, R_MODULUS - 1, *(rng.randrange(R_MODULUS) for _ in range(m))][:m]
+    scalars = _mont(values)
+    indices = np.array(sorted(rng.sample(range(size), m)), dtype=np.int64)
+    gpu_msm._workspace(backend).poison()
+    got = [s.combine() for s in gpu_msm.msm_windows_sets(joined, 3, scalars, indices)]
+    want = [point_to_bytes(msm(p, scalars, indices)) for p in sets]
+    assert got == want, f"seed {seed}"
+    views = gpu_msm.views(joined, 3)
+    assert [gpu_msm.msm(v, scalars, indices) for v in views] == want, f"seed {seed}"
+    assert [v.to_points() for v in views] == sets
+
+
+def test_emulated_msm_over_point_sets_of_zero_scalars_is_the_identity(backend: EmulatedBackend):
+    rng = random.Random(3)
+    joined = gpu_msm.concat([gpu_msm.DevicePoints.from_points(_points(rng, 8), backend=backend)
+                             for _ in range(2)])
+    got = gpu_msm.msm_windows_sets(joined, 2, _mont([0] * 8))
+    assert [s.combine() for s in got] == [gpu_msm.IDENTITY_BYTES] * 2
+
+
+@pytest.mark.parametrize("size", [64, 256, 48, 9])  # joined passes; the per-set fallback
+def test_emulated_batch_add_over_point_sets_matches_one_per_set(backend: EmulatedBackend, size: int):
+    seed = random.SystemRandom().randrange(2**32)
+    rng = np.random.default_rng(seed)
+    sets = [_points(random.Random(seed + k), size) for k in range(3)]
+    joined = gpu_msm.concat([gpu_msm.DevicePoints.from_points(p, backend=backend) for p in sets])
+    for mask in (rng.random(size) < 0.5, np.ones(size, bool), np.zeros(size, bool)):
+        bitmap = np.packbits(mask, bitorder="little")
+        gpu_msm._workspace(backend).poison()
+        got = gpu_msm.batch_add_sets(joined, 3, bitmap)
+        assert got == [point_to_bytes(batch_add(p, mask)) for p in sets], f"seed {seed}"
+
+
+def test_point_sets_are_checked(backend: EmulatedBackend):
+    rng = random.Random(4)
+    a = gpu_msm.DevicePoints.from_points(_points(rng, 4), backend=backend)
+    b = gpu_msm.DevicePoints.from_points(_points(rng, 5), backend=backend)
+    with pytest.raises(ValueError, match="share group, backend and size"):
+        gpu_msm.concat([a, b])
+    joined = gpu_msm.concat([a, a])
+    with pytest.raises(ValueError, match="do not split into 3 sets"):
+        gpu_msm.msm_windows_sets(joined, 3, _mont([1] * 4))
+    with pytest.raises(IndexError, match="out of range for 4 points"):
+        gpu_msm.msm_windows_sets(joined, 2, _mont([1]), np.array([4], np.int64))
+    with pytest.raises(ValueError, match="bitmap must be uint8 of 1 bytes"):
+        gpu_msm.batch_add_sets(joined, 2, np.zeros(2, np.uint8))

@@ -29,6 +29,7 @@ from workbench.prover.backend import B_G2, Backend, Deferred, DeviceBuffers
 from workbench.prover.host_curve import HostCurvePhases
 
 HOST_TO_DEVICE = 1  # cudaMemcpyHostToDevice
+G1_QUERIES = "g1_queries"  # key of the joined table of the G1 queries' points
 MAX_LOG2_GPU = 26
 # From this size the G1 query points are made on the GPU (fixed-base multiplication of
 # random scalars); below it the host's grid method is quicker than starting the kernels.
@@ -117,7 +118,14 @@ class GpuBackend(HostCurvePhases, Backend):
                 key = self.key
                 queries: dict[str, curve.G1Points | curve.G2Points] = {
                     "h": key.h, "l": key.l, "a": key.a, "b": key.b_g1, B_G2: key.b_g2}
-                self.points[gpu] = {q: msm.DevicePoints.from_points(p) for q, p in queries.items()}
+                points = {q: msm.DevicePoints.from_points(p) for q, p in queries.items()}
+                # The G1 queries share their scalars: one table of all three lets the tail MSMs
+                # and batch additions run each kernel once for the three (msm.*_sets); each
+                # query's own table is a view of it.
+                joined = msm.concat([points[q] for q in prep.QUERIES])
+                points.update(zip(prep.QUERIES, msm.views(joined, len(prep.QUERIES)), strict=True))
+                points[G1_QUERIES] = joined
+                self.points[gpu] = points
                 # Uploaded on the default stream; workers' streams must see them complete.
                 self._cp.cuda.Device(gpu).synchronize()
         with scope.span("link_probe", gpu=gpu) as span:
@@ -181,9 +189,11 @@ class GpuBackend(HostCurvePhases, Backend):
                 scalars_dev = cp.asarray(scalars)
                 indices_dev = cp.arange(0, n, 8, dtype=cp.int64)
                 bitmap_dev = cp.full((n + 7) // 8, 0x11, dtype=cp.uint8)
-            for q in (*prep.QUERIES, B_G2):
-                msm.msm_windows(points[q], scalars_dev, indices_dev, stream=stream)
-                msm.batch_add(points[q], bitmap_dev, stream=stream)
+            queries = len(prep.QUERIES)
+            msm.msm_windows_sets(points[G1_QUERIES], queries, scalars_dev, indices_dev, stream=stream)
+            msm.batch_add_sets(points[G1_QUERIES], queries, bitmap_dev, stream=stream)
+            msm.msm_windows(points[B_G2], scalars_dev, indices_dev, stream=stream)
+            msm.batch_add(points[B_G2], bitmap_dev, stream=stream)
         stream.synchronize()
 
     @on_device_of_buffers
@@ -237,11 +247,14 @@ class GpuBackend(HostCurvePhases, Backend):
         stream = buffers.extra["stream"]
         bitmap = self._upload_prep(buffers, prepared, scope)
         points = self.points[buffers.gpu]
-        out: dict[str, Any] = {
-            q: msm.to_library_point(msm.batch_add(points[q], bitmap, stream=stream))
-            if prepared.split[q] else G1Point.identity()
-            for q in prep.QUERIES
-        }
+        split = [q for q in prep.QUERIES if prepared.split[q]]
+        out: dict[str, Any] = dict.fromkeys(prep.QUERIES, G1Point.identity())
+        if split == list(prep.QUERIES):  # the usual case: one decision for all (prover/prep.py)
+            sums = msm.batch_add_sets(points[G1_QUERIES], len(split), bitmap, stream=stream)
+            out.update((q, msm.to_library_point(xy)) for q, xy in zip(split, sums, strict=True))
+        else:
+            out.update((q, msm.to_library_point(msm.batch_add(points[q], bitmap, stream=stream)))
+                       for q in split)
         with scope.span("batch_add_g2", points=len(self._key().b_g2)):
             # B in G2 is split exactly as B in G1 (the same scalars).
             out[B_G2] = (msm.to_library_point(msm.batch_add(points[B_G2], bitmap, stream=stream))
@@ -269,8 +282,8 @@ class GpuBackend(HostCurvePhases, Backend):
         _, scalars, indices = buffers.extra.pop("tail")
         stream = buffers.extra["stream"]
         points = self.points[buffers.gpu]
-        out = {q: _deferred_point(msm.msm_windows(points[q], scalars, indices, stream=stream))
-               for q in prep.QUERIES}
+        sums = msm.msm_windows_sets(points[G1_QUERIES], len(prep.QUERIES), scalars, indices, stream=stream)
+        out = {q: _deferred_point(s) for q, s in zip(prep.QUERIES, sums, strict=True)}
         with scope.span("tail_msm_g2", scalars=int(scalars.shape[0])):
             out[B_G2] = _deferred_point(msm.msm_windows(points[B_G2], scalars, indices, stream=stream))
         return out

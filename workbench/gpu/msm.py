@@ -45,12 +45,16 @@ __all__ = [
     "Group",
     "WindowSums",
     "batch_add",
+    "batch_add_sets",
     "combine_windows",
+    "concat",
     "default_backend",
     "msm",
     "msm_windows",
+    "msm_windows_sets",
     "slice_floor",
     "to_library_point",
+    "views",
     "window_bits",
     "window_count",
 ]
@@ -65,6 +69,7 @@ _R_INV = pow(1 << 384, -1, P_MODULUS)
 _MAX_WINDOW_BITS = 20  # 13 windows x 2^19 buckets x 192 bytes = 1.3 GB of G1 bucket sums
 _BATCH_CHUNK = 256  # points per thread in batch_add's first pass: 2^16 threads at 2^24, one full wave
 _GROUP = 16  # partials per thread in each later pass
+_BATCH_THREADS = 1 << 16  # first-pass threads batch_add aims for (see _batch_chunk)
 _MAX_BLOCKS = 1 << 20
 
 phase_hook: Any = None
@@ -434,35 +439,70 @@ def msm(points: DevicePoints, scalars: Any, indices: Any = None, stream: Any = N
 def msm_windows(points: DevicePoints, scalars: Any, indices: Any = None, stream: Any = None, *,
                 window: int | None = None) -> WindowSums:
     """The device part of :func:`msm` (same arguments): its window sums, to combine later."""
+    return msm_windows_sets(points, 1, scalars, indices, stream, window=window)[0]
+
+
+def msm_windows_sets(points: DevicePoints, sets: int, scalars: Any, indices: Any = None,
+                     stream: Any = None, *, window: int | None = None) -> list[WindowSums]:
+    """The MSMs of one scalar vector against `sets` point sets of one group stored back to
+    back in `points` (:func:`concat`), each of points.n / sets points; `indices` index
+    within a set. The G1 queries of a proof share their scalars: one sort serves every set,
+    and each later kernel runs once over all of them, with `sets` times the threads. On the
+    H200 the reductions of a 2^22 witness's tails were latency-bound: a third of their time
+    was launches of a few thousand threads each."""
     if window is not None and not 2 <= window <= _MAX_WINDOW_BITS:
         raise ValueError(f"window must be in [2, {_MAX_WINDOW_BITS}], got {window}")
+    if sets < 1 or points.n % sets:
+        raise ValueError(f"{points.n} points do not split into {sets} sets")
+    size = points.n // sets
     be = points.backend
     ws = _workspace(be)
     m = int(scalars.shape[0]) if scalars.ndim == 2 else -1
-    if indices is None and m != points.n:
-        raise ValueError(f"{points.n} points but {m} scalars")
+    if indices is None and m != size:
+        raise ValueError(f"{size} points but {m} scalars")
     if indices is not None:
         if not be.is_device_array(indices):
             idx = np.asarray(indices)
-            if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= points.n):
-                raise IndexError(f"indices out of range for {points.n} points")
+            if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= size):
+                raise IndexError(f"indices out of range for {size} points")
         if int(indices.shape[0]) != m:
             raise ValueError(f"{indices.shape[0]} indices but {m} scalars")
     if m == 0:
-        return WindowSums(None, 0, points.group)
+        return [WindowSums(None, 0, points.group) for _ in range(sets)]
     with be.stream_context(stream):
-        return _msm(be, ws, points, scalars, indices, m, window or window_bits(m))
+        return _msm(be, ws, points, sets, size, scalars, indices, m, window or window_bits(m))
 
 
-def _msm(be: Any, ws: _Workspace, points: DevicePoints, scalars: Any, indices: Any, m: int,
-         c: int) -> WindowSums:
+def concat(sets: Sequence[DevicePoints]) -> DevicePoints:
+    """Point sets of one group in one device table, back to back (for msm_windows_sets and
+    batch_add_sets); `views` gives each set back without a copy."""
+    if not sets:
+        raise ValueError("no point sets to join")
+    first = sets[0]
+    if any(p.group is not first.group or p.backend is not first.backend or p.n != first.n for p in sets):
+        raise ValueError("point sets to join must share group, backend and size")
+    data = first.backend.xp.concatenate([p.data for p in sets])
+    return DevicePoints(data=data, n=first.n * len(sets), backend=first.backend, group=first.group)
+
+
+def views(points: DevicePoints, sets: int) -> list[DevicePoints]:
+    """The sets of a joined table, as tables of their own sharing its memory."""
+    if sets < 1 or points.n % sets:
+        raise ValueError(f"{points.n} points do not split into {sets} sets")
+    size = points.n // sets
+    return [DevicePoints(data=points.data[q * size:(q + 1) * size], n=size, backend=points.backend,
+                         group=points.group) for q in range(sets)]
+
+
+def _msm(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int, scalars: Any,
+         indices: Any, m: int, c: int) -> list[WindowSums]:
     xp, group = be.xp, points.group
     words = group.xyzz_words
     windows = window_count(c)
     rows = (1 << (c - 1)) + 1  # buckets per window, index = digit magnitude
     buckets = windows * rows
-    if m * windows >= 1 << 32 or points.n >= 1 << 31:
-        raise ValueError(f"MSM of {m} scalars is past the 32-bit entry indexing")
+    if sets * m * windows >= 1 << 32 or points.n >= 1 << 31:
+        raise ValueError(f"MSM of {m} scalars over {sets} sets is past the 32-bit entry indexing")
     scalars_dev = _on_device(be, ws, "scalars", scalars, np.uint64, 4)
     indices_dev = scalars_dev if indices is None else _on_device(be, ws, "indices", indices, np.int64, None)
     digit_args = (np.uint64(m), np.uint32(c), np.uint32(windows))
@@ -478,23 +518,39 @@ def _msm(be: Any, ws: _Workspace, points: DevicePoints, scalars: Any, indices: A
     entries = ws.buffer("entries", np.uint32, m * windows)
     be.launch("msm", "msm_scatter", m, (scalars_dev, indices_dev, np.uint32(indices is not None), cursor,
                                        entries, *digit_args), threads=256)
+    most_entries = m * windows
+    if sets > 1:
+        # Set q's sorted entries are set 0's with q * size added to the point index (below the
+        # sign bit: points.n < 2^31), its buckets after the sets before it.
+        total = int(be.download(ends[buckets - 1:])[0])
+        offsets = xp.arange(sets, dtype=np.uint32)
+        joined = ws.buffer("entries_sets", np.uint32, sets * total).reshape(sets, total)
+        xp.add(entries[None, :total], (offsets * np.uint32(size))[:, None], out=joined)
+        joined_ends = ws.buffer("ends_sets", np.uint32, sets * buckets).reshape(sets, buckets)
+        xp.add(ends[None, :], (offsets * np.uint32(total))[:, None], out=joined_ends)
+        joined_counts = ws.buffer("counts_sets", np.uint32, sets * buckets).reshape(sets, buckets)
+        joined_counts[...] = counts[None, :]
+        entries, ends, counts = joined.reshape(-1), joined_ends.reshape(-1), joined_counts.reshape(-1)
+        most_entries = max(sets * total, 1)
 
     _phase("accumulate")
     k0 = slice_floor(m, c)
     largest = ws.buffer("largest", np.uint32, 1).reshape(())
     xp.max(counts, out=largest)
-    max_slices = -(-m * windows // k0)  # slices are at least k0 entries long
+    max_slices = -(-most_entries // k0)  # slices are at least k0 entries long
+    all_buckets = sets * buckets
     heads = ws.buffer("heads", np.uint32, max_slices * words)
     tails = ws.buffer("tails", np.uint32, max_slices * words)
-    sums = ws.buffer("sums", np.uint32, buckets * words)
+    sums = ws.buffer("sums", np.uint32, all_buckets * words)
     be.launch("msm", group.kernel("msm_accumulate"), max_slices,
-              (points.data, entries, ends, largest, heads, tails, sums, np.uint64(buckets),
+              (points.data, entries, ends, largest, heads, tails, sums, np.uint64(all_buckets),
                np.uint64(max_slices), np.uint32(k0)))
-    be.launch("msm", group.kernel("msm_bucket_sum"), buckets,
-              (heads, tails, counts, ends, largest, sums, np.uint64(buckets), np.uint32(k0)))
+    be.launch("msm", group.kernel("msm_bucket_sum"), all_buckets,
+              (heads, tails, counts, ends, largest, sums, np.uint64(all_buckets), np.uint32(k0)))
     _phase("reduce")
-    window_sums = be.download(_reduce_windows(be, ws, group, sums, windows, rows)).reshape(windows, words)
-    return WindowSums(window_sums, c, group)
+    reduced = _reduce_windows(be, ws, group, sums, sets * windows, rows)
+    window_sums = be.download(reduced).reshape(sets, windows, words)
+    return [WindowSums(window_sums[q], c, group) for q in range(sets)]
 
 
 def _reduce_windows(be: Any, ws: _Workspace, group: Group, sums: Any, windows: int, rows: int) -> Any:
@@ -526,16 +582,16 @@ def batch_add(points: DevicePoints, bitmap: Any, stream: Any = None) -> bytes:
     be, group = points.backend, points.group
     ws = _workspace(be)
     n, words = points.n, points.group.xyzz_words
-    if bitmap.ndim != 1 or bitmap.dtype != np.uint8 or int(bitmap.shape[0]) != (n + 7) // 8:
-        raise ValueError(f"bitmap must be uint8 of {(n + 7) // 8} bytes, got {bitmap.dtype} {bitmap.shape}")
+    _check_bitmap(bitmap, n)
     if n == 0:
         return group.identity
     with be.stream_context(stream):
         bits = _on_device(be, ws, "bitmap", bitmap, np.uint8, None)
-        count = -(-n // _BATCH_CHUNK)
+        chunk = _batch_chunk(n)
+        count = -(-n // chunk)
         current = ws.buffer("batch_partials", np.uint32, count * words)
         be.launch("batch_add", group.kernel("batch_add_chunks"), count,
-                  (points.data, bits, current, np.uint64(n), np.uint64(count), np.uint32(_BATCH_CHUNK)))
+                  (points.data, bits, current, np.uint64(n), np.uint64(count), np.uint32(chunk)))
         parity = 0
         while count > 1:
             out_count = -(-count // _GROUP)
@@ -545,3 +601,57 @@ def batch_add(points: DevicePoints, bitmap: Any, stream: Any = None) -> bytes:
             current, count, parity = out, out_count, parity ^ 1
         total = be.download(current[:words])
     return encode_affine(_rows_to_affine(total.reshape(1, words), group)[0], group)
+
+
+def batch_add_sets(points: DevicePoints, sets: int, bitmap: Any, stream: Any = None) -> list[bytes]:
+    """:func:`batch_add` of one bitmap over `sets` point sets stored back to back (concat),
+    each pass launched once for all of them. Sizes whose passes would mix sets (not a
+    multiple of the first pass's chunk, or a chunk count that is not a power of two) fall
+    back to one batch_add per set."""
+    if sets < 1 or points.n % sets:
+        raise ValueError(f"{points.n} points do not split into {sets} sets")
+    size = points.n // sets
+    _check_bitmap(bitmap, size)
+    chunk = _batch_chunk(points.n)
+    per_set = size // chunk if size % chunk == 0 else 0
+    if sets == 1 or size % 8 or per_set == 0 or per_set & (per_set - 1):
+        return [batch_add(p, bitmap, stream) for p in views(points, sets)]
+    be, group = points.backend, points.group
+    ws = _workspace(be)
+    words = group.xyzz_words
+    with be.stream_context(stream):
+        bits = _on_device(be, ws, "bitmap", bitmap, np.uint8, None)
+        joined_bits = ws.buffer("bitmap_sets", np.uint8, sets * bits.size).reshape(sets, bits.size)
+        joined_bits[...] = bits[None, :]
+        count = sets * per_set
+        current = ws.buffer("batch_partials", np.uint32, count * words)
+        be.launch("batch_add", group.kernel("batch_add_chunks"), count,
+                  (points.data, joined_bits.reshape(-1), current, np.uint64(points.n), np.uint64(count),
+                   np.uint32(chunk)))
+        parity = 0
+        while per_set > 1:
+            # per_set and the group size are powers of two: groups never straddle two sets.
+            group_size = min(_GROUP, per_set)
+            out_count = count // group_size
+            out = ws.buffer(f"batch_level{parity}", np.uint32, out_count * words)
+            be.launch("batch_add", group.kernel("xyzz_sum_groups"), out_count,
+                      (current, out, np.uint64(count), np.uint64(out_count), np.uint32(group_size)))
+            current, count, per_set, parity = out, out_count, per_set // group_size, parity ^ 1
+        totals = be.download(current[:sets * words]).reshape(sets, words)
+    return [encode_affine(point, group) for point in _rows_to_affine(totals, group)]
+
+
+def _check_bitmap(bitmap: Any, n: int) -> None:
+    if bitmap.ndim != 1 or bitmap.dtype != np.uint8 or int(bitmap.shape[0]) != (n + 7) // 8:
+        raise ValueError(f"bitmap must be uint8 of {(n + 7) // 8} bytes, got {bitmap.dtype} {bitmap.shape}")
+
+
+def _batch_chunk(points: int) -> int:
+    """Points per thread in batch_add's first pass: 256 (one full wave of 2^16 threads at
+    2^24), halved down to 64 (the kernel reads the bitmap a 64-bit word at a time) while fewer
+    than 2^16 threads would run. One set of 2^22 points gave 16k threads, a sixteenth of what
+    the H200 keeps resident."""
+    chunk = _BATCH_CHUNK
+    while chunk > 64 and -(-points // chunk) < _BATCH_THREADS:
+        chunk //= 2
+    return chunk
