@@ -47,11 +47,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--per-thread", type=int, default=2)
+    parser.add_argument("--code", choices=("native", "numpy"), default="native",
+                        help="the compiled synthesis code (default) or the numpy reference")
     args = parser.parse_args()
-    print(f"synthesis of 2^{args.log2} constraints, median of {args.repeats}")
+    print(f"synthesis of 2^{args.log2} constraints, {args.code} code, median of {args.repeats}")
     print(f"{'terms':>5} {'threads':>7} {'ns/constraint':>14} {'Mconstraints/s':>15} {'vs 1 thread':>12}")
     for terms in args.terms:
-        circuit = SyntheticCircuit(args.log2, 0.9, terms, seed=1)
+        circuit = SyntheticCircuit(args.log2, 0.9, terms, seed=1, native_code=args.code == "native")
         base = None
         for threads in args.threads:
             rates = [throughput(circuit, threads, args.per_thread) for _ in range(args.repeats)]
