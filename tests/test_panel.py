@@ -84,6 +84,16 @@ def test_a_size_too_big_for_host_memory_is_explained():
     assert not result.ok and "GiB of host memory" in result.problem
 
 
+def test_the_host_load_knob_counts_its_buffers_and_reaches_the_run(panel):
+    from workbench.pipeline import host_load
+
+    quiet = RunConfig(backend="cpu", log2_constraints=6)
+    loaded = quiet.replace(host_load_threads=3)
+    assert host_bytes_needed(loaded) - host_bytes_needed(quiet) == 3 * 2 * host_load.BLOCK_BYTES
+    panel.knobs.set(host_load_threads=3)
+    assert panel.knobs.values()["host_load_threads"] == 3
+
+
 def test_a_failure_while_starting_shows_in_the_panel_not_as_a_traceback(panel, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("no more threads")

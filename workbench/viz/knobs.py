@@ -12,12 +12,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.config import BACKENDS, LOCK_SCOPES, MEMORY_MODES, SYNTHESIS_MODES, ConfigError, RunConfig
+from workbench.pipeline import host_load
 from workbench.prover.backend import BackendUnavailable, select_backend
 from workbench.viz.deps import require
 
 widgets = require("ipywidgets")
 
 ELEMENT_BYTES = 32  # one field element
+# The settings under "more settings", in order.
+MORE = ("gpus", "synthesis", "synth_terms", "host_load_threads", "seed", "gpu_trace")
 MEMORY_SHARE = 0.8  # leave the rest of the machine to the kernel, the browser and the OS
 
 DESCRIPTIONS = {
@@ -34,6 +37,7 @@ DESCRIPTIONS = {
     "bool_fraction": ("bool fraction", "share of witness scalars that are 0 or 1"),
     "synth_terms": ("synth cost", "witness terms combined per constraint in synthesis"),
     "seed": ("seed", "seed of the synthetic circuit and witnesses"),
+    "host_load_threads": ("host load", "threads streaming through host memory beside the run"),
     "gpu_trace": ("GPU trace", "record what the GPU did (kernels, copies, counters) when it can"),
 }
 
@@ -51,11 +55,13 @@ class Check:
 
 def host_bytes_needed(config: RunConfig) -> int:
     """a, b, c and the witness for every partition in flight, plus each worker's device-side
-    vectors (host memory on the CPU backend) and, in pinned mode, its staging buffers."""
+    vectors (host memory on the CPU backend), in pinned mode its staging buffers, and the
+    host load's buffers."""
     vector = config.constraints * ELEMENT_BYTES
     in_flight = config.synth_lookahead + config.workers
     per_worker = 3 * vector * (2 if config.memory_mode == "pinned" else 1)
-    return in_flight * 4 * vector + config.workers * per_worker
+    load = config.host_load_threads * 2 * host_load.BLOCK_BYTES
+    return in_flight * 4 * vector + config.workers * per_worker + load
 
 
 def host_memory_bytes() -> int:
@@ -106,6 +112,7 @@ class Knobs:
             "synth_terms": widgets.IntSlider(min=1, max=64, **slider),
             "seed": widgets.BoundedIntText(min=0, max=2**31 - 1),
             "gpus": widgets.IntSlider(min=1, max=8, **slider),
+            "host_load_threads": widgets.IntSlider(min=0, max=max(16, cpus), **slider),
         }
         if "gpu_trace" in defaults.to_dict():
             specs["gpu_trace"] = widgets.Checkbox()
@@ -127,7 +134,7 @@ class Knobs:
             widgets.HBox([widgets.VBox([specs[n] for n in main[:5]]),
                           widgets.VBox([specs[n] for n in main[5:]])]),
             widgets.Accordion(children=[widgets.HBox(
-                [specs[n] for n in ("gpus", "synthesis", "synth_terms", "seed", "gpu_trace") if n in specs])],
+                [specs[n] for n in MORE if n in specs])],
                 titles=("more settings",)),
         ])
 
