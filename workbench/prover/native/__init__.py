@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import tempfile
@@ -52,7 +53,10 @@ def _build() -> Path:
     if not compiler:
         raise NativeUnavailable("no C compiler (cc or gcc) on PATH")
     source = SOURCE.read_bytes()
-    digest = hashlib.sha256(source + " ".join(FLAGS).encode()).hexdigest()[:16]
+    # -march=native: a build is only good for this kind of CPU (a cache in a shared home
+    # directory must not hand it to an older one).
+    key = source + " ".join(FLAGS).encode() + compiler.encode() + _cpu_fingerprint()
+    digest = hashlib.sha256(key).hexdigest()[:16]
     target = _cache_dir() / f"synthesis-{digest}.so"
     if target.is_file():
         return target
@@ -70,6 +74,17 @@ def _build() -> Path:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return target
+
+
+def _cpu_fingerprint() -> bytes:
+    """The first processor's model and feature flags, or the machine name where /proc has none."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return platform.machine().encode()
+    first = text.split("\n\n", 1)[0]
+    wanted = [line for line in first.splitlines() if line.split(":")[0].strip() in ("model name", "flags")]
+    return "\n".join(wanted).encode() or platform.machine().encode()
 
 
 def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
