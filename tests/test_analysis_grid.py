@@ -72,6 +72,9 @@ def test_the_h200_loaded_pageable_run_shows_the_copy_symptom(data):
     assert pageable.phases["tail_msm"].cv < 0.1
     assert pageable.findings[0] == "copy_bound"
     assert zerocopy.throughput_per_min > 1.4 * pageable.throughput_per_min
+    sentence = diagnose(load(data / "pageable_t14_w2_load14.wbtrace")).findings[0].sentence
+    assert "while tail_msm stays constant" in sentence
+    assert "host memory was loaded beside the run by 14 streaming threads" in sentence
 
 
 @pytest.mark.parametrize("data", SITTINGS, ids=["first", "repeat"])

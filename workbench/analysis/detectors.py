@@ -108,7 +108,8 @@ def _constant_phrase(ctx: Context, phases: tuple[str, ...]) -> str:
         return ""
     names = " and ".join(prof.phase for prof in constant)
     figures = ", ".join(f"{prof.phase} ~{prof.durations.median_ms:.0f} ms" for prof in constant)
-    return f" while {names} stay constant ({figures})"
+    verb = "stays" if len(constant) == 1 else "stay"
+    return f" while {names} {verb} constant ({figures})"
 
 
 def copy_bound(ctx: Context) -> Finding | None:
