@@ -84,3 +84,19 @@ def test_copy_rates_are_correlated_with_the_load_sampled_nearest_them():
     assert report is not None and report.host_load_threads == 4 and report.host_load_gbps == 20.0
     assert report.load_correlation is not None and report.load_correlation < -0.9
     assert np.isfinite(report.load_correlation)
+
+
+def test_a_load_thread_that_cannot_allocate_is_a_notice_not_a_traceback(small_blocks, monkeypatch):
+    real_ones = np.ones
+
+    def no_memory(shape, dtype=None):
+        if shape == (4 << 20) // 8:
+            raise MemoryError
+        return real_ones(shape, dtype)
+
+    monkeypatch.setattr(host_load.np, "ones", no_memory)
+    config = RunConfig(backend="cpu", log2_constraints=6, partitions=2, host_load_threads=2)
+    result = Pipeline(config, select_backend(config)).run()
+    assert result.ok, result.error
+    notices = result.trace.meta["notices"]
+    assert sum("could not allocate its 2 x 4 MiB buffers" in n for n in notices) == 2

@@ -40,6 +40,7 @@ class HostLoad:
         self._sampler: threading.Thread | None = None
         self._recorder: Recorder | None = None
         self._started_ns = 0
+        self.errors: list[str] = []  # what kept a thread from loading, for the run's notices
 
     def start(self, recorder: Recorder) -> None:
         self._recorder = recorder
@@ -66,8 +67,13 @@ class HostLoad:
                 "gbps": moved / max(end - self._started_ns, 1)})
 
     def _stream(self, i: int, lib: object) -> None:
-        src = np.ones(self.words, np.uint64)  # written, so every page is really there
-        dst = np.zeros(self.words, np.uint64)
+        try:
+            src = np.ones(self.words, np.uint64)  # written, so every page is really there
+            dst = np.zeros(self.words, np.uint64)
+        except MemoryError:
+            self.errors.append(f"host load thread {i} could not allocate its 2 x {self.words * 8 >> 20} "
+                               "MiB buffers and did not run")
+            return
         nbytes = 2 * src.nbytes  # each call copies the block there and back
         while not self._stop.is_set():
             if lib is not None:

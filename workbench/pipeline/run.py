@@ -304,6 +304,8 @@ class Pipeline:
         self._discard_unclaimed()
         if self._host_load is not None:
             self._host_load.stop()
+            for message in self._host_load.errors:
+                self._notice(message)
             self._host_load = None
         self._stop_collectors()
         if self._processes is not None:
