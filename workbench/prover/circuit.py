@@ -3,7 +3,7 @@
 The circuit has n = 2^k constraints over a witness of m = n scalars. Its structure is fixed
 by the seed (the same circuit for every partition); each partition has its own witness, in
 which a share `bool_fraction` of scalars is 0 or 1 (half each), the rest random field
-elements, as in bit-heavy circuits.
+elements below 2^254, as in bit-heavy circuits.
 
 Constraint i reads `terms` witness entries at scattered positions (fixed odd-stride
 permutations of the index, so the reads sweep all of memory) and sets
@@ -19,9 +19,9 @@ is `terms` random-access reads and field additions, one field multiplication and
 Two codes compute the same bytes: the compiled loops of prover/native (used when a C
 compiler is at hand) and numpy over chunks (the reference, and the fallback). Both release
 the interpreter lock: synthesis threads really run in parallel and really compete for host
-memory bandwidth, which is what the production symptom depends on. The compiled code is what
-a real prover's synthesis costs; numpy's many passes per multiplication made synthesis ten
-times slower than the GPU side and hid everything behind it.
+memory bandwidth. The compiled code costs what a real prover's synthesis costs in kind; with
+numpy's many passes per multiplication 14 processes made about one 2^22 partition a second
+on the H200 host, a third of what the GPU side could take, and every run waited for them.
 
 The witness comes from a counter-mode generator (entry i from draws 5i .. 5i+4 of a stream
 keyed by seed and partition), so any range of it can be made on its own and both codes
