@@ -129,3 +129,37 @@ def test_interrupt_stops_within_the_phase_in_flight_and_keeps_the_trace():
     assert 0 < len(result.trace.select(name="batch_add")) < 40
     assert pipeline.mutex.statistics().owner is None
     mutex_holds_never_overlap(result.trace)
+
+
+def test_deferred_results_are_settled_after_the_mutex_is_released():
+    """A backend may leave host-only last steps (an MSM's window combination) to after the
+    hold: the pipeline resolves them in finish, outside the mutex, and the proof is the same."""
+    import time
+
+    from workbench.prover.backend import Deferred
+
+    resolved: list[tuple[int, int]] = []  # (partition, when)
+
+    class DeferringBackend(CpuBackend):
+        def tail_msm(self, buffers, prepared, scope):
+            out = super().tail_msm(buffers, prepared, scope)
+            partition = scope.partition
+
+            def later(value):
+                resolved.append((partition, time.perf_counter_ns()))
+                return value
+
+            return {q: Deferred(lambda v=v: later(v)) for q, v in out.items()}
+
+    config = RunConfig(**{**SMALL, "partitions": 4, "gpu_workers": 2})
+    deferred = Pipeline(config, DeferringBackend(), keep_outputs=True).run()
+    plain = Pipeline(config, CpuBackend()).run()
+    assert deferred.ok and plain.ok
+    assert deferred.proofs == plain.proofs
+    holds = {s.partition: s for s in deferred.trace.select(name="hold")}
+    finishes = {s.partition: s for s in deferred.trace.select(name="finish")}
+    assert {p for p, _ in resolved} == set(range(4))
+    for partition, when in resolved:
+        # The recorder's clock is perf_counter_ns: resolved inside finish, after the hold ended.
+        assert holds[partition].end_ns <= when <= finishes[partition].end_ns, partition
+    assert all(not isinstance(v, Deferred) for out in deferred.outputs.values() for v in out["tail"].values())
