@@ -49,3 +49,23 @@ def test_gpu_run_matches_cpu_run_exactly(memory_mode, lock_scope, gpu_msm, synth
     assert {s.attrs["on"] for s in trace.select(name="msm_h")} == {"gpu" if gpu_msm else "cpu"}
     ntt = trace.select(name="ntt")
     assert all(s.attrs["device_forward_ms"] > 0 for s in ntt)
+
+
+def test_two_gpus_give_the_cpu_runs_proofs():
+    """One mutex, buffers and workers per GPU on a machine with two (skipped with fewer)."""
+    import cupy
+
+    from workbench.gpu.backend import GpuBackend
+
+    if cupy.cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("needs two GPUs")
+    config = RunConfig(backend="gpu", gpus=2, log2_constraints=10, partitions=6, memory_mode="zerocopy",
+                       gpu_workers=2, synth_threads=2, seed=5, bool_fraction=0.7)
+    gpu = Pipeline(config, GpuBackend()).run()
+    assert gpu.ok, gpu.error
+    cpu = Pipeline(config.replace(backend="cpu"), CpuBackend()).run()
+    assert cpu.ok, cpu.error
+    assert {p: proof.to_bytes() for p, proof in gpu.proofs.items()} == \
+           {p: proof.to_bytes() for p, proof in cpu.proofs.items()}
+    mutex_holds_never_overlap(gpu.trace)
+    assert {s.track for s in gpu.trace.select(name="hold")} == {"mutex/gpu0", "mutex/gpu1"}
