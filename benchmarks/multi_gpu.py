@@ -2,7 +2,8 @@
 
     python benchmarks/multi_gpu.py [--log2 22] [--partitions 48] [--synth-threads 28] [--data DIR]
 
-Each run is saved under --data. Printed per run: throughput, and per GPU its share of the
+Each run is saved under --data (`--summarize` reads them back). Printed per run: throughput
+over the run and in the steady state every GPU shares, and per GPU its share of the
 partitions, its kernel busy over the run and in steady state, and the median host-timed copy
 rate of its workers; then the scaling of two GPUs over one for each memory mode. The same
 synthesis threads serve every run, so two GPUs ask twice as much of them: the default of 28
@@ -54,8 +55,28 @@ def per_gpu(trace: Any) -> list[dict[str, Any]]:
     return out
 
 
+def steady_per_min(trace: Any) -> float | None:
+    """Partitions finished a minute inside the window where every GPU is in steady state
+    (analysis.utilisation.steady_window_ns, the latest start and earliest end over GPUs): the
+    run's fill and drain weigh more in a shorter two-GPU run than in a one-GPU run."""
+    from workbench.analysis.utilisation import steady_window_ns
+
+    windows = [steady_window_ns(trace, g) for g in range(int(trace.meta.get("gpus", 1)))]
+    if not windows or any(w is None for w in windows):
+        return None
+    start, end = max(w[0] for w in windows if w), min(w[1] for w in windows if w)
+    if end <= start:
+        return None
+    done = [s.end_ns for s in trace.select(name="finish", track_prefix="worker/")]
+    return sum(start <= t <= end for t in done) / ((end - start) / 60e9)
+
+
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
 
 
 def main() -> None:
@@ -78,7 +99,8 @@ def main() -> None:
     base = RunConfig(backend=args.backend, log2_constraints=args.log2, partitions=args.partitions,
                      synth_threads=args.synth_threads, synth_lookahead=args.synth_threads,
                      synthesis="processes", gpu_workers=2, gpu_trace=args.backend != "cpu")
-    throughput = {}
+    throughput: dict[str, float] = {}
+    steady: dict[str, float | None] = {}
     for name in args.runs:
         path = args.data / f"{name}.wbtrace"
         if not args.summarize:
@@ -90,16 +112,19 @@ def main() -> None:
             save(result.trace, path)
         trace = load(path)
         throughput[name] = summarize(trace).throughput_per_min
+        steady[name] = steady_per_min(trace)
         gpus = "; ".join(
             f"gpu{g['gpu']}: {g['partitions']} partitions, kernel busy {_pct(g['kernel_busy'])} "
             f"(steady {_pct(g['kernel_busy_steady'])})"
             + (f", copies {g['copy_gbps']:.1f} GB/s" if g["copy_gbps"] else "")
             for g in per_gpu(trace))
-        print(f"{name:<15} {throughput[name]:7.1f} partitions/min  {gpus}")
+        print(f"{name:<15} {throughput[name]:7.1f} partitions/min (steady {_num(steady[name])})  {gpus}")
     for mode in ("zerocopy", "pageable"):
         one, two = throughput.get(f"{mode}_1gpu"), throughput.get(f"{mode}_2gpu")
         if one and two:
-            print(f"{mode}: two GPUs {two / one:.2f}x one")
+            s1, s2 = steady.get(f"{mode}_1gpu"), steady.get(f"{mode}_2gpu")
+            in_steady = f", steady state {s2 / s1:.2f}x" if s1 and s2 else ""
+            print(f"{mode}: two GPUs {two / one:.2f}x one over the whole run{in_steady}")
 
 
 if __name__ == "__main__":
