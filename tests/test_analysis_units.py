@@ -117,11 +117,16 @@ def test_lock_phase_shares_sum_to_one_when_the_hold_is_their_sum():
     assert report.get("h2d_copy").synth_correlation > 0.9
 
 
-def test_link_speed_comes_from_the_caller_then_the_device_then_the_run():
+def test_link_speed_comes_from_the_caller_then_the_runs_probe_then_the_device():
     trace = case("balanced")  # pinned device copies at 50 GB/s
     assert transfer_report(trace, link_gbps=64).link.source == "given"
     measured = transfer_report(trace).link
     assert measured.gbps == pytest.approx(50, rel=1e-3) and "timed on the device" in measured.source
+    # The run's own probe wins over copies seen during the run (bounce-buffer chunks of
+    # pageable copies under host load ran well below the link).
+    trace.meta["link_gbps"] = 54.0
+    probed = transfer_report(trace).link
+    assert probed.gbps == 54.0 and probed.source == "measured by the run"
     plain = case("prep_bound")
     assert transfer_report(plain).link is None
     plain.meta["link_gbps"] = 55.0
