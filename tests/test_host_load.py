@@ -100,3 +100,4 @@ def test_a_load_thread_that_cannot_allocate_is_a_notice_not_a_traceback(small_bl
     assert result.ok, result.error
     notices = result.trace.meta["notices"]
     assert sum("could not allocate its 2 x 4 MiB buffers" in n for n in notices) == 2
+

@@ -145,3 +145,10 @@ def test_device_tracks_get_lanes_and_kernel_names_get_readable_labels():
     trace = Trace.from_rows([("gpu0/stream/7", mangled, 0, 10, -1, -1, None)])
     bars = trace_bars(trace)
     assert bars.phase.tolist() == ["cub::DeviceScanKernel"] and bars.detail[0] == mangled
+
+
+def test_the_host_load_has_a_readable_lane():
+    from workbench.events import HOST_LOAD_TRACK
+    from workbench.viz.lanes import base_lane
+
+    assert base_lane(HOST_LOAD_TRACK, "host_load", -1, None) == ("host load", False)

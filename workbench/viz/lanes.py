@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from workbench.events import HOST_LOAD_TRACK
+
 RUN_LANE = "run"
 
 _SYNTH = re.compile(r"synth/(\d+)$")
@@ -114,6 +116,8 @@ def base_lane(
         return worker_lane(worker, "", gpu), True
     if m := _GPU.match(track):  # device records: gpu0/stream/7, gpu0/copy, gpu0/memset, ...
         return f"gpu{m.group(1)} {m.group(2).replace('/', ' ')}", False
+    if track == HOST_LOAD_TRACK:
+        return "host load", False
     return track, False
 
 
