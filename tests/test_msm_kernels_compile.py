@@ -15,6 +15,7 @@ import ctypes
 import random
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -191,6 +192,16 @@ def _random_point(rng: random.Random) -> G1Point:
     return G1Point() * Scalar(rng.randrange(1, R_MODULUS))
 
 
+def _point_op_cases(p: Any, q: Any, inf: Any) -> list[tuple[str, Any, Any, Any]]:
+    """(op, p, q, expected) for the harnesses' point operations, in either group: the generic
+    cases, then the special ones the generic formulas cannot do."""
+    return [("madd", p, q, p + q), ("add", p, q, p + q), ("dbl", p, inf, p + p),
+            ("dbl_affine", p, inf, p + p), ("neg", p, inf, -p), ("xadd", p, q, p + p + q + p),
+            ("madd", p, p, p + p), ("add", p, p, p + p), ("madd", p, -p, inf), ("add", p, -p, inf),
+            ("madd", p, inf, p), ("madd", inf, q, q), ("add", inf, q, q), ("add", p, inf, p),
+            ("dbl", inf, inf, inf), ("xadd", p, -p, p + p)]
+
+
 @needs_cxx
 def test_g1_ops_match_library(harness: Path):
     seed = random.SystemRandom().randrange(2**32)
@@ -198,13 +209,7 @@ def test_g1_ops_match_library(harness: Path):
     inf = G1Point.identity()
     cases: list[tuple[str, G1Point, G1Point, G1Point]] = []
     for _ in range(20):
-        p, q = _random_point(rng), _random_point(rng)
-        cases += [("madd", p, q, p + q), ("add", p, q, p + q), ("dbl", p, inf, p + p),
-                  ("dbl_affine", p, inf, p + p), ("neg", p, inf, -p), ("xadd", p, q, p + p + q + p)]
-        # The special cases the generic formulas cannot do.
-        cases += [("madd", p, p, p + p), ("add", p, p, p + p), ("madd", p, -p, inf), ("add", p, -p, inf),
-                  ("madd", p, inf, p), ("madd", inf, q, q), ("add", inf, q, q), ("add", p, inf, p),
-                  ("madd", inf, inf, inf), ("dbl", inf, inf, inf), ("xadd", p, -p, p + p)]
+        cases += [*_point_op_cases(_random_point(rng), _random_point(rng), inf), ("madd", inf, inf, inf)]
     lines = []
     for op, p, q, _ in cases:
         (x1, y1), (x2, y2) = _ints(p), _ints(q)
@@ -342,11 +347,19 @@ def test_emulated_batch_add_matches_library(backend: EmulatedBackend, n: int):
     seed = random.SystemRandom().randrange(2**32)
     rng = np.random.default_rng(seed)
     points = _points(random.Random(seed), n)
+    for mask, got in _emulated_batch_adds(backend, points, rng):
+        assert got == point_to_bytes(batch_add(points, mask)), f"seed {seed}"
+
+
+def _emulated_batch_adds(backend: EmulatedBackend, points: Any,
+                         rng: np.random.Generator) -> Iterator[tuple[np.ndarray, bytes]]:
+    """(mask, batch_add's bytes) for a random half, all and none of the points, each on a
+    poisoned workspace."""
+    n = len(points)
     dev = gpu_msm.DevicePoints.from_points(points, backend=backend)
     for mask in (rng.random(n) < 0.5, np.ones(n, bool), np.zeros(n, bool)):
-        bitmap = np.packbits(mask, bitorder="little")
         gpu_msm._workspace(backend).poison()
-        assert gpu_msm.batch_add(dev, bitmap) == point_to_bytes(batch_add(points, mask)), f"seed {seed}"
+        yield mask, gpu_msm.batch_add(dev, np.packbits(mask, bitorder="little"))
 
 
 def test_emulated_fixed_base_matches_library(backend: EmulatedBackend):
@@ -458,12 +471,7 @@ def test_g2_ops_match_library(harness_g2: Path):
     inf = G2Point.identity()
     cases: list[tuple[str, G2Point, G2Point, G2Point]] = []
     for _ in range(8):
-        p, q = _random_g2(rng), _random_g2(rng)
-        cases += [("madd", p, q, p + q), ("add", p, q, p + q), ("dbl", p, inf, p + p),
-                  ("dbl_affine", p, inf, p + p), ("neg", p, inf, -p), ("xadd", p, q, p + p + q + p),
-                  ("madd", p, p, p + p), ("add", p, p, p + p), ("madd", p, -p, inf), ("add", p, -p, inf),
-                  ("madd", p, inf, p), ("madd", inf, q, q), ("add", inf, q, q), ("add", p, inf, p),
-                  ("dbl", inf, inf, inf), ("xadd", p, -p, p + p)]
+        cases += _point_op_cases(_random_g2(rng), _random_g2(rng), inf)
     lines = [f"g_{op} " + " ".join(f"{v:x}" for v in _g2_ints(p) + _g2_ints(q)) + "\n"
              for op, p, q, _ in cases]
     got = _ask(harness_g2, lines)
@@ -511,11 +519,7 @@ def test_emulated_g2_batch_add_matches_library(backend: EmulatedBackend, n: int)
     seed = random.SystemRandom().randrange(2**32)
     rng = np.random.default_rng(seed)
     points = _g2_points(random.Random(seed), n)
-    dev = gpu_msm.DevicePoints.from_points(points, backend=backend)
-    for mask in (rng.random(n) < 0.5, np.ones(n, bool), np.zeros(n, bool)):
-        bitmap = np.packbits(mask, bitorder="little")
-        gpu_msm._workspace(backend).poison()
-        got = gpu_msm.batch_add(dev, bitmap)
+    for mask, got in _emulated_batch_adds(backend, points, rng):
         assert got == point_to_bytes(batch_add(points, mask)), f"seed {seed}"
         assert gpu_msm.to_library_point(got) == batch_add(points, mask)
 

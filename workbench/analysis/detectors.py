@@ -16,6 +16,7 @@ from workbench.analysis.idle import IdleCause, IdleReport
 from workbench.analysis.locks import BarrierReport, MutexReport
 from workbench.analysis.phases import PhaseReport
 from workbench.analysis.summary import RunSummary
+from workbench.analysis.tracks import GPU_PHASES
 from workbench.analysis.transfers import TransferReport
 from workbench.analysis.utilisation import GpuShare, GpuUtilisation, gpu_utilisation, steady_window_ns
 from workbench.analysis.whatif import ZEROCOPY, Change, Prediction, WhatIf, WhatIfError
@@ -409,7 +410,7 @@ def _bounding_phase(ctx: Context) -> str:
     if not ctx.mutex:
         return ""
     hold = ctx.mutex[0].holds.median_ms
-    parts = [(p.durations.median_ms, p.phase) for name in ("ntt_msm_h", "batch_add", "tail_msm")
+    parts = [(p.durations.median_ms, p.phase) for name in GPU_PHASES
              if (p := ctx.phases.get(name)) is not None]
     if not parts or hold <= 0:
         return ""

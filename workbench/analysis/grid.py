@@ -19,13 +19,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from workbench.analysis.summary import summarize
+from workbench.analysis.tracks import GPU_PHASES
 from workbench.analysis.transfers import copy_rates
 from workbench.analysis.utilisation import gpu_utilisation, held_intervals, steady_window_ns
 from workbench.analysis.verdict import Verdict, diagnose
 from workbench.analysis.whatif import Change, WhatIfError, WhatIfOptions, predict
 from workbench.trace.container import Trace
-
-GPU_PHASES = ("ntt_msm_h", "batch_add", "tail_msm")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from workbench.trace.container import Trace
 COMPUTE_SPANS = ("ntt", "coset_intt", "msm_h", "batch_add", "tail_msm")
 # Phases the GPU thread runs under the mutex, in order.
 LOCK_PHASES = ("ntt_msm_h", "barrier_wait", "batch_add", "tail_msm")
+GPU_PHASES = ("ntt_msm_h", "batch_add", "tail_msm")  # the lock phases that run the GPU
 # Host-side spans that move a, b, c towards the device.
 COPY_SPANS = ("h2d_copy", "staging_copy")
 # CPU work after the mutex is released.

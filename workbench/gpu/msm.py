@@ -592,14 +592,7 @@ def batch_add(points: DevicePoints, bitmap: Any, stream: Any = None) -> bytes:
         current = ws.buffer("batch_partials", np.uint32, count * words)
         be.launch("batch_add", group.kernel("batch_add_chunks"), count,
                   (points.data, bits, current, np.uint64(n), np.uint64(count), np.uint32(chunk)))
-        parity = 0
-        while count > 1:
-            out_count = -(-count // _GROUP)
-            out = ws.buffer(f"batch_level{parity}", np.uint32, out_count * words)
-            be.launch("batch_add", group.kernel("xyzz_sum_groups"), out_count,
-                      (current, out, np.uint64(count), np.uint64(out_count), np.uint32(_GROUP)))
-            current, count, parity = out, out_count, parity ^ 1
-        total = be.download(current[:words])
+        total = be.download(_sum_partials(be, ws, group, current, count, 1)[:words])
     return encode_affine(_rows_to_affine(total.reshape(1, words), group)[0], group)
 
 
@@ -628,17 +621,24 @@ def batch_add_sets(points: DevicePoints, sets: int, bitmap: Any, stream: Any = N
         be.launch("batch_add", group.kernel("batch_add_chunks"), count,
                   (points.data, joined_bits.reshape(-1), current, np.uint64(points.n), np.uint64(count),
                    np.uint32(chunk)))
-        parity = 0
-        while per_set > 1:
-            # per_set and the group size are powers of two: groups never straddle two sets.
-            group_size = min(_GROUP, per_set)
-            out_count = count // group_size
-            out = ws.buffer(f"batch_level{parity}", np.uint32, out_count * words)
-            be.launch("batch_add", group.kernel("xyzz_sum_groups"), out_count,
-                      (current, out, np.uint64(count), np.uint64(out_count), np.uint32(group_size)))
-            current, count, per_set, parity = out, out_count, per_set // group_size, parity ^ 1
+        current = _sum_partials(be, ws, group, current, count, sets)
         totals = be.download(current[:sets * words]).reshape(sets, words)
     return [encode_affine(point, group) for point in _rows_to_affine(totals, group)]
+
+
+def _sum_partials(be: Any, ws: _Workspace, group: Group, current: Any, count: int, sets: int) -> Any:
+    """batch_add's later passes: groups of partials summed until one is left per set. With
+    several sets each set's count is a power of two, and so is every group size: a group
+    never straddles two sets."""
+    parity = 0
+    while count > sets:
+        size = _GROUP if sets == 1 else min(_GROUP, count // sets)
+        out_count = -(-count // size)
+        out = ws.buffer(f"batch_level{parity}", np.uint32, out_count * group.xyzz_words)
+        be.launch("batch_add", group.kernel("xyzz_sum_groups"), out_count,
+                  (current, out, np.uint64(count), np.uint64(out_count), np.uint32(size)))
+        current, count, parity = out, out_count, parity ^ 1
+    return current
 
 
 def _check_bitmap(bitmap: Any, n: int) -> None:

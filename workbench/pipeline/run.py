@@ -328,7 +328,7 @@ class Pipeline:
             "started_ns": self.progress.started_ns, "host_cpus": os.cpu_count(),
             "notices": list(self.notices), "gpus": self.config.gpus,
             "switch_interval_s": switching.SWITCH_INTERVAL_S,
-            "synthesis_code": native.status() if self.circuit.code == "numpy" else "native",
+            "synthesis_code": native.status(),
             "worker_gpu": {str(w): self.config.gpu_of(w) for w in range(self.config.workers)},
         }
         if self.memory is not None and hasattr(self.memory, "pool"):

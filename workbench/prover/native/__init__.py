@@ -22,9 +22,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-import numpy as np
-
-__all__ = ["NativeUnavailable", "address", "library", "status"]
+__all__ = ["NativeUnavailable", "library", "status"]
 
 SOURCE = Path(__file__).with_name("synthesis.c")
 FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=c11")
@@ -124,14 +122,3 @@ def status() -> str:
     if library() is not None:
         return "native"
     return f"numpy (compiled code unavailable: {_why_not})"
-
-
-def address(arr: np.ndarray, dtype: type, width: int | None = None) -> int:
-    """The data pointer of a C-contiguous array of the expected dtype (and row width), checked:
-    a wrong array passed to C would be read or written out of bounds, not refused."""
-    if arr.dtype != dtype or not arr.flags.c_contiguous:
-        raise ValueError(f"expected a C-contiguous {np.dtype(dtype)} array, got {arr.dtype} "
-                         f"{'contiguous' if arr.flags.c_contiguous else 'strided'}")
-    if width is not None and (arr.ndim != 2 or arr.shape[1] != width):
-        raise ValueError(f"expected rows of {width}, got shape {arr.shape}")
-    return int(arr.ctypes.data)
