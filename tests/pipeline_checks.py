@@ -6,7 +6,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from workbench.events import PHASES
+from workbench.model.pipeline import PROVER
 from workbench.trace.container import Trace
 
 GPU_ORDER = ("ntt_msm_h", "barrier_wait", "batch_add", "tail_msm", "b_g2_msm", "finish")
@@ -24,12 +24,12 @@ def every_partition_passes_every_phase_once_in_order(trace: Trace, partitions: i
                                                      b_g2_on_gpu: bool = False) -> None:
     """b_g2_on_gpu: B's G2 sum ran inside batch_add and tail_msm (the GPU backend's MSM
     kernels), so there is no b_g2_msm phase but a G2 span inside each of those two."""
-    phases = [ph for ph in PHASES if not (b_g2_on_gpu and ph == "b_g2_msm")]
+    phases = [ph for ph in PROVER.phases if not (b_g2_on_gpu and ph == "b_g2_msm")]
     order = [ph for ph in GPU_ORDER if ph in phases]
     for p in range(partitions):
-        spans = [s for s in trace.select(partition=p) if s.name in PHASES]
+        spans = [s for s in trace.select(partition=p) if s.name in PROVER.phases]
         names = [s.name for s in spans]
-        for phase in PHASES:
+        for phase in PROVER.phases:
             expected = int(phase in phases)
             assert names.count(phase) == expected, f"partition {p}: {phase} seen {names.count(phase)} times"
         by_name = {s.name: s for s in spans}

@@ -6,7 +6,7 @@ import pytest
 from workbench.analysis.transfers import transfer_report
 from workbench.cli import build_parser
 from workbench.config import ConfigError, RunConfig
-from workbench.events import HOST_LOAD_TRACK
+from workbench.model.tracks import HOST_LOAD_TRACK
 from workbench.pipeline import host_load
 from workbench.pipeline.run import Pipeline
 from workbench.prover.backend import select_backend

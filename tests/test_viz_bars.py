@@ -148,7 +148,7 @@ def test_device_tracks_get_lanes_and_kernel_names_get_readable_labels():
 
 
 def test_the_host_load_has_a_readable_lane():
-    from workbench.events import HOST_LOAD_TRACK
+    from workbench.model.tracks import HOST_LOAD_TRACK
     from workbench.viz.lanes import base_lane
 
     assert base_lane(HOST_LOAD_TRACK, "host_load", -1, None) == ("host load", False)

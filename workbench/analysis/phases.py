@@ -19,7 +19,7 @@ import numpy as np
 from workbench.analysis.distribution import Distribution, correlation
 from workbench.analysis.intervals import concurrency_ns
 from workbench.analysis.tracks import COPY_SPANS, LOCK_PHASES, names_mask
-from workbench.events import PHASES
+from workbench.model.pipeline import PROVER
 from workbench.trace.container import Trace
 
 SUB_PHASES = ("upload", "h2d_copy", "staging_copy", "ntt", "coset_intt", "msm_h")
@@ -67,7 +67,7 @@ def phase_report(trace: Trace) -> PhaseReport:
         copies = trace.span_mask(name="h2d", track_prefix="gpu")
     hold_by_partition = _per_partition(trace, trace.span_mask(name="hold", track_prefix="mutex/"))
     profiles = []
-    for phase in (*PHASES, *SUB_PHASES):
+    for phase in (*PROVER.phases, *SUB_PHASES):
         mask = trace.span_mask(name=phase) & ~trace.span_mask(track_prefix="mutex/")
         if phase != "synthesis":
             mask &= ~trace.span_mask(track_prefix="gpu")

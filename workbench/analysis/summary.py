@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from workbench.analysis.intervals import Intervals
-from workbench.events import PHASES
+from workbench.model.pipeline import PROVER
 from workbench.trace.container import Trace
 
 NS_PER_MS = 1e6
@@ -88,7 +88,7 @@ def summarize(trace: Trace) -> RunSummary:
     finished = trace.span_mask(name="finish", track_prefix="worker/")
     errors = [a for a in np.array(trace.spans.attrs, dtype=object)[finished] if a and "error" in a]
     done = int(finished.sum()) - len(errors)
-    phases = tuple(s for p in PHASES if (s := phase_stats(trace, p)) is not None)
+    phases = tuple(s for p in PROVER.phases if (s := phase_stats(trace, p)) is not None)
     return RunSummary(
         outcome=str(trace.meta.get("outcome", "unknown")),
         partitions_done=done,

@@ -11,17 +11,16 @@ import re
 
 import numpy as np
 
+from workbench.model.pipeline import COPY_SPANS as PIPELINE_COPY_SPANS
+from workbench.model.pipeline import PROVER
 from workbench.trace.container import Trace
 
-# Phases that are GPU compute, timed on the host (kernels plus their synchronisation).
-COMPUTE_SPANS = ("ntt", "coset_intt", "msm_h", "batch_add", "tail_msm")
-# Phases the GPU thread runs under the mutex, in order.
-LOCK_PHASES = ("ntt_msm_h", "barrier_wait", "batch_add", "tail_msm")
-GPU_PHASES = ("ntt_msm_h", "batch_add", "tail_msm")  # the lock phases that run the GPU
-# Host-side spans that move a, b, c towards the device.
-COPY_SPANS = ("h2d_copy", "staging_copy")
-# CPU work after the mutex is released.
-AFTER_LOCK = ("b_g2_msm", "finish")
+# The prover's structure, from the one pipeline model (model/pipeline.py).
+COMPUTE_SPANS = PROVER.compute_spans  # GPU compute timed on the host (kernels plus their synchronisation)
+LOCK_PHASES = PROVER.lock_phases  # the GPU thread's phases under the mutex, in order
+GPU_PHASES = PROVER.gpu_phases  # the lock phases that run the GPU
+COPY_SPANS = PIPELINE_COPY_SPANS  # host-side spans that move a, b, c towards the device
+AFTER_LOCK = PROVER.after_lock  # CPU work after the mutex is released
 
 _GPU = re.compile(r"^(?:mutex/gpu|gpu|nvml/gpu)(\d+)(?:/|$)")
 _WORKER = re.compile(r"^worker/(\d+)$")

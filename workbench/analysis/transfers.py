@@ -24,7 +24,7 @@ import numpy as np
 from workbench.analysis.distribution import Distribution, correlation
 from workbench.analysis.intervals import Intervals, concurrency_ns
 from workbench.analysis.tracks import counter_values
-from workbench.events import HOST_LOAD_TRACK
+from workbench.model.tracks import HOST_LOAD_TRACK
 from workbench.trace.container import Trace
 
 GB = 1e9

@@ -28,7 +28,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from workbench.events import NO_ID, PHASES
+from workbench.events import NO_ID
+from workbench.model.pipeline import PROVER
 
 # Activity-library enumerations, by value (checked against the library on the device).
 COPY_KINDS = {1: "h2d", 2: "d2h", 3: "h2a", 4: "a2h", 5: "a2a", 6: "a2d", 7: "d2a", 8: "d2d",
@@ -39,7 +40,7 @@ SYNC_KINDS = {0: "synchronize", 1: "event_synchronize", 2: "stream_wait_event",
               3: "stream_synchronize", 4: "context_synchronize"}
 
 # Spans a pipeline thread runs at top level: a record found inside one of these has its phase.
-TOP_LEVEL = frozenset((*PHASES, "upload"))
+TOP_LEVEL = frozenset((*PROVER.phases, "upload"))
 # Phases that never issue device work, so time containment must not pick them.
 HOST_ONLY = frozenset(("synthesis", "buffer_checkout", "prep_msm", "b_g2_msm", "finish"))
 # Host spans whose whole length is one copy: their length minus the device's is host overhead.

@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from workbench.events import HOST_LOAD_TRACK as TRACK
+from workbench.model.tracks import HOST_LOAD_TRACK as TRACK
 from workbench.prover import native
 from workbench.trace.recorder import Recorder
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.config import RunConfig
-from workbench.events import mutex_track, prep_track, synth_track, worker_track
+from workbench.model.tracks import mutex_track, prep_track, synth_track, worker_track
 from workbench.pipeline import switching
 from workbench.pipeline.collector import Collector, CollectorUnavailable
 from workbench.pipeline.host_load import HostLoad

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.events import HOST_LOAD_TRACK
+from workbench.model.tracks import HOST_LOAD_TRACK
 
 RUN_LANE = "run"
 
