@@ -62,8 +62,8 @@ def spread(trace: Any, phase: str) -> float | None:
 
 
 def run_cell(name: str, changes: dict[str, Any], base: Any, data: Path) -> None:
+    from workbench.pipeline.backends import select_backend
     from workbench.pipeline.run import Pipeline
-    from workbench.prover.backend import select_backend
     from workbench.trace import save
 
     # Every synthesis thread may work at once (a permit each), as in the production daemon.

@@ -82,8 +82,8 @@ def _num(value: float | None) -> str:
 def main() -> None:
     from workbench.analysis.summary import summarize
     from workbench.config import RunConfig
+    from workbench.pipeline.backends import select_backend
     from workbench.pipeline.run import Pipeline
-    from workbench.prover.backend import select_backend
     from workbench.trace import load, save
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

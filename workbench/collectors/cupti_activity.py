@@ -30,7 +30,7 @@ from collections import Counter
 from typing import Any
 
 from workbench.collectors import attribution as at
-from workbench.pipeline.collector import CollectorUnavailable, import_for_collector
+from workbench.trace.collector import CollectorUnavailable, import_for_collector
 from workbench.trace.recorder import Recorder
 
 TRACK = "device_activity"

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from workbench.pipeline.collector import CollectorUnavailable, import_for_collector
+from workbench.trace.collector import CollectorUnavailable, import_for_collector
 from workbench.trace.recorder import Recorder
 
 KIB = 1024

@@ -27,19 +27,19 @@ from typing import Any
 from workbench.config import RunConfig
 from workbench.model.tracks import mutex_track, prep_track, synth_track, worker_track
 from workbench.pipeline import switching
-from workbench.pipeline.collector import Collector, CollectorUnavailable
 from workbench.pipeline.host_load import HostLoad
 from workbench.pipeline.memory import MemoryMode, PartitionBuffers, PoolClosed, make_memory_mode
-from workbench.pipeline.scope import Scope
 from workbench.pipeline.synth_processes import ProcessSynthesis
 from workbench.prover import native
 from workbench.prover.backend import B_G2, Backend, DeviceBuffers, settle
 from workbench.prover.circuit import SynthesisCancelled, SyntheticCircuit
 from workbench.prover.prep import PrepResult, prep_msm
 from workbench.trace.barrier import BarrierBroken, InstrumentedBarrier
+from workbench.trace.collector import Collector, CollectorUnavailable
 from workbench.trace.container import Trace
 from workbench.trace.mutex import InstrumentedMutex, MutexAborted
 from workbench.trace.recorder import Recorder
+from workbench.trace.scope import Scope
 
 RUN_TRACK = "run"
 QUEUE_TRACK = "queue"
@@ -490,6 +490,6 @@ class Pipeline:
 
 
 def run_pipeline(config: RunConfig, backend: Backend | None = None, **kwargs: Any) -> RunResult:
-    from workbench.prover.backend import select_backend
+    from workbench.pipeline.backends import select_backend
 
     return Pipeline(config, backend or select_backend(config), **kwargs).run()

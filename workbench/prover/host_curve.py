@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from workbench.pipeline.scope import Scope
 from workbench.prover import prep, srs
 from workbench.prover.backend import DeviceBuffers
 from workbench.prover.proof import assemble_proof
+from workbench.trace.scope import Scope
 
 
 class HostCurvePhases:
