@@ -1,9 +1,19 @@
 """The pipeline as data: who runs what, in which order, under which lock, meeting where.
 
-One description serves every reader: the runner (pipeline/run.py) runs its phases in this
-order on these threads, the what-if simulator (analysis/whatif.py) replays it, the analysis
-reads which phases run under the lock or compute on the GPU from it, the cuzk importer
-places a daemon's log lines on it, and the golden tests build their schedules from it.
+This is the one place the pipeline's structure is written. Every reader takes it from here:
+- the runner (pipeline/run.py) runs a unit's consumer phases in this order, one callable per
+  phase name, taking the GPU mutex around `lock.phases` and meeting the prep thread at the
+  barrier;
+- the what-if simulator (analysis/replay.py, driven by analysis/whatif.py) builds its worker
+  process from the same lists: the copy (`lock.copy_before_lock` or `lock.copy_inside`),
+  the lock phases, the barrier before `barrier.before`, the phases after the lock, and the
+  producers' look-ahead (`lookahead_knob`);
+- the analysis (analysis/tracks.py and what reads it) takes which phases run under the lock,
+  compute on the GPU or copy from the derived lists below;
+- the cuzk importer places a daemon's log lines on it (`CUZK`, `canonical`);
+- the golden tests (tests/golden.py) build their hand-made schedules from its phase order.
+Change a phase here and the runner refuses to start until it has a callable for it
+(pipeline/run.py), while the simulator, the analysis and the tests follow by themselves.
 
 A pipeline is:
 - producers: threads that make units of work (synthesis writes a partition's witness and
@@ -42,8 +52,10 @@ class Lock:
     phases: tuple[str, ...]
     # Lock scopes: which of the consumer's copies run inside the lock.
     scopes: tuple[str, ...] = ("coarse", "compute")
-    # With scope "compute" the copy runs as its own phase before the lock.
+    # With scope "compute" the copy runs as its own phase before the lock; with "coarse" it
+    # opens the lock phase `copy_inside`.
     copy_before_lock: str = "upload"
+    copy_inside: str = "ntt_msm_h"
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,17 @@ class Pipeline:
     lookahead_knob: str = "synth_lookahead"  # back-pressure: units made ahead of the consumers
     # Names another program prints for our phases (the cuzk daemon's log keys).
     aliases: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        names = [p.name for p in self.consumer]
+        first = names.index(self.lock.phases[0]) if self.lock.phases[0] in names else -1
+        if first < 0 or tuple(names[first:first + len(self.lock.phases)]) != self.lock.phases:
+            raise ValueError(f"{self.name}: the lock phases must be consecutive consumer phases")
+        if self.lock.copy_inside not in self.lock.phases:
+            raise ValueError(f"{self.name}: the coarse copy must open a lock phase")
+        b = self.barrier
+        if b.phase not in self.lock.phases or names.index(b.before) != names.index(b.phase) + 1:
+            raise ValueError(f"{self.name}: the barrier is a lock phase just before {b.before!r}")
 
     # -- derived ---------------------------------------------------------------------------
     @property
