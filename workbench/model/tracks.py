@@ -153,7 +153,9 @@ def parse(track: str) -> Track:
     for pattern, kind, fields in _PATTERNS:
         m = pattern.fullmatch(track)
         if m:
-            return Track(kind, **{f: int(v) for f, v in zip(fields, m.groups(), strict=True)})
+            n = {f: int(v) for f, v in zip(fields, m.groups(), strict=True)}
+            return Track(kind, gpu=n.get("gpu", -1), worker=n.get("worker", -1), thread=n.get("thread", -1),
+                         stream=n.get("stream", -1))
     if m := _DEVICE_OTHER.fullmatch(track):
         return Track(DEVICE, gpu=int(m.group(1)), name=m.group(2))
     for prefix, kind in _NAMED.items():

@@ -1,7 +1,11 @@
 """The pipeline: partition queue, synthesis pool, GPU workers with prep threads, the GPU
 mutex and per-worker barriers, memory modes and back-pressure, and a clean stop.
 
-Per partition, as in the production prover:
+The structure is the pipeline model's (model/pipeline.py, `PROVER`), read, not restated:
+producers run `PROVER.producer`, each worker's prep thread `PROVER.prep`, and each GPU
+worker a unit's `PROVER.consumer` phases in the model's order, each by its step
+(pipeline/steps.py), holding its GPU's mutex around `PROVER.lock.phases` and meeting its
+prep thread at `PROVER.barrier`. With the production prover's phases:
 
     synthesis (synth/i)  ->  queue  ->  worker w picks it up
     worker/w/prep:  prep_msm ............................ arrive at barrier
@@ -25,13 +29,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.config import RunConfig
-from workbench.model.tracks import mutex_track, prep_track, synth_track, worker_track
+from workbench.model.pipeline import PROVER
+from workbench.model.tracks import (
+    QUEUE_TRACK,
+    RUN_TRACK,
+    barrier_track,
+    mutex_track,
+    prep_track,
+    synth_track,
+    worker_track,
+)
 from workbench.pipeline import switching
 from workbench.pipeline.host_load import HostLoad
 from workbench.pipeline.memory import MemoryMode, PartitionBuffers, PoolClosed, make_memory_mode
+from workbench.pipeline.steps import PREP_PARTY, Unit, consumer_steps
 from workbench.pipeline.synth_processes import ProcessSynthesis
 from workbench.prover import native
-from workbench.prover.backend import B_G2, Backend, DeviceBuffers, settle
+from workbench.prover.backend import Backend, DeviceBuffers
 from workbench.prover.circuit import SynthesisCancelled, SyntheticCircuit
 from workbench.prover.prep import PrepResult, prep_msm
 from workbench.trace.barrier import BarrierBroken, InstrumentedBarrier
@@ -41,8 +55,6 @@ from workbench.trace.mutex import InstrumentedMutex, MutexAborted
 from workbench.trace.recorder import Recorder
 from workbench.trace.scope import Scope
 
-RUN_TRACK = "run"
-QUEUE_TRACK = "queue"
 INTERRUPTED = "interrupted (Ctrl-C)"
 POLL_S = 0.05  # how often blocked threads look for a stop request
 
@@ -136,6 +148,7 @@ class Pipeline:
         self._preps: dict[int, PrepResult] = {}
         self._switching = False  # holds the short switch interval (pipeline/switching.py)
         self._processes: ProcessSynthesis | None = None
+        self._steps = consumer_steps(backend, config.lock_scope, keep_outputs, self._preps)
 
     # -- control ------------------------------------------------------------------------------
     def stop(self, reason: str = "stopped by request") -> None:
@@ -226,7 +239,7 @@ class Pipeline:
             self._spawn(f"synth-{t}", self._synthesis_loop, t, track=synth_track(t))
         for w in range(config.workers):
             jobs: queue.Queue[tuple[int, PartitionBuffers] | None] = queue.Queue()
-            barrier = InstrumentedBarrier(("gpu", "prep"), recorder, f"barrier/worker{w}", worker=w)
+            barrier = InstrumentedBarrier(PROVER.barrier.parties, recorder, barrier_track(w), worker=w)
             self._barriers.append(barrier)
             if self._stop.is_set():
                 barrier.abort(self._stop_reason or "stopped")
@@ -382,14 +395,14 @@ class Pipeline:
             buffers = self._phase(scope, "buffer_checkout", self.memory.checkout, scope)
             try:
                 if self._processes is None:
-                    self._phase(scope, "synthesis", self.circuit.synthesize, partition, buffers,
+                    self._phase(scope, PROVER.producer.name, self.circuit.synthesize, partition, buffers,
                                 self._stop.is_set)
                 else:
                     collect = functools.partial(
                         scope.span, "synthesis_collect",
                         bytes=sum(a.nbytes for a in (buffers.witness, *buffers.vectors())))
-                    self._phase(scope, "synthesis", self._processes.synthesize, thread, partition, buffers,
-                                self._stop.is_set, collect)
+                    self._phase(scope, PROVER.producer.name, self._processes.synthesize, thread, partition,
+                                buffers, self._stop.is_set, collect)
             except BaseException:
                 self.memory.discard(buffers)
                 raise
@@ -421,8 +434,8 @@ class Pipeline:
                 return
             partition, buffers = job
             scope = Scope(self.recorder, track, partition, worker)
-            self._preps[worker] = self._phase(scope, "prep_msm", prep_msm, buffers.witness)
-            barrier.wait("prep", partition)
+            self._preps[worker] = self._phase(scope, PROVER.prep.name, prep_msm, buffers.witness)
+            barrier.wait(PREP_PARTY, partition)
 
     def _worker_loop(
         self, worker: int, device: DeviceBuffers,
@@ -443,50 +456,37 @@ class Pipeline:
         ready: _Ready,
     ) -> None:
         assert self.memory is not None
-        memory, backend, recorder = self.memory, self.backend, self.recorder
-        partition, buffers = ready.partition, ready.buffers
-        scope = Scope(recorder, worker_track(worker), partition, worker)
+        memory, lock = self.memory, PROVER.lock
+        unit = Unit(worker, ready.partition, ready.buffers, device, memory,
+                    Scope(self.recorder, worker_track(worker), ready.partition, worker), barrier)
+        scope = unit.scope
         self._lookahead.release()
         scope.instant("pickup")
         try:
-            jobs.put((partition, buffers))
+            jobs.put((unit.partition, unit.buffers))
             if self.config.lock_scope == "compute":
-                self._phase(scope, "upload", memory.upload, buffers, device, scope)
+                self._phase(scope, lock.copy_before_lock, memory.upload, unit.buffers, device, scope)
             mutex = self.mutexes[self.config.gpu_of(worker)]
-            mutex.acquire(worker, partition)
+            mutex.acquire(worker, unit.partition)
             try:
-                h_msm = self._phase(scope, "ntt_msm_h", self._ntt_msm_h, buffers, device, scope)
-                h_vector = backend.h_vector(device) if self.keep_outputs else None
-                self._phase(scope, "barrier_wait", barrier.wait, "gpu", partition)
-                prep = self._preps.pop(worker)
-                batch = self._phase(scope, "batch_add", backend.batch_add, device, prep, scope)
-                tail = self._phase(scope, "tail_msm", backend.tail_msm, device, prep, scope)
+                for name in lock.phases:
+                    self._step(unit, name)
             finally:
                 mutex.release()
         finally:
-            memory.discard(buffers, scope)
-        parts = {"h": h_msm, "batch": batch, "tail": tail}
-        if not backend.b_g2_in_gpu_phases:
-            parts["b_g2"] = self._phase(scope, "b_g2_msm", backend.b_g2_msm, buffers.witness, prep, scope)
-        proof, parts = self._phase(scope, "finish", self._finish, parts, partition, scope)
+            memory.discard(unit.buffers, scope)
+        for name in PROVER.after_lock:
+            self._step(unit, name)
         with self._state:
-            self.proofs[partition] = proof
+            self.proofs[unit.partition] = unit.results[PROVER.consumer[-1].name]
             if self.keep_outputs:
-                self.outputs[partition] = {**parts, "prep": prep, "h_vector": h_vector}
+                self.outputs[unit.partition] = {**unit.parts, "prep": unit.prep, "h_vector": unit.h_vector}
             self.progress.done += 1
 
-    def _finish(self, parts: dict[str, Any], partition: int, scope: Scope) -> tuple[Any, dict[str, Any]]:
-        # The GPU phases' host-only last steps, now that the mutex is free for the other worker.
-        parts = settle(parts)
-        if "b_g2" not in parts:  # summed on the GPU inside the mutex: two halves to add
-            parts["b_g2"] = parts["batch"].pop(B_G2) + parts["tail"].pop(B_G2)
-        return self.backend.finish(parts, partition, scope), parts
-
-    def _ntt_msm_h(self, buffers: PartitionBuffers, device: DeviceBuffers, scope: Scope) -> Any:
-        assert self.memory is not None
-        if self.config.lock_scope == "coarse":
-            self.memory.upload(buffers, device, scope)
-        return self.backend.ntt_msm_h(device, scope)
+    def _step(self, unit: Unit, name: str) -> None:
+        step = self._steps[name]
+        if step is not None:
+            unit.results[name] = self._phase(unit.scope, name, step, unit)
 
 
 def run_pipeline(config: RunConfig, backend: Backend | None = None, **kwargs: Any) -> RunResult:
