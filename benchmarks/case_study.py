@@ -57,7 +57,9 @@ H200_LINK_GBPS = 55.2  # pinned host-to-device, measured on the lent H200 (DESIG
 
 
 def spread(trace: Any, phase: str) -> float | None:
-    durations = trace.durations_ns(trace.span_mask(name=phase, track_prefix="worker/"))
+    from workbench.analysis.tracks import PHASE_THREADS, kind_mask
+
+    durations = trace.durations_ns(kind_mask(trace, *PHASE_THREADS, name=phase))
     return float(durations.max() / durations.min()) if len(durations) and durations.min() > 0 else None
 
 

@@ -1,8 +1,9 @@
 """Which tracks and span names mean what, so every analysis reads a trace the same way.
 
-Track names are the grammar's (model/tracks.py: `worker/<w>`, `mutex/gpu<n>`,
-`gpu<n>/stream/<s>`, ...); the queries here select spans by the kind of track `parse` finds,
-never by spelling a name. The phase lists come from the pipeline model (model/pipeline.py).
+Track names are the grammar's (model/tracks.py builds and parses them all); the queries
+here select spans by the kind of track `parse` finds (a worker, its prep thread, a mutex, a
+stream of kernels, ...), never by spelling a name. The phase lists come from the pipeline
+model (model/pipeline.py).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ worker a unit's `PROVER.consumer` phases in the model's order, each by its step
 (pipeline/steps.py), holding its GPU's mutex around `PROVER.lock.phases` and meeting its
 prep thread at `PROVER.barrier`. With the production prover's phases:
 
-    synthesis (synth/i)  ->  queue  ->  worker w picks it up
+    synthesis (thread i) ->  queue  ->  worker w picks it up
     worker/w/prep:  prep_msm ............................ arrive at barrier
     worker/w:       [upload if lock_scope=compute] mutex wait | mutex hold:
                     ntt_msm_h (upload if coarse), barrier_wait, batch_add, tail_msm | release
@@ -138,7 +138,7 @@ class Pipeline:
         self._ready: queue.Queue[_Ready] = queue.Queue()
         # One mutex per GPU; workers of a GPU take turns on it, GPUs run side by side.
         self.mutexes = [
-            InstrumentedMutex(f"gpu{g}", self.recorder, mutex_track(g)) for g in range(config.gpus)
+            InstrumentedMutex(f"GPU {g}", self.recorder, mutex_track(g)) for g in range(config.gpus)
         ]
         self.memory: MemoryMode | None = None
         self._barriers: list[InstrumentedBarrier] = []
