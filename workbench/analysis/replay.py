@@ -30,26 +30,24 @@ from workbench.analysis.simulation import (
     Work,
 )
 from workbench.model import tracks as tr
-from workbench.model.pipeline import COMPUTE, PROVER
+from workbench.model.pipeline import COMPUTE, PROVER, Pipeline
 from workbench.trace.container import Trace
-
-LOCK, BARRIER = PROVER.lock, PROVER.barrier
-GPU_PARTY, PREP_PARTY = BARRIER.parties
-LAST = PROVER.consumer[-1].name  # its span marks a unit done, so it is written even when instant
 
 # What each phase costs, from a partition's recorded costs (the copy and the compute of the
 # phase the coarse copy opens are separate: the copy moves with the lock scope).
 PHASE_COST = {
-    PROVER.producer.name: "synthesis_ns", PROVER.prep.name: "prep_ns", LOCK.copy_inside: "compute_ns",
+    PROVER.producer.name: "synthesis_ns", PROVER.prep.name: "prep_ns", PROVER.lock.copy_inside: "compute_ns",
     "batch_add": "batch_add_ns", "tail_msm": "tail_msm_ns", "b_g2_msm": "b_g2_msm_ns", "finish": "finish_ns",
 }
 
 
 class ReplayedPipeline:
-    """One replay: `workers` per GPU, `synth_threads` producers, `lookahead` permits."""
+    """One replay of `model`: `workers` per GPU, `synth_threads` producers, `lookahead` permits."""
 
     def __init__(self, shape: RunShape, costs: list[PartitionCosts], *, workers: int, synth_threads: int,
-                 lookahead: int, lock_scope: str, memory_mode: str, description: str) -> None:
+                 lookahead: int, lock_scope: str, memory_mode: str, description: str,
+                 model: Pipeline = PROVER) -> None:
+        self.model, self.lock, self.barrier = model, model.lock, model.barrier
         self.workers, self.gpus, self.synth_threads = workers, shape.gpus, synth_threads
         self.lock_scope = lock_scope
         self.costs = costs
@@ -64,7 +62,7 @@ class ReplayedPipeline:
         self.instants: list[tuple[str, str, int, int, int, dict[str, Any] | None]] = []
         self.config = {
             "gpus": self.gpus, "gpu_workers": workers, "synth_threads": synth_threads,
-            PROVER.lookahead_knob: lookahead, "lock_scope": lock_scope, "memory_mode": memory_mode,
+            model.lookahead_knob: lookahead, "lock_scope": lock_scope, "memory_mode": memory_mode,
             "partitions": len(costs), "backend": "cpu" if shape.emulated else "replay",
         }
         self.description = description
@@ -104,7 +102,7 @@ class ReplayedPipeline:
             c = self.costs[index]
             yield Acquire(self.permits)
             yield from self._work(track, "buffer_checkout", c.checkout_ns, c.partition)
-            yield from self._work(track, PROVER.producer.name, c.synthesis_ns, c.partition)
+            yield from self._work(track, self.model.producer.name, c.synthesis_ns, c.partition)
             self.instants.append((tr.QUEUE_TRACK, "queued", int(self.sim.now), c.partition, -1, None))
             self.sim.put(self.ready, index)
 
@@ -125,26 +123,26 @@ class ReplayedPipeline:
             if self.lock_scope == "compute":
                 start = sim.now
                 yield from self._copy(track, c, w)
-                self._span(track, LOCK.copy_before_lock, start, p, w)
+                self._span(track, self.lock.copy_before_lock, start, p, w)
             asked = sim.now
             yield Acquire(mutex)
             self._span(mutex_track, "wait", asked, p, w)
             held = sim.now
-            for phase in LOCK.phases:
-                if phase == BARRIER.phase:
+            for phase in self.lock.phases:
+                if phase == self.barrier.phase:
                     yield from self._barrier(track, c, w, prep_done, prep_arrived)
                 else:
                     yield from self._phase(track, phase, c, w)
             yield Work(c.lock_other_ns, self.cpu_kernels)
             self._span(mutex_track, "hold", held, p, w)
             sim.release(mutex)
-            for phase in PROVER.after_lock:
+            for phase in self.model.after_lock:
                 yield from self._phase(track, phase, c, w)
 
     def _phase(self, track: str, phase: str, c: PartitionCosts, w: int) -> Process:
         start = self.sim.now
-        cpu = self.cpu_kernels if PROVER.phase(phase).does == COMPUTE else True
-        if phase == LOCK.copy_inside:
+        cpu = self.cpu_kernels if self.model.phase(phase).does == COMPUTE else True
+        if phase == self.lock.copy_inside:
             if self.lock_scope == "coarse":
                 yield from self._copy(track, c, w)
             yield from self._work(track, "ntt", c.compute_ns, c.partition, w, cpu)
@@ -152,17 +150,17 @@ class ReplayedPipeline:
             return
         ns = getattr(c, PHASE_COST[phase])
         yield from self._work(track, phase, ns, c.partition, w, cpu)
-        if phase == LAST and ns <= 0:
+        if phase == self.model.consumer[-1].name and ns <= 0:  # marks the unit done
             self._span(track, phase, start, c.partition, w)
 
     def _barrier(self, track: str, c: PartitionCosts, w: int, prep_done: Event,
                  prep_arrived: list[float]) -> Process:
         arrived, p = self.sim.now, c.partition
         yield WaitFor(prep_done)
-        self._span(track, BARRIER.phase, arrived, p, w)
-        barrier = tr.barrier_track(w)
-        self._span(barrier, "wait", arrived, p, w, {"party": GPU_PARTY})
-        self._span(barrier, "wait", prep_arrived[0] if prep_arrived else arrived, p, w, {"party": PREP_PARTY})
+        self._span(track, self.barrier.phase, arrived, p, w)
+        meeting, (gpu_party, prep_party) = tr.barrier_track(w), self.barrier.parties
+        self._span(meeting, "wait", arrived, p, w, {"party": gpu_party})
+        self._span(meeting, "wait", prep_arrived[0] if prep_arrived else arrived, p, w, {"party": prep_party})
 
     def _copy(self, track: str, c: PartitionCosts, w: int) -> Process:
         yield from self._work(track, "staging_copy", c.staging_ns, c.partition, w)
@@ -170,6 +168,6 @@ class ReplayedPipeline:
                               {"bytes": c.copy_bytes} if c.copy_bytes else None)
 
     def _prep(self, w: int, c: PartitionCosts, done: Event, arrived: list[float]) -> Process:
-        yield from self._work(tr.prep_track(w), PROVER.prep.name, c.prep_ns, c.partition, w)
+        yield from self._work(tr.prep_track(w), self.model.prep.name, c.prep_ns, c.partition, w)
         arrived.append(self.sim.now)
         self.sim.set(done)

@@ -235,21 +235,24 @@ class Pipeline:
         # The run's clock starts after setup: the key and twiddles are a one-off per process.
         self.progress.started_ns = recorder.now_ns()
         recorder.instant(RUN_TRACK, "run_start", attrs={"config": config.to_json()})
-        for t in range(config.synth_threads):
-            self._spawn(f"synth-{t}", self._synthesis_loop, t, track=synth_track(t))
-        for w in range(config.workers):
-            jobs: queue.Queue[tuple[int, PartitionBuffers] | None] = queue.Queue()
-            barrier = InstrumentedBarrier(PROVER.barrier.parties, recorder, barrier_track(w), worker=w)
-            self._barriers.append(barrier)
-            if self._stop.is_set():
-                barrier.abort(self._stop_reason or "stopped")
-            self._spawn(f"prep-{w}", self._prep_loop, w, jobs, barrier, track=prep_track(w))
-            self._spawn(
-                f"gpu-worker-{w}", self._worker_loop, w, devices[w], jobs, barrier,
-                track=worker_track(w),
-            )
-        watcher = threading.Thread(target=self._watch, name="pipeline-watch", daemon=True)
-        watcher.start()
+        # A Ctrl-C may land while threads are still being spawned: the watcher starts whatever
+        # happens, and a prep thread only after its worker, who hands it the end of its jobs.
+        try:
+            for t in range(config.synth_threads):
+                self._spawn(f"synth-{t}", self._synthesis_loop, t, track=synth_track(t))
+            for w in range(config.workers):
+                jobs: queue.Queue[tuple[int, PartitionBuffers] | None] = queue.Queue()
+                barrier = InstrumentedBarrier(PROVER.barrier.parties, recorder, barrier_track(w), worker=w)
+                self._barriers.append(barrier)
+                if self._stop.is_set():
+                    barrier.abort(self._stop_reason or "stopped")
+                self._spawn(
+                    f"gpu-worker-{w}", self._worker_loop, w, devices[w], jobs, barrier,
+                    track=worker_track(w),
+                )
+                self._spawn(f"prep-{w}", self._prep_loop, w, jobs, barrier, track=prep_track(w))
+        finally:
+            threading.Thread(target=self._watch, name="pipeline-watch", daemon=True).start()
 
     def _start_collectors(self) -> None:
         for collector in self.collectors:
@@ -277,8 +280,8 @@ class Pipeline:
     def _spawn(self, name: str, target: Callable[..., None], *args: Any, track: str) -> None:
         self.recorder.name_track(track, name)
         thread = threading.Thread(target=self._guard, args=(target, *args), name=name, daemon=True)
-        self._threads.append(thread)
         thread.start()
+        self._threads.append(thread)  # once started: the watcher joins only started threads
 
     def _guard(self, target: Callable[..., None], *args: Any) -> None:
         try:
