@@ -19,13 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.model import tracks as tr
-from workbench.model.pipeline import COMPUTE, PROVER
+from workbench.model.pipeline import COMPUTE, PROVER, Pipeline
 from workbench.trace.container import Trace
 
 MS = 1_000_000
 GB = 1e9
-LOCK, BARRIER = PROVER.lock, PROVER.barrier
-GPU_PARTY, PREP_PARTY = BARRIER.parties
 # The phase the coarse copy opens is timed by its parts, each this share of `ntt_ms`.
 PART_SHARES = (0.5, 0.1, 0.4)
 
@@ -52,7 +50,8 @@ class Spec:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-def build(spec: Spec) -> Trace:
+def build(spec: Spec, model: Pipeline = PROVER) -> Trace:
+    lock, barrier_phase, (gpu_party, prep_party) = model.lock, model.barrier.phase, model.barrier.parties
     spans: list[tuple[Any, ...]] = []
     instants: list[tuple[Any, ...]] = []
     counters: list[tuple[Any, ...]] = []
@@ -62,7 +61,7 @@ def build(spec: Spec) -> Trace:
         clock = 0
         for p in range(t, spec.partitions, spec.synth_threads):
             end = clock + int(spec.synth_ms(p) * MS)
-            spans.append((tr.synth_track(t), PROVER.producer.name, clock, end, p, -1, None))
+            spans.append((tr.synth_track(t), model.producer.name, clock, end, p, -1, None))
             instants.append((tr.QUEUE_TRACK, "queued", end, p, -1, None))
             synth.append((clock, end))
             ready[p] = end
@@ -84,44 +83,46 @@ def build(spec: Spec) -> Trace:
         pickup = max(free[w], ready[p])
         instants.append((track, "pickup", pickup, p, w, None))
         prep_end = pickup + int(spec.prep_ms(p) * MS)
-        spans.append((tr.prep_track(w), PROVER.prep.name, pickup, prep_end, p, w, None))
+        spans.append((tr.prep_track(w), model.prep.name, pickup, prep_end, p, w, None))
         asked = pickup
         if spec.lock_scope == "compute":
             asked = _copies(spec, spans, track, p, w, pickup, running)
-            spans.append((track, LOCK.copy_before_lock, pickup, asked, p, w, None))
+            spans.append((track, lock.copy_before_lock, pickup, asked, p, w, None))
         got = max(asked, mutex_free)
         gap = {"gap_ns": got - last_release} if last_release is not None else None
         spans.append((mutex, "wait", asked, got, p, w, gap))
         at = got
-        for phase in LOCK.phases:
+        for phase in lock.phases:
             start = at
-            if phase == LOCK.copy_inside:
+            if phase == lock.copy_inside:
                 if spec.lock_scope == "coarse":
                     at = _copies(spec, spans, track, p, w, at, running)
-                for name, share in zip(PROVER.phase(phase).parts, PART_SHARES, strict=True):
+                for name, share in zip(model.phase(phase).parts, PART_SHARES, strict=True):
                     end = at + int(spec.ntt_ms * share * MS)
                     spans.append((track, name, at, end, p, w, None))
                     kernels.append((at, end))
                     at = end
                 spans.append((track, phase, start, at, p, w, None))
-            elif phase == BARRIER.phase:
+            elif phase == barrier_phase:
                 release = max(at, prep_end)
                 spans.append((track, phase, at, release, p, w, None))
-                spans.append((barrier, "wait", at, release, p, w, {"party": GPU_PARTY, "arrival": 0}))
-                spans.append((barrier, "wait", prep_end, release, p, w, {"party": PREP_PARTY, "arrival": 1}))
-                last = PREP_PARTY if prep_end > at else GPU_PARTY
+                spans.append((barrier, "wait", at, release, p, w, {"party": gpu_party, "arrival": 0}))
+                spans.append((barrier, "wait", prep_end, release, p, w, {"party": prep_party, "arrival": 1}))
+                last = prep_party if prep_end > at else gpu_party
                 instants.append((barrier, "release", release, p, w, {"last": last}))
                 at = release
             else:
                 at += int(phase_ms[phase] * MS)
                 spans.append((track, phase, start, at, p, w, None))
-                if PROVER.phase(phase).does == COMPUTE:
+                if model.phase(phase).does == COMPUTE:
                     kernels.append((start, at))
         spans.append((mutex, "hold", got, at, p, w, None))
         mutex_free = last_release = at
-        for phase in PROVER.after_lock:
+        for phase in model.after_lock:
             end = at + int(phase_ms[phase] * MS)
             spans.append((track, phase, at, end, p, w, None))
+            if model.phase(phase).does == COMPUTE:
+                kernels.append((at, end))
             at = end
         free[w] = at
     end_of_run = max(s[3] for s in spans)
@@ -138,7 +139,7 @@ def build(spec: Spec) -> Trace:
             counters.append((tr.nvml_track(0), "utilization_gpu", ts, 100.0 if busy else 0.0))
     config = {
         "backend": "gpu", "gpu_workers": spec.workers, "synth_threads": spec.synth_threads,
-        PROVER.lookahead_knob: spec.partitions, "memory_mode": spec.memory_mode,
+        model.lookahead_knob: spec.partitions, "memory_mode": spec.memory_mode,
         "lock_scope": spec.lock_scope, "partitions": spec.partitions,
     }
     meta = {"outcome": "completed", "memory_emulated": False, **spec.meta}
