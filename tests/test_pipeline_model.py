@@ -8,15 +8,18 @@ from dataclasses import replace
 
 import pytest
 from golden import Spec, build
+from py_arkworks_bls12381 import G2Point
 
 from workbench.analysis.costs import run_shape
 from workbench.analysis.replay import ReplayedPipeline
 from workbench.analysis.whatif import replay
 from workbench.config import RunConfig
 from workbench.model import tracks as tr
-from workbench.model.pipeline import HOST, PROVER, Phase, Pipeline
+from workbench.model.pipeline import HOST, PROVER, Phase
+from workbench.model.pipeline import Pipeline as Model
 from workbench.pipeline import steps
-from workbench.pipeline.run import run_pipeline
+from workbench.pipeline.run import Pipeline, run_pipeline
+from workbench.prover.backend import B_G2
 from workbench.prover.cpu_backend import CpuBackend
 from workbench.trace.container import Trace
 
@@ -47,7 +50,7 @@ def test_the_runner_has_a_step_for_each_phase_and_refuses_a_phase_it_lacks(monke
         steps.consumer_steps(CpuBackend(), "coarse", False, {})
 
 
-def follows(trace: Trace, model: Pipeline) -> int:
+def follows(trace: Trace, model: Model) -> int:
     """Checks that every finished unit passed the model's consumer phases in order, its
     mutex hold covering the lock phases and ending before the phases after the lock;
     returns how many units were checked."""
@@ -95,3 +98,25 @@ def test_moving_a_phase_out_of_the_lock_moves_it_in_the_replay_and_the_golden_sc
         assert follows(trace, model) == 6
         with pytest.raises(AssertionError):  # no longer the prover's: tail_msm is outside the hold
             follows(trace, PROVER)
+
+
+
+class G2InsideBackend(CpuBackend):
+    """B's G2 sum inside batch_add and tail_msm, as the GPU backend's MSM kernels do it."""
+
+    b_g2_in_gpu_phases = True
+
+    def batch_add(self, buffers, prepared, scope):
+        return {**super().batch_add(buffers, prepared, scope), B_G2: self.b_g2_msm(None, prepared, scope)}
+
+    def tail_msm(self, buffers, prepared, scope):
+        return {**super().tail_msm(buffers, prepared, scope), B_G2: G2Point.identity()}
+
+
+def test_a_phase_the_backend_does_inside_others_has_no_step_and_the_proof_is_the_same():
+    config = RunConfig(backend="cpu", partitions=3, log2_constraints=5, synth_terms=3)
+    inside = Pipeline(config, G2InsideBackend()).run()
+    plain = Pipeline(config, CpuBackend()).run()
+    assert inside.ok and plain.ok and inside.proofs == plain.proofs
+    assert not inside.trace.select(name="b_g2_msm") and len(plain.trace.select(name="b_g2_msm")) == 3
+    assert follows(inside.trace, PROVER) == 3
