@@ -129,16 +129,18 @@ def parse_rules(data: Any, source: str = "roles") -> tuple[RoleRule, ...]:
 
 
 def load_rules(path: str | Path) -> tuple[RoleRule, ...]:
-    """A mapping file: TOML (`[[role]]` tables) or JSON, chosen by its first character."""
+    """A mapping file: TOML (`[[role]]` tables) or JSON; a `.json` name is read as JSON, any other
+    as TOML (a TOML file may begin with `[` too, so the first character cannot tell)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise RolesError(f"{path}: cannot read the role mapping ({err})") from None
     try:
-        data = json.loads(text) if text.lstrip().startswith(("{", "[")) else tomllib.loads(text)
+        data = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
-        raise RolesError(f"{path}: not valid JSON or TOML ({err})") from None
+        kind = "JSON" if path.suffix.lower() == ".json" else "TOML"
+        raise RolesError(f"{path}: not valid {kind} ({err})") from None
     return parse_rules(data, str(path))
 
 
