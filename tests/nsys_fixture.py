@@ -15,23 +15,49 @@ from workbench.trace.container import Trace
 PID = 4242
 DOMAIN_ID = 7
 
+# The 2024.5 exporter's columns (schema 3.13.2, as in tests/data/nsys/), types only: the
+# tests insert the columns they need. MEMSET and DRIVER, which the real capture lacks, follow
+# the same exporter's documented layout.
+_CALL = "start INT NOT NULL, end INT NOT NULL, eventClass INT, globalTid INT, correlationId INT, nameId INT, " \
+        "returnValue INT, callchainId INT"
 SCHEMA = {
     "StringIds": "id INTEGER PRIMARY KEY, value TEXT NOT NULL",
     "ThreadNames": "nameId INT NOT NULL, priority INT, globalTid INT",
+    "PROCESSES": "globalPid INT, pid INT, name TEXT",
+    "TARGET_INFO_GPU": "vmId INT, id INT, name TEXT, busLocation TEXT, chipName TEXT, cuDevice INT",
     "NVTX_EVENTS": ("start INT NOT NULL, end INT, eventType INT NOT NULL, rangeId INT, category INT, "
-                    "color INT, text TEXT, globalTid INT, endGlobalTid INT, textId INT, domainId INT"),
+                    "color INT, text TEXT, globalTid INT, endGlobalTid INT, textId INT, domainId INT, "
+                    "uint64Value INT, int64Value INT, doubleValue REAL, uint32Value INT, int32Value INT, "
+                    "floatValue REAL, jsonTextId INT, jsonText TEXT, binaryData BLOB"),
     "CUPTI_ACTIVITY_KIND_KERNEL": ("start INT NOT NULL, end INT NOT NULL, deviceId INT, contextId INT, "
-                                   "streamId INT, correlationId INT, globalPid INT, demangledName INT, "
-                                   "shortName INT, mangledName INT"),
+                                   "greenContextId INT, streamId INT, correlationId INT, globalPid INT, "
+                                   "demangledName INT, shortName INT, mangledName INT, launchType INT, "
+                                   "cacheConfig INT, registersPerThread INT, gridX INT, gridY INT, gridZ INT, "
+                                   "blockX INT, blockY INT, blockZ INT, staticSharedMemory INT, "
+                                   "dynamicSharedMemory INT, localMemoryPerThread INT, localMemoryTotal INT, "
+                                   "gridId INT, sharedMemoryExecuted INT, graphNodeId INT, "
+                                   "sharedMemoryLimitConfig INT"),
     "CUPTI_ACTIVITY_KIND_MEMCPY": ("start INT NOT NULL, end INT NOT NULL, deviceId INT, contextId INT, "
-                                   "streamId INT, correlationId INT, globalPid INT, bytes INT, "
-                                   "copyKind INT, srcKind INT, dstKind INT"),
-    "OSRT_API": "start INT NOT NULL, end INT NOT NULL, eventClass INT, globalTid INT, nameId INT",
+                                   "greenContextId INT, streamId INT, correlationId INT, globalPid INT, "
+                                   "bytes INT, copyKind INT, deprecatedSrcId INT, srcKind INT, dstKind INT, "
+                                   "srcDeviceId INT, srcContextId INT, dstDeviceId INT, dstContextId INT, "
+                                   "migrationCause INT, graphNodeId INT, virtualAddress INT"),
+    "CUPTI_ACTIVITY_KIND_MEMSET": ("start INT NOT NULL, end INT NOT NULL, deviceId INT, contextId INT, "
+                                   "greenContextId INT, streamId INT, correlationId INT, globalPid INT, "
+                                   "value INT, bytes INT, graphNodeId INT, memKind INT"),
+    "CUPTI_ACTIVITY_KIND_RUNTIME": _CALL,
+    "CUPTI_ACTIVITY_KIND_DRIVER": _CALL,
+    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION": ("start INT NOT NULL, end INT NOT NULL, deviceId INT, "
+                                            "contextId INT, greenContextId INT, streamId INT, "
+                                            "correlationId INT, globalPid INT, syncType INT, eventId INT"),
+    "OSRT_API": ("start INT NOT NULL, end INT NOT NULL, eventClass INT, globalTid INT, nameId INT, "
+                 "returnValue INT, nestingLevel INT, callchainId INT"),
 }
 
 
-def global_tid(tid: int) -> int:
-    return (PID << 24) | tid
+def global_tid(tid: int, pid: int = PID) -> int:
+    """A globalTid as the exporter writes it: a machine id above the process and thread ids."""
+    return (1 << 56) | (pid << 24) | tid
 
 
 class Export:
