@@ -18,8 +18,8 @@ DOMAIN_ID = 7
 # The 2024.5 exporter's columns (schema 3.13.2, as in tests/data/nsys/), types only: the
 # tests insert the columns they need. MEMSET and DRIVER, which the real capture lacks, follow
 # the same exporter's documented layout.
-_CALL = "start INT NOT NULL, end INT NOT NULL, eventClass INT, globalTid INT, correlationId INT, nameId INT, " \
-        "returnValue INT, callchainId INT"
+_CALL = ("start INT NOT NULL, end INT NOT NULL, eventClass INT, globalTid INT, correlationId INT, "
+         "nameId INT, returnValue INT, callchainId INT")
 SCHEMA = {
     "StringIds": "id INTEGER PRIMARY KEY, value TEXT NOT NULL",
     "ThreadNames": "nameId INT NOT NULL, priority INT, globalTid INT",
@@ -32,8 +32,8 @@ SCHEMA = {
     "CUPTI_ACTIVITY_KIND_KERNEL": ("start INT NOT NULL, end INT NOT NULL, deviceId INT, contextId INT, "
                                    "greenContextId INT, streamId INT, correlationId INT, globalPid INT, "
                                    "demangledName INT, shortName INT, mangledName INT, launchType INT, "
-                                   "cacheConfig INT, registersPerThread INT, gridX INT, gridY INT, gridZ INT, "
-                                   "blockX INT, blockY INT, blockZ INT, staticSharedMemory INT, "
+                                   "cacheConfig INT, registersPerThread INT, gridX INT, gridY INT, "
+                                   "gridZ INT, blockX INT, blockY INT, blockZ INT, staticSharedMemory INT, "
                                    "dynamicSharedMemory INT, localMemoryPerThread INT, localMemoryTotal INT, "
                                    "gridId INT, sharedMemoryExecuted INT, graphNodeId INT, "
                                    "sharedMemoryLimitConfig INT"),

@@ -17,7 +17,8 @@ BLOCKING = {"cudaStreamSynchronize_v3020", "cuCtxSynchronize"}
 LAUNCHING = {"cudaLaunchKernel_v7000", "cuLaunchKernel"}
 LOCKS, WAITS = {"pthread_mutex_lock"}, {"pthread_cond_wait", "sem_wait"}
 # CUPTI's synchronisation types (ENUM_CUPTI_SYNC_TYPE) and what each waited for.
-SYNC_TYPES = {1: "event_synchronize", 2: "stream_wait_event", 3: "stream_synchronize", 4: "context_synchronize"}
+SYNC_TYPES = {1: "event_synchronize", 2: "stream_wait_event", 3: "stream_synchronize",
+              4: "context_synchronize"}
 
 
 def _sql(path, query):
@@ -26,8 +27,8 @@ def _sql(path, query):
 
 
 def _calls(path, table):
-    return Counter(dict(_sql(path, f"SELECT s.value, count(*) FROM {table} t JOIN StringIds s ON s.id = t.nameId "
-                                   "GROUP BY 1")))
+    return Counter(dict(_sql(path, f"SELECT s.value, count(*) FROM {table} t "
+                                   "JOIN StringIds s ON s.id = t.nameId GROUP BY 1")))
 
 
 @pytest.fixture(scope="module")
@@ -59,10 +60,10 @@ def test_threads_of_two_processes_are_named_by_both_ids(export):
     path, trace = export
     kinds = Counter(tr.parse(t).kind for t in trace.tracks())
     assert set(kinds) == {tr.KERNELS, tr.COPIES, tr.MEMSETS, tr.THREAD, tr.CUDA_API, tr.OS_API}
+    ids = "SELECT globalTid >> 24 & 16777215, globalTid & 16777215 FROM"
     threads = {f"{pid}.{tid}" for pid, tid in _sql(
-        path, "SELECT globalTid >> 24 & 16777215, globalTid & 16777215 FROM OSRT_API UNION "
-              "SELECT globalTid >> 24 & 16777215, globalTid & 16777215 FROM CUPTI_ACTIVITY_KIND_RUNTIME UNION "
-              "SELECT globalTid >> 24 & 16777215, globalTid & 16777215 FROM CUPTI_ACTIVITY_KIND_DRIVER")}
+        path, f"{ids} OSRT_API UNION {ids} CUPTI_ACTIVITY_KIND_RUNTIME UNION "
+              f"{ids} CUPTI_ACTIVITY_KIND_DRIVER")}
     threads.add(f"{APP}.{APP}")  # the synchronisation record no call carries goes to the main thread
     callers = {tr.parse(t).caller for t in trace.tracks() if tr.parse(t).kind in (tr.CUDA_API, tr.OS_API)}
     assert {c.kind for c in callers} == {tr.THREAD} and {c.name for c in callers} == threads
@@ -76,17 +77,22 @@ def test_threads_of_two_processes_are_named_by_both_ids(export):
 
 
 def test_one_process_names_threads_by_their_id(tmp_path):
-    trace = load_nsys(foreign_export(tmp_path / "one.sqlite", processes=(APP,)))
-    assert {tr.parse(t).caller.name for t in trace.tracks() if tr.parse(t).kind == tr.OS_API} == {str(APP + 1)}
-    assert "table CUPTI_ACTIVITY_KIND_DRIVER (no CUDA driver calls)" not in trace.meta["import"].get("missing", [])
+    path = foreign_export(tmp_path / "one.sqlite", processes=(APP,))
+    trace = load_nsys(path)
+    tids = {str(t) for (t,) in _sql(path, "SELECT globalTid & 16777215 FROM OSRT_API UNION "
+                                          "SELECT globalTid & 16777215 FROM CUPTI_ACTIVITY_KIND_RUNTIME")}
+    callers = {tr.parse(t).caller.name for t in trace.tracks()
+               if tr.parse(t).kind in (tr.OS_API, tr.CUDA_API)}
+    assert callers == tids | {str(APP)}  # and the main thread, for the record no call carries
+    assert set(trace.thread_names) == {tr.thread_track(t) for t in callers}
 
 
 def test_nvtx_ranges_of_foreign_domains_stay_on_their_thread(export):
     path, trace = export
     domains = dict(_sql(path, "SELECT domainId, text FROM NVTX_EVENTS WHERE eventType = 75"))
-    rows = _sql(path, "SELECT coalesce(n.text, s.value), n.start, n.end, n.domainId, n.globalTid >> 24 & 16777215, "
-                      "n.globalTid & 16777215 FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId "
-                      "WHERE eventType IN (59, 60)")
+    rows = _sql(path, "SELECT coalesce(n.text, s.value), n.start, n.end, n.domainId, "
+                      "n.globalTid >> 24 & 16777215, n.globalTid & 16777215 FROM NVTX_EVENTS n "
+                      "LEFT JOIN StringIds s ON s.id = n.textId WHERE eventType IN (59, 60)")
     expected = sorted((tr.thread_track(f"{pid}.{tid}"), name, start, end, domains.get(domain, "default"))
                       for name, start, end, domain, pid, tid in rows)
     got = sorted((s.track, s.name, s.start_ns, s.end_ns, s.attrs["domain"]) for s in trace.iter_spans()
@@ -100,8 +106,8 @@ def test_nvtx_ranges_of_foreign_domains_stay_on_their_thread(export):
 def test_synchronisation_records_say_what_was_synchronised_and_who_waited(export):
     path, trace = export
     callers = {c: f"{pid}.{tid}" for c, pid, tid in _sql(
-        path, "SELECT correlationId, globalTid >> 24 & 16777215, globalTid & 16777215 FROM "
-              "(SELECT * FROM CUPTI_ACTIVITY_KIND_RUNTIME UNION ALL SELECT * FROM CUPTI_ACTIVITY_KIND_DRIVER)")}
+        path, "SELECT correlationId, globalTid >> 24 & 16777215, globalTid & 16777215 FROM (SELECT * "
+              "FROM CUPTI_ACTIVITY_KIND_RUNTIME UNION ALL SELECT * FROM CUPTI_ACTIVITY_KIND_DRIVER)")}
     records = _sql(path, "SELECT syncType, correlationId, globalPid >> 24 & 16777215 "
                          "FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION")
     spans = {s.attrs["correlation"]: s for s in trace.iter_spans() if s.name in SYNC_TYPES.values()}

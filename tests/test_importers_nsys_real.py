@@ -56,8 +56,8 @@ def test_device_work_matches_the_tables(trace):
     copies = _spans(trace, tr.COPIES)
     by_kind = _sql("SELECT o.name, count(*), sum(bytes), lower(sk.label), lower(dk.label) "
                    "FROM CUPTI_ACTIVITY_KIND_MEMCPY m JOIN ENUM_CUDA_MEMCPY_OPER o ON o.id = m.copyKind "
-                   "JOIN ENUM_CUDA_MEM_KIND sk ON sk.id = srcKind JOIN ENUM_CUDA_MEM_KIND dk ON dk.id = dstKind "
-                   "GROUP BY 1, 4, 5")
+                   "JOIN ENUM_CUDA_MEM_KIND sk ON sk.id = srcKind "
+                   "JOIN ENUM_CUDA_MEM_KIND dk ON dk.id = dstKind GROUP BY 1, 4, 5")
     assert len(by_kind) == 2  # host to device from pageable memory, and back
     for oper, n, total, src, dst in by_kind:
         mine = [c for c in copies if c.name == DIRECTIONS[oper.removeprefix("CUDA_MEMCPY_KIND_")]
@@ -135,7 +135,8 @@ def test_tracks_parse_and_every_call_has_a_thread_of_its_process(trace):
 
 
 def test_synchronisation_records_sit_on_the_thread_that_called(trace):
-    callers = dict(_sql("SELECT s.correlationId, r.globalTid & 16777215 FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION s "
+    callers = dict(_sql("SELECT s.correlationId, r.globalTid & 16777215 "
+                        "FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION s "
                         "JOIN CUPTI_ACTIVITY_KIND_RUNTIME r USING (correlationId)"))
     records = [s for s in trace.iter_spans() if s.name == "event_synchronize"]
     assert len(records) == len(callers)

@@ -37,8 +37,9 @@ KERNELS, MEMCPY = cuda.KERNELS, cuda.MEMCPY  # kept for callers that name the ta
 # What each table gives, said in the report when it is absent.
 TABLES = {
     NVTX: "no NVTX ranges", cuda.KERNELS: "no kernel records", cuda.MEMCPY: "no memory copy records",
-    cuda.MEMSET: "no memset records", cuda.RUNTIME: "no CUDA runtime calls", cuda.DRIVER: "no CUDA driver calls",
-    cuda.SYNC: "no synchronisation records", cuda.OSRT: "no OS runtime calls",
+    cuda.MEMSET: "no memset records", cuda.RUNTIME: "no CUDA runtime calls",
+    cuda.DRIVER: "no CUDA driver calls", cuda.SYNC: "no synchronisation records",
+    cuda.OSRT: "no OS runtime calls",
     "StringIds": "names shown as ids", "ThreadNames": "threads named by id",
     "PROCESSES": "processes named by id", "TARGET_INFO_GPU": "devices named by number",
 }
@@ -98,9 +99,8 @@ def _read(export: Export) -> Trace:
 
     spans: list[tuple[Any, ...]] = [*roles.spans, *device]
     instants: list[tuple[Any, ...]] = list(roles.instants)
-    spans.extend((track(c.thread), c.name, c.start, c.end, -1, -1, c.attrs) for c in nvtx.foreign)
-    spans.extend((tr.cuda_track(track(c.thread)), c.name, c.start, c.end, -1, -1, c.attrs) for c in calls.cuda)
-    spans.extend((tr.os_track(track(c.thread)), c.name, c.start, c.end, -1, -1, c.attrs) for c in calls.os)
+    for on, of_threads in ((lambda t: t, nvtx.foreign), (tr.cuda_track, calls.cuda), (tr.os_track, calls.os)):
+        spans.extend((on(track(c.thread)), c.name, c.start, c.end, -1, -1, c.attrs) for c in of_threads)
     instants.extend((track(m.thread), m.name, m.start, -1, -1, m.attrs) for m, _ in nvtx.marks)
     instants.extend((tr.os_track(track(c.thread)), c.name, c.start, -1, -1, None) for c in calls.os_markers)
     if not spans and not instants:
@@ -114,7 +114,8 @@ def _read(export: Export) -> Trace:
     if roles.partitions_inferred:
         report.reconstructed = "partitions numbered in synthesis and pickup order (NVTX has no ids)"
     _notes(export, calls, nvtx.domains)
-    meta: dict[str, Any] = {"outcome": "completed" if roles.finished else "unknown", "import": report.as_meta()}
+    meta: dict[str, Any] = {"outcome": "completed" if roles.finished else "unknown",
+                            "import": report.as_meta()}
     meta.update(_names_of_processes_and_devices(export, pids, device))
     config = {"gpu_workers": roles.workers} if roles.workers else {}
     return Trace.from_rows(spans, instants, (), config, meta, thread_names)

@@ -22,9 +22,9 @@ from typing import Any
 from workbench.importers.nsys_tables import STRING, Col, Export, Row, times
 from workbench.model import tracks as tr
 
-KERNELS, MEMCPY, MEMSET = "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"
-RUNTIME, DRIVER = "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"
-SYNC, OSRT = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "OSRT_API"
+KERNELS, MEMCPY, MEMSET = (f"CUPTI_ACTIVITY_KIND_{t}" for t in ("KERNEL", "MEMCPY", "MEMSET"))
+RUNTIME, DRIVER, SYNC = (f"CUPTI_ACTIVITY_KIND_{t}" for t in ("RUNTIME", "DRIVER", "SYNCHRONIZATION"))
+OSRT = "OSRT_API"
 
 # The exporter's own enumerations (ENUM_CUDA_MEMCPY_OPER, ENUM_CUDA_MEM_KIND, ENUM_CUPTI_SYNC_TYPE).
 # Array copies are named as the workbench's activity collector names them; unified-memory
@@ -91,7 +91,7 @@ def _device_rows(export: Export, table: str, cols: tuple[Col, ...],
 def _kernels(export: Export) -> list[SpanRow]:
     grid = tuple(Col.of(f"{what}{axis}") for what in ("grid", "block") for axis in "XYZ")
     cols = (Col.of("shortName", STRING), Col.of("demangledName|name", STRING), *grid)
-    out = []
+    out: list[SpanRow] = []
     for row, (start, end), attrs in _device_rows(export, KERNELS, cols):
         name = row["shortName"] or row["demangledName"] or "kernel"
         for what in ("grid", "block"):
@@ -105,7 +105,7 @@ def _kernels(export: Export) -> list[SpanRow]:
 
 def _copies(export: Export) -> list[SpanRow]:
     cols = (Col.of("bytes"), Col.of("copyKind"), Col.of("srcKind"), Col.of("dstKind"))
-    out = []
+    out: list[SpanRow] = []
     for row, (start, end), attrs in _device_rows(export, MEMCPY, cols):
         kind = row["copyKind"]
         attrs = {"stream": row["streamId"] if row["streamId"] is not None else 0, **attrs}
@@ -122,7 +122,7 @@ def _copies(export: Export) -> list[SpanRow]:
 
 def _memsets(export: Export) -> list[SpanRow]:
     cols = (Col.of("bytes"), Col.of("value"), Col.of("memKind|memoryKind"))
-    out = []
+    out: list[SpanRow] = []
     for row, (start, end), attrs in _device_rows(export, MEMSET, cols):
         attrs = {"stream": row["streamId"] if row["streamId"] is not None else 0, **attrs}
         for key in ("bytes", "value"):
@@ -167,17 +167,15 @@ def _syncs(export: Export, caller: dict[tuple[int, int], int], calls: HostCalls)
         pid = thread_key(row["globalPid"]) >> 24  # UNKNOWN_THREAD stays -1
         correlation = row["correlationId"]
         attrs: dict[str, Any] = {}
-        for key, column in (("correlation", "correlationId"), ("gpu", "deviceId"), ("stream", "streamId"),
-                            ("event", "eventId")):
+        for attr, column in (("correlation", "correlationId"), ("gpu", "deviceId"), ("stream", "streamId"),
+                             ("event", "eventId")):
             if row[column] is not None and row[column] != NO_ID:
-                attrs[key] = row[column]
-        key = (pid, correlation) if (pid, correlation) in caller else (UNKNOWN_THREAD, correlation)
-        if correlation is not None and key in caller:
-            thread = caller[key]
-        else:
+                attrs[attr] = row[column]
+        thread = caller.get((pid, correlation), caller.get((UNKNOWN_THREAD, correlation)))
+        if thread is None:
             calls.sync_without_call += 1
             thread = UNKNOWN_THREAD if pid < 0 else (pid << 24) | pid
-        name = SYNC_KINDS.get(row["syncType"], "synchronize") if row["syncType"] is not None else "synchronize"
+        name = SYNC_KINDS.get(row["syncType"], "synchronize")
         calls.cuda.append(Call(thread, name, *span, attrs or None))
 
 

@@ -79,7 +79,7 @@ class Export:
             try:
                 info = self.conn.execute(f"PRAGMA table_info({_quote(name)})").fetchall()
             except sqlite3.Error as err:
-                raise ImportFailed(f"{self.report.source}: table {table}: columns unreadable ({err})") from None
+                raise self._failed(table, "columns unreadable", err) from None
             self.columns[table] = {str(r[1]).lower(): str(r[1]) for r in info}
         return self.columns[table]
 
@@ -113,15 +113,17 @@ class Export:
             cursor = self.conn.execute(f"SELECT rowid, {select} FROM {_quote(name)}")
             numbered = False
         except sqlite3.Error:  # a WITHOUT ROWID table: rows are numbered as read
-            cursor = self._execute(f"SELECT {select} FROM {_quote(name)}", table, 0)
+            try:
+                cursor = self.conn.execute(f"SELECT {select} FROM {_quote(name)}")
+            except sqlite3.Error as err:
+                raise self._failed(table, "unreadable", err) from None
             numbered = True
         last = 0
         while True:
             try:
                 batch = cursor.fetchmany(BATCH)
             except sqlite3.Error as err:
-                raise ImportFailed(
-                    f"{self.report.source}: table {table}: unreadable after row {last} ({err})") from None
+                raise self._failed(table, f"unreadable after row {last}", err) from None
             if not batch:
                 return
             for raw in batch:
@@ -132,11 +134,8 @@ class Export:
                 if row is not None:
                     yield row
 
-    def _execute(self, sql: str, table: str, row: int) -> sqlite3.Cursor:
-        try:
-            return self.conn.execute(sql)
-        except sqlite3.Error as err:
-            raise ImportFailed(f"{self.report.source}: table {table}: unreadable after row {row} ({err})") from None
+    def _failed(self, table: str, what: str, err: sqlite3.Error) -> ImportFailed:
+        return ImportFailed(f"{self.report.source}: table {table}: {what} ({err})")
 
     def _typed(self, table: str, cols: tuple[Col, ...], found: dict[str, str | None], rowid: Any,
                values: tuple[Any, ...]) -> Row | None:
@@ -158,7 +157,7 @@ class Export:
                 if isinstance(value, int):
                     value = self.string(value, table)
                 elif not isinstance(value, str):
-                    self.report.skip(f"{table} row with a {column} that is neither a string id nor text", where)
+                    self.report.skip(f"{table} row with a {column} neither a string id nor text", where)
                     return None
             row[col.key] = value
         return row
