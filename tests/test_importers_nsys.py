@@ -109,6 +109,22 @@ def test_ranges_of_other_domains_are_kept_on_their_thread_and_broken_rows_skippe
     assert summarize(imported).partitions_done == 6
 
 
+def test_another_domains_ranges_on_a_pipeline_thread_stay_off_the_pipelines_tracks(run_trace, tmp_path):
+    path = export_like_nsys(run_trace, tmp_path / "library.sqlite")
+    with sqlite3.connect(path) as conn:
+        (worker_thread,) = conn.execute("SELECT globalTid FROM OSRT_API").fetchone()  # worker/0's thread
+        conn.execute("INSERT INTO NVTX_EVENTS (start, eventType, text, domainId) VALUES (0, 75, 'library', 8)")
+        conn.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) "
+                     "VALUES (?, ?, 59, 'gemm', ?, 8)", (*run_trace.time_range(), worker_thread))
+    imported = load_nsys(path)
+    (gemm,) = imported.select(name="gemm")
+    own = f"thread/{worker_thread & 0xFFFFFF}"
+    assert (gemm.track, gemm.attrs) == (own, {"domain": "library"})
+    assert imported.thread_names[own] == imported.thread_names["worker/0"]
+    a, b = summarize(run_trace), summarize(imported)
+    assert [p.count for p in b.phases] == [p.count for p in a.phases] and b.mutex == a.mutex
+
+
 def test_files_that_are_not_exports_are_refused(tmp_path):
     empty = tmp_path / "empty.sqlite"
     with sqlite3.connect(empty) as conn:

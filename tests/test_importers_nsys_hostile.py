@@ -1,6 +1,7 @@
 """Malformed and hostile nsys exports: every problem is a skipped row counted with its table and
 rowid, or an ImportFailed naming the file and the table; never another exception."""
 
+import os
 import sqlite3
 
 import pytest
@@ -13,6 +14,9 @@ from workbench.importers import ImportFailed, load_any, load_nsys
 from workbench.model import tracks as tr
 
 KERNELS, OSRT = "CUPTI_ACTIVITY_KIND_KERNEL", "OSRT_API"
+# WB_EXAMPLES=2000 for a longer hunt than CI's.
+SETTINGS = settings(max_examples=int(os.environ.get("WB_EXAMPLES", 40)), deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
 def _edit(path, *statements):
@@ -135,7 +139,7 @@ cells = st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1), st.floats(allow_n
                   st.text(max_size=5), st.binary(max_size=4))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@SETTINGS
 @given(rows=st.lists(st.tuples(cells, cells, cells, cells, cells), min_size=1, max_size=6))
 def test_any_cells_give_a_trace_or_a_clear_refusal(tmp_path, rows):
     path = tmp_path / "any.sqlite"
@@ -153,3 +157,30 @@ def test_any_cells_give_a_trace_or_a_clear_refusal(tmp_path, rows):
     assert len(trace.spans) + sum(report["skipped"].values()) == len(rows)
     for track in trace.tracks():
         assert tr.parse(track).kind == tr.KERNELS
+
+
+pipeline_names = st.sampled_from(["synthesis", "buffer_checkout", "prep_msm", "barrier_wait", "ntt_msm_h",
+                                  "mutex_wait", "mutex_hold", "batch_add", "tail_msm", "finish", "setup", "x"])
+ranges = st.tuples(st.integers(0, 50), st.integers(0, 50), pipeline_names, st.integers(0, 3),
+                   st.sampled_from([59, 60, 34, 61]))
+
+
+@SETTINGS
+@given(rows=st.lists(ranges, min_size=1, max_size=25))
+def test_any_ranges_in_the_workbench_domain_give_a_trace_or_a_clear_refusal(tmp_path, rows):
+    """The pipeline's roles are inferred from range names: no arrangement of them may crash it."""
+    path = tmp_path / "ranges.sqlite"
+    path.unlink(missing_ok=True)
+    out = Export(path, tables=("StringIds", "NVTX_EVENTS"))
+    out.insert("NVTX_EVENTS", start=0, eventType=75, text="workbench", domainId=7)
+    for start, length, name, thread, kind in rows:
+        out.insert("NVTX_EVENTS", start=start, end=start + length, eventType=kind, text=name,
+                   globalTid=global_tid(100 + thread), domainId=7)
+    out.close()
+    try:
+        trace = load_nsys(path)
+    except ImportFailed as err:
+        assert str(path) in str(err)
+        return
+    for track in trace.tracks():
+        assert tr.build(tr.parse(track)) == track

@@ -33,7 +33,6 @@ from workbench.importers.report import ImportFailed, ImportReport
 from workbench.model import tracks as tr
 from workbench.trace.container import Trace
 
-KERNELS, MEMCPY = cuda.KERNELS, cuda.MEMCPY  # kept for callers that name the tables
 # What each table gives, said in the report when it is absent.
 TABLES = {
     NVTX: "no NVTX ranges", cuda.KERNELS: "no kernel records", cuda.MEMCPY: "no memory copy records",
@@ -97,18 +96,23 @@ def _read(export: Export) -> Trace:
     def track(key: int) -> str:
         return roles.track_of.get(key) or thread_track(key)
 
+    # Another domain's ranges stay on the thread's own track even on a pipeline thread, so
+    # that a library's ranges never count as the pipeline's phases.
     spans: list[tuple[Any, ...]] = [*roles.spans, *device]
-    instants: list[tuple[Any, ...]] = list(roles.instants)
-    for on, of_threads in ((lambda t: t, nvtx.foreign), (tr.cuda_track, calls.cuda), (tr.os_track, calls.os)):
+    spans.extend((thread_track(c.thread), c.name, c.start, c.end, -1, -1, c.attrs) for c in nvtx.foreign)
+    for on, of_threads in ((tr.cuda_track, calls.cuda), (tr.os_track, calls.os)):
         spans.extend((on(track(c.thread)), c.name, c.start, c.end, -1, -1, c.attrs) for c in of_threads)
-    instants.extend((track(m.thread), m.name, m.start, -1, -1, m.attrs) for m, _ in nvtx.marks)
+    instants: list[tuple[Any, ...]] = list(roles.instants)
+    instants.extend(((track if mine else thread_track)(m.thread), m.name, m.start, -1, -1, m.attrs)
+                    for m, mine in nvtx.marks)
     instants.extend((tr.os_track(track(c.thread)), c.name, c.start, -1, -1, None) for c in calls.os_markers)
     if not spans and not instants:
         raise ImportFailed(f"{report.source}: the export holds no ranges, kernels, copies or calls")
 
     thread_names = dict(roles.thread_names)
+    on_own_track = {c.thread for c in nvtx.foreign} | {m.thread for m, mine in nvtx.marks if not mine}
     for key in used:
-        if key in names and key not in roles.track_of:
+        if key in names and (key not in roles.track_of or key in on_own_track):
             thread_names[thread_track(key)] = names[key]
     report.kept = len(spans) + len(instants)
     if roles.partitions_inferred:
