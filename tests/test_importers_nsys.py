@@ -113,7 +113,8 @@ def test_another_domains_ranges_on_a_pipeline_thread_stay_off_the_pipelines_trac
     path = export_like_nsys(run_trace, tmp_path / "library.sqlite")
     with sqlite3.connect(path) as conn:
         (worker_thread,) = conn.execute("SELECT globalTid FROM OSRT_API").fetchone()  # worker/0's thread
-        conn.execute("INSERT INTO NVTX_EVENTS (start, eventType, text, domainId) VALUES (0, 75, 'library', 8)")
+        conn.execute("INSERT INTO NVTX_EVENTS (start, eventType, text, domainId) "
+                     "VALUES (0, 75, 'library', 8)")
         conn.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) "
                      "VALUES (?, ?, 59, 'gemm', ?, 8)", (*run_trace.time_range(), worker_thread))
     imported = load_nsys(path)

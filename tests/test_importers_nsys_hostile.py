@@ -160,7 +160,8 @@ def test_any_cells_give_a_trace_or_a_clear_refusal(tmp_path, rows):
 
 
 pipeline_names = st.sampled_from(["synthesis", "buffer_checkout", "prep_msm", "barrier_wait", "ntt_msm_h",
-                                  "mutex_wait", "mutex_hold", "batch_add", "tail_msm", "finish", "setup", "x"])
+                                  "mutex_wait", "mutex_hold", "batch_add", "tail_msm", "finish", "setup",
+                                  "x"])
 ranges = st.tuples(st.integers(0, 50), st.integers(0, 50), pipeline_names, st.integers(0, 3),
                    st.sampled_from([59, 60, 34, 61]))
 
