@@ -197,7 +197,9 @@ class CallSpec:
     msm_dtor: int = 1
     epilogue: int = 4
     async_dealloc: int = 60
-    prestage: str = ""  # "ok", "skip" or "fallback": the pre-staging lines of one daemon version
+    # The pre-staging lines of one daemon version: "ok", "skip" (VRAM short), "error" (set-up
+    # failed) or "unregistered" (host pages not pinned, so no pre-staging was tried).
+    prestage: str = ""
 
 
 @dataclass
@@ -272,12 +274,12 @@ def production_log(calls: Sequence[CallSpec], *, workers: int = 2, synth_threads
             emit(got, printf("pool", 0))
             emit(got, printf("d_a_cache", 4096, 0))
             first_on_gpu = False
-        if c.prestage == "fallback":
+        if c.prestage == "unregistered":  # host pages could not be pinned: no pre-staging at all
             emit(asked, printf("host_register", 712))
-            emit(got, printf("prestage_fallback", 2))
         elif c.prestage:
             emit(got, printf("prestage_vram", 80000, 79488, 4096, 8192, 12288))
-            emit(got, printf("prestage_ok", 1 << 27, 1) if c.prestage == "ok" else printf("prestage_skip"))
+            emit(got, {"ok": printf("prestage_ok", 1 << 27, 1), "skip": printf("prestage_skip"),
+                       "error": printf("prestage_fallback", 2)}[c.prestage])
         ntt_end = got + c.ntt_msm_h
         spans["ntt_msm_h"] = (got, ntt_end)
         named = c.d_b_alloc + c.coset_intt_sync + c.msm_init + c.msm_invoke + c.msm_dtor

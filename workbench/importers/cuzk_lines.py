@@ -28,6 +28,7 @@ TRACING = re.compile(r"\b((?:GPU|FIN)_TIMING) ([^=]*?)(?: +(\w+=.*))?$")
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 FIELD = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(\S*)")
 INT = re.compile(r"(-?\d+)(ms)?,?")
+SOME = re.compile(r"Some\((\d+)\)")  # how tracing writes an Option
 MAX_MS = 10**9  # eleven days
 MAX_VALUE = 2**63
 KEPT_LINE_NUMBERS = 20  # line numbers kept per skip reason (the count covers them all)
@@ -84,15 +85,19 @@ class LogLines:
     figures: list[TimingLine] = field(default_factory=list)  # the tracing lines
 
 
+def skip_line(report: ImportReport, reason: str, number: int) -> None:
+    """Count a skipped line under its reason, keeping the first line numbers of each."""
+    report.skip(reason, f"line {number}")
+    kept = report.extra.setdefault("skipped_lines", {}).setdefault(reason, [])
+    if len(kept) < KEPT_LINE_NUMBERS:
+        kept.append(number)
+
+
 def read_lines(text: str, report: ImportReport) -> LogLines:
     out = LogLines()
-    skipped_at: dict[str, list[int]] = {}
 
     def skip(reason: str, number: int) -> None:
-        report.skip(reason, f"line {number}")
-        kept = skipped_at.setdefault(reason, [])
-        if len(kept) < KEPT_LINE_NUMBERS:
-            kept.append(number)
+        skip_line(report, reason, number)
 
     number = 0
     for number, raw in enumerate(io.StringIO(text), start=1):
@@ -129,8 +134,6 @@ def read_lines(text: str, report: ImportReport) -> LogLines:
         elif line.strip():
             skip("not a cuzk timing line", number)
     report.read = number
-    if skipped_at:
-        report.extra["skipped_lines"] = skipped_at
     return out
 
 
@@ -157,7 +160,7 @@ def _fields(text: str) -> tuple[dict[str, int], dict[str, str]] | None:
     for key, raw in FIELD.findall(text):
         m = INT.fullmatch(raw)
         if m is None:
-            some = re.fullmatch(r"Some\((\d+)\)", raw)
+            some = SOME.fullmatch(raw)
             if some is not None:
                 m = INT.fullmatch(some.group(1))
             elif key in WORD_FIELDS or raw == "None":
@@ -179,7 +182,7 @@ def _timeline(body: str, number: int) -> TimelineEvent | str:
     event, _, rest = rest.partition(",")
     job, _, detail_text = rest.partition(",")
     offset, event, job = offset.strip(), event.strip(), job.strip()
-    if not re.fullmatch(r"\d+", offset) or int(offset) > MAX_MS * 100 or not event:
+    if not (offset.isdigit() and offset.isascii()) or int(offset) > MAX_MS * 100 or not event:
         return "malformed TIMELINE line"
     if event not in TIMELINE_EVENTS:
         return "TIMELINE event of an unknown kind"
@@ -188,7 +191,7 @@ def _timeline(body: str, number: int) -> TimelineEvent | str:
     for part in filter(None, (p.strip() for p in detail_text.split(","))):
         key, sep, value = part.partition("=")
         value = value.removesuffix("ms")
-        if sep and re.fullmatch(r"\d+", value) and int(value) <= MAX_MS:
+        if sep and value.isdigit() and value.isascii() and int(value) <= MAX_MS:
             detail[key.strip()] = int(value)
         elif key.strip() in TIMELINE_NUMBERS or (sep and not value):
             return "malformed TIMELINE line"

@@ -2,14 +2,13 @@
 
 Grouping. The timing lines carry no partition number, so lines are filed into calls by the
 order the daemon prints them: the GPU thread's lines of one call come in sequence
-(split_vectors, mutex_wait, ntt_msm_h, barrier_wait, batch_add, tail_msm, then mutex_held at
+(split_vectors, host registration, mutex_wait, then under the mutex the pool threshold, the
+d_a cache and pre-staging, ntt_msm_h, barrier_wait, batch_add, tail_msm, and mutex_held at
 the end) and the mutex keeps calls from overlapping there, so each such line goes to the
 oldest call still waiting for it and not already past it. prep_msm is printed before the
 GPU thread can pass the barrier (so before that call's batch_add line) and b_g2_msm after
-tail_msm; the CUZK_NTT_H line goes to the oldest call without one; the lines a call prints
-once it holds the mutex and before ntt_msm_h ends (pool threshold, d_a cache, pre-staging)
-go to the oldest call without its ntt_msm_h; async_dealloc, printed after the call is
-finalised, to the oldest call with b_g2_msm and no dealloc yet. Calls missing lines (a
+tail_msm; the CUZK_NTT_H line goes to the oldest call without one; async_dealloc, printed
+after the call is finalised, to the oldest call with b_g2_msm and no dealloc yet. Calls missing lines (a
 truncated log) keep what they have. Each kind keeps a queue of the calls it may still go to,
 and a call leaves a queue for good once it is past that kind, so filing is linear.
 
@@ -39,14 +38,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from workbench.importers.cuzk_lines import LogLines, TimelineEvent, TimingLine, read_lines
+from workbench.importers.cuzk_lines import LogLines, TimelineEvent, TimingLine, read_lines, skip_line
 from workbench.importers.cuzk_placement import Call, place_calls
 from workbench.importers.report import ImportFailed, ImportReport
 from workbench.model.tracks import worker_track
 from workbench.trace.container import Trace
 
-CHAIN = ("split", "prelock", "ntt", "barrier", "batch", "tail", "held")
-BEFORE_NTT = ("pool", "d_a_cache", "host_register", "prestage_vram", "prestage_setup")
+# The lines of one call in the order the daemon prints them (each daemon version prints some).
+CHAIN = ("split", "host_register", "prelock", "pool", "d_a_cache", "prestage_vram", "prestage_setup", "ntt",
+         "barrier", "batch", "tail", "held")
 LOOKAHEAD = 4  # GPU_END events considered for each call
 
 
@@ -69,8 +69,8 @@ def parse_cuzk_log(text: str, source: str = "<text>") -> Trace:
             + (f" ({reasons})" if reasons else "")
         )
     calls, unattached = group_calls(lines.timings)
-    if unattached:
-        report.extra["unattached_lines"] = unattached
+    for line in unattached:
+        skip_line(report, "async_dealloc line before any finished call", line.line)
     incomplete = sum(1 for c in calls if not c.complete)
     if incomplete:
         report.extra["incomplete_calls"] = incomplete
@@ -78,7 +78,7 @@ def parse_cuzk_log(text: str, source: str = "<text>") -> Trace:
         report.extra["figures"] = figures(lines.figures)
     _match_timeline(calls, lines.timeline, report)
     spans, instants = place_calls(calls, lines.timeline, report)
-    report.kept = len(lines.timings) + len(lines.timeline) + len(lines.figures) - unattached
+    report.kept = len(lines.timings) + len(lines.timeline) + len(lines.figures) - len(unattached)
     meta = {"outcome": "completed", "import": report.as_meta()}
     workers = len({s[5] for s in spans if s[0] == worker_track(s[5])})
     config = {"gpu_workers": workers} if workers else {}
@@ -90,7 +90,7 @@ class _Filing:
 
     def __init__(self) -> None:
         self.calls: list[Call] = []
-        kinds = (*CHAIN, "prep", "b_g2", "ntt_h", *BEFORE_NTT)
+        kinds = (*CHAIN, "prep", "b_g2", "ntt_h")
         self.open: dict[str, deque[Call]] = {k: deque() for k in kinds}
         self.tail_done: deque[Call] = deque()  # calls with tail_msm, for b_g2_msm
         self.b_g2_done: deque[Call] = deque()  # calls with b_g2_msm, for async_dealloc
@@ -118,20 +118,18 @@ class _Filing:
         if kind == "b_g2":
             fitting = self.oldest(self.tail_done, lambda c: "held" not in c.lines and "b_g2" not in c.lines)
             return fitting or self.oldest(self.open[kind], lambda c: "b_g2" not in c.lines)
-        if kind in BEFORE_NTT:
-            return self.oldest(self.open[kind], lambda c: kind not in c.lines and "ntt" not in c.lines)
         return self.oldest(self.open[kind], lambda c: kind not in c.lines)
 
 
-def group_calls(timings: list[TimingLine]) -> tuple[list[Call], int]:
-    """The calls the lines make, and how many lines had no call to go to."""
+def group_calls(timings: list[TimingLine]) -> tuple[list[Call], list[TimingLine]]:
+    """The calls the lines make, and the lines that had no call to go to."""
     filing = _Filing()
-    unattached = 0
+    unattached = []
     for line in timings:
         if line.kind == "dealloc":
             call = filing.oldest(filing.b_g2_done, lambda c: "dealloc" not in c.lines)
             if call is None:
-                unattached += 1
+                unattached.append(line)
             else:
                 call.lines["dealloc"] = line
             continue
