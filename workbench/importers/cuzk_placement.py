@@ -151,8 +151,11 @@ def place_calls(
     return layout.spans, layout.instants
 
 
+NAMES = {key: CUZK.canonical(key) for key in CUZK.aliases}
+
+
 def _name(key: str) -> str:
-    return CUZK.canonical(key)
+    return NAMES.get(key, key)
 
 
 def _call_spans(
