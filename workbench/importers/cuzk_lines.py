@@ -31,6 +31,7 @@ INT = re.compile(r"(-?\d+)(ms)?,?")
 SOME = re.compile(r"Some\((\d+)\)")  # how tracing writes an Option
 MAX_MS = 10**9  # eleven days
 MAX_VALUE = 2**63
+DIGITS = 19  # more digits than this is not a figure the daemon prints
 KEPT_LINE_NUMBERS = 20  # line numbers kept per skip reason (the count covers them all)
 
 # The field that names each CUZK_TIMING line, and the kind the line is filed under.
@@ -141,7 +142,7 @@ def _timing(body: str, number: int) -> TimingLine | str:
     for pattern, kind, names in WORDED:
         if (m := pattern.search(body)) is not None:
             words = dict(zip(names, m.groups(), strict=True))
-            fields = {k: int(v) for k, v in words.items() if v.isdigit()}
+            fields = {k: int(v) for k, v in words.items() if _digits(v)}
             return TimingLine(kind, fields, number, {k: v for k, v in words.items() if k not in fields})
     parsed = _fields(body)
     if parsed is None:
@@ -169,6 +170,8 @@ def _fields(text: str) -> tuple[dict[str, int], dict[str, str]] | None:
             else:
                 return None
         assert m is not None
+        if len(m.group(1)) > DIGITS:
+            return None
         value = int(m.group(1))
         duration = key.endswith("_ms") or m.group(2) is not None
         if not (0 <= value <= MAX_MS if duration else abs(value) <= MAX_VALUE):
@@ -182,7 +185,7 @@ def _timeline(body: str, number: int) -> TimelineEvent | str:
     event, _, rest = rest.partition(",")
     job, _, detail_text = rest.partition(",")
     offset, event, job = offset.strip(), event.strip(), job.strip()
-    if not (offset.isdigit() and offset.isascii()) or int(offset) > MAX_MS * 100 or not event:
+    if not _digits(offset) or int(offset) > MAX_MS * 100 or not event:
         return "malformed TIMELINE line"
     if event not in TIMELINE_EVENTS:
         return "TIMELINE event of an unknown kind"
@@ -191,10 +194,15 @@ def _timeline(body: str, number: int) -> TimelineEvent | str:
     for part in filter(None, (p.strip() for p in detail_text.split(","))):
         key, sep, value = part.partition("=")
         value = value.removesuffix("ms")
-        if sep and value.isdigit() and value.isascii() and int(value) <= MAX_MS:
+        if sep and _digits(value) and int(value) <= MAX_MS:
             detail[key.strip()] = int(value)
         elif key.strip() in TIMELINE_NUMBERS or (sep and not value):
             return "malformed TIMELINE line"
         else:
             words[key.strip()] = value
     return TimelineEvent(int(offset), event, job, detail, number, words)
+
+
+def _digits(text: str) -> bool:
+    """A plain decimal number short enough to be a figure (int() refuses thousands of digits)."""
+    return text.isascii() and text.isdigit() and len(text) <= DIGITS
