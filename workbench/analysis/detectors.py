@@ -240,8 +240,12 @@ def lock_serialised(ctx: Context) -> Finding | None:
             continue  # barrier waits are prep_bound's
         d = prof.durations
         parts = [part.durations.total_ms for q in phase.parts if (part := ctx.phases.get(q)) is not None]
-        inside = (d.total_ms if phase.does == COMPUTE and not phase.parts else sum(parts) if parts
-                  else d.min_ms * d.count if phase.does == COMPUTE else 0.0)
+        if phase.does != COMPUTE:
+            inside = 0.0
+        elif not phase.parts:
+            inside = d.total_ms
+        else:
+            inside = sum(parts) if parts else d.min_ms * d.count
         outside[name] = max(d.total_ms - inside, 0.0)
     carrier = max(outside, key=lambda n: outside[n], default=None)
     carrier_share = outside[carrier] / sum(outside.values()) if carrier and sum(outside.values()) else 0.0
