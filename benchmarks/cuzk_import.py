@@ -44,14 +44,16 @@ def main() -> None:
     args = parser.parse_args()
     for mb in args.mb:
         text = log_of(mb, args.dense)
-        best = float("inf")
+        best = wall = float("inf")
         for _ in range(args.repeats):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             trace = parse_cuzk_log(text, f"{mb:g}MB.log")
-            best = min(best, time.perf_counter() - start)
+            # CPU time is the figure to compare: on a shared machine wall time includes waiting.
+            best = min(best, time.process_time() - cpu)
+            wall = min(wall, time.perf_counter() - start)
         lines = text.count("\n")
-        print(f"{len(text) / 1e6:6.1f} MB, {lines:9d} lines, {len(trace.spans):8d} spans: {best:6.2f} s "
-              f"({best / len(text) * 1e6:.3f} s/MB)")
+        print(f"{len(text) / 1e6:6.1f} MB, {lines:9d} lines, {len(trace.spans):8d} spans: {best:6.2f} s CPU "
+              f"({best / len(text) * 1e6:.3f} s/MB), {wall:6.2f} s wall")
 
 
 if __name__ == "__main__":
