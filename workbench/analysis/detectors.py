@@ -229,7 +229,42 @@ def lock_serialised(ctx: Context) -> Finding | None:
     if not_compute / held < NOT_COMPUTE:
         return None
     wait_share = m.waits.total_ms / (ctx.workers * ctx.window_ms) if ctx.window_ms else 0.0
-    sentence = (
+    # Where that time sits: each lock phase less the GPU compute inside it (its compute parts;
+    # a compute phase timed whole without its parts computes at most its fastest instance).
+    from workbench.model.pipeline import COMPUTE, PROVER, WAIT
+
+    outside: dict[str, float] = {}
+    for name in PROVER.lock_phases:
+        phase, prof = PROVER.phase(name), ctx.phases.get(name)
+        if prof is None or phase.does == WAIT:
+            continue  # barrier waits are prep_bound's
+        d = prof.durations
+        parts = [part.durations.total_ms for q in phase.parts if (part := ctx.phases.get(q)) is not None]
+        if phase.does != COMPUTE:
+            inside = 0.0
+        elif not phase.parts:
+            inside = d.total_ms
+        else:
+            inside = sum(parts) if parts else d.min_ms * d.count
+        outside[name] = max(d.total_ms - inside, 0.0)
+    carrier = max(outside, key=lambda n: outside[n], default=None)
+    carrier_share = outside[carrier] / sum(outside.values()) if carrier and sum(outside.values()) else 0.0
+    lead, title, numbers, spans = "", "The GPU mutex serialises work that is not GPU compute", {}, []
+    if carrier is not None and carrier_share >= 0.5 and (prof := ctx.phases.get(carrier)) is not None:
+        d = prof.durations
+        title = f"{carrier} holds the GPU mutex with work that is not GPU compute"
+        others = tuple(p for p in GPU_PHASES if p != carrier)
+        lead = f"{carrier} carries {carrier_share:.0%} of the time under the mutex that is not GPU compute "
+        if not prof.constant:
+            lead += (f"and varies: it swings {d.swing:.1f}x ({d.min_ms:.0f}-{d.max_ms:.0f} ms, "
+                     f"CV {d.cv:.0%}) and accounts for {prof.hold_variance_share or 0.0:.0%} of the "
+                     f"variation in how long the mutex is held{_constant_phrase(ctx, others)}. ")
+        else:
+            lead += f"and stays constant (~{d.median_ms:.0f} ms a partition). "
+        numbers = {"carrier_share": carrier_share, "carrier_swing": d.swing, "carrier_min_ms": d.min_ms,
+                   "carrier_max_ms": d.max_ms, "carrier_hold_variance_share": prof.hold_variance_share or 0.0}
+        spans = [prof.slowest, prof.fastest]
+    sentence = lead + (
         f"The mutex is held {m.held_fraction:.0%} of the run and workers spend {wait_share:.0%} of their "
         f"time waiting for it; {not_compute / held:.0%} of the time it is held is not GPU compute"
         + (f" ({copy / held:.0%} copying a, b, c)" if copy > 0 else "")
@@ -245,13 +280,13 @@ def lock_serialised(ctx: Context) -> Finding | None:
     if ctx.transfers is not None and ctx.transfers.excess_ms is not None:
         copy_bound_excess = ctx.transfers.excess_ms
     return Finding(
-        id="lock_serialised", title="The GPU mutex serialises work that is not GPU compute",
+        id="lock_serialised", title=title,
         sentence=sentence + _gain_sentence(scope, "Copying before the lock (lock_scope=compute)"),
         cost=ctx.share(max(not_compute - copy_bound_excess, 0.0)),
         numbers={"held_fraction": m.held_fraction, "wait_share": wait_share,
                  "not_compute_share": not_compute / held, "ceiling_per_min": m.ceiling_per_min,
-                 "achieved_per_min": m.achieved_per_min},
-        evidence=Evidence.of(ctx.trace, m.longest_waits + m.longest_holds),
+                 "achieved_per_min": m.achieved_per_min, **numbers},
+        evidence=Evidence.of(ctx.trace, spans + list(m.longest_waits + m.longest_holds)),
         suggestion="Take the copies out of the lock (lock_scope=compute) so one worker's copy overlaps "
                    "the other's kernels; more workers cannot beat the lock's ceiling.",
         predictions=predictions,
