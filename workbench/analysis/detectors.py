@@ -537,7 +537,8 @@ class Registered:
 def runnable(detectors: tuple[Registered, ...], roles: Mapping[str, int]
              ) -> tuple[tuple[Registered, ...], dict[tuple[str, ...], list[str]]]:
     """The detectors a trace with these roles can feed, and the others grouped by what they lack."""
-    run, skipped = [], {}
+    run: list[Registered] = []
+    skipped: dict[tuple[str, ...], list[str]] = {}
     for d in detectors:
         if d.superseded(roles):
             continue

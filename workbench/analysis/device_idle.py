@@ -58,7 +58,7 @@ BUSY_ROLES = ("launch", "runtime", "os_call", "host", "producer", "prep", "consu
 @dataclass(frozen=True)
 class Part:
     thread: str  # "host thread 1234" ("" for copies)
-    what: str  # the call or range it is in ("cudaDeviceSynchronize"), or the copies ("h2d pageable -> device")
+    what: str  # the call or range it is in, or the copies ("h2d pageable -> device")
     ms: float
     share: float  # of the window
     evidence: tuple[int, ...]
@@ -162,11 +162,13 @@ def _one(trace: Trace, g: int, codes: np.ndarray, gpu: np.ndarray) -> DeviceIdle
         if piece.total() > 0:
             causes.append(_cause(trace, cause, piece, mask, keys, start, window, first))
     if remaining.total() > 0:
-        causes.append(_cause(trace, "nothing", remaining, np.zeros(len(spans), bool), [], start, window, first))
+        none = np.zeros(len(spans), bool)
+        causes.append(_cause(trace, "nothing", remaining, none, [], start, window, first))
     causes.sort(key=lambda c: -c.ms)
     return DeviceIdle(
         gpu=g, window_ms=window / 1e6, busy_ms=busy.total() / 1e6, idle_ms=idle.total() / 1e6,
-        before_first_ms=max(min(first, end) - start, 0) / 1e6, after_last_ms=max(end - max(last, start), 0) / 1e6,
+        before_first_ms=max(min(first, end) - start, 0) / 1e6,
+        after_last_ms=max(end - max(last, start), 0) / 1e6,
         causes=tuple(causes), launchers=tuple(labels[k] for k in sorted(launchers)),
         not_judged=tuple(not_judged),
     )

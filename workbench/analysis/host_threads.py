@@ -33,7 +33,8 @@ def span_threads(trace: Trace) -> tuple[np.ndarray, tuple[str, ...]]:
     out = per_track[spans.track] if len(spans) else np.zeros(0, np.int64)
     names = list(threads)
     # A worker's lock spans are that worker's thread's.
-    lock_tracks = [c for c in np.unique(spans.track).tolist() if tr.parse(text[c]).kind in (tr.MUTEX, tr.LOCK)]
+    used = np.unique(spans.track).tolist()
+    lock_tracks = [c for c in used if tr.parse(text[c]).kind in (tr.MUTEX, tr.LOCK)]
     on_lock = np.isin(spans.track, lock_tracks) & (spans.worker >= 0)
     for w in np.unique(spans.worker[on_lock]).tolist():
         name = tr.worker_track(int(w))

@@ -107,14 +107,16 @@ def idle_causes(ctx: Context) -> list[Finding]:
             if c.share < IDLE_CAUSE:
                 continue
             suffix = f"/gpu{d.gpu}" if len(ctx.device) > 1 else ""
-            before = f", {c.before_first_ms:.0f} ms of it before the first kernel" if c.before_first_ms else ""
-            sentence = (f"{gpu_name(ctx, d)} runs no kernel for {c.ms:.0f} ms ({c.share:.0%} of the trace, in "
-                        f"{c.pieces} gaps{before}) {phrase(c, d, ms=True)}")
+            early = c.before_first_ms
+            before = f", {early:.0f} ms of it before the first kernel" if early else ""
+            sentence = (f"{gpu_name(ctx, d)} runs no kernel for {c.ms:.0f} ms ({c.share:.0%} of the trace, "
+                        f"in {c.pieces} gaps{before}) {phrase(c, d, ms=True)}")
             out.append(Finding(
                 id=f"idle_{c.cause}{suffix}", title=TITLES[c.cause], sentence=sentence + ".", cost=c.share,
                 numbers={"idle_ms": c.ms, "idle_share": c.share, "gpu_idle_share": d.idle_share,
                          "before_first_ms": c.before_first_ms, "gpu": float(d.gpu)},
-                evidence=Evidence.of(ctx.trace, c.evidence + tuple(i for p in c.parts[:NAMED] for i in p.evidence)),
+                evidence=Evidence.of(ctx.trace, (*c.evidence, *(i for p in c.parts[:NAMED]
+                                                               for i in p.evidence))),
                 suggestion=SUGGESTIONS[c.cause],
             ))
     return out
@@ -137,8 +139,9 @@ def pageable_copies(ctx: Context) -> Finding | None:
     against = (f", {share:.0%} of the {link.gbps:.1f} GB/s link ({link.source})" if link and share is not None
                else "; no link speed to compare with (no pinned copy in the trace; give --link-gbps)")
     sentence = (f"{k.count} host-to-device copies ({k.bytes / 1e6:.0f} MB, {k.ms:.1f} ms) come from pageable "
-                f"memory and move {k.gbps:.1f} GB/s (median copy {k.median_gbps or 0:.1f} GB/s){against}; the "
-                f"driver stages each through a pinned buffer on the host, so its speed depends on host memory. "
+                f"memory and move {k.gbps:.1f} GB/s (median copy {k.median_gbps or 0:.1f} GB/s){against}; "
+                "the driver stages each through a pinned buffer on the host, so its speed depends on host "
+                "memory. "
                 f"The GPU runs no kernel for {waited:.1f} ms of them.")
     return Finding(
         id="pageable_copies", title="Host-to-device copies from pageable memory", sentence=sentence,
@@ -164,11 +167,12 @@ def unit_variation(ctx: Context) -> Finding | None:
     if constant:
         names = " and ".join(c.name for c in constant)
         figures = ", ".join(f"~{c.durations.median_ms:.1f} ms" for c in constant)
-        steady = f"; {names} stay{'s' if len(constant) == 1 else ''} constant ({figures})"
+        verb = "stays" if len(constant) == 1 and not names.endswith("s") else "stay"
+        steady = f"; {names} {verb} constant ({figures})"
     cd = carrier.durations
     sentence = (f"{u.name} ({d.count} instances, {u.source}) takes {d.min_ms:.1f}-{d.max_ms:.1f} ms (median "
-                f"{d.median_ms:.1f}, CV {d.cv:.0%}); {carrier.name} carry {carrier.variance_share:.0%} of the "
-                f"variation ({cd.min_ms:.1f}-{cd.max_ms:.1f} ms an instance){steady}.")
+                f"{d.median_ms:.1f}, CV {d.cv:.0%}); {carrier.name} carry {carrier.variance_share:.0%} of "
+                f"the variation ({cd.min_ms:.1f}-{cd.max_ms:.1f} ms an instance){steady}.")
     lost = (d.mean_ms - d.min_ms) * d.count
     return Finding(
         id="unit_variation", title=f"{u.name} varies, and {carrier.name} carry the variation",
@@ -190,10 +194,11 @@ def lock_contention(ctx: Context) -> Finding | None:
         return None
     top = w.threads[0]
     lock = max(w.locks, key=lambda g: g.waits.max_ms)
-    sentence = (f"Host threads wait {w.waits.total_ms:.1f} ms on locks, conditions or barriers ({w.waits.count} "
-                f"waits, longest {w.waits.max_ms:.1f} ms, on {lock.key}); {top.key} waits most "
-                f"({top.waits.total_ms:.1f} ms in {top.waits.count}); the GPU runs no kernel for {idle:.1f} ms "
-                "of it.")
+    sentence = (f"Host threads wait {w.waits.total_ms:.1f} ms on locks, conditions or barriers "
+                f"({w.waits.count} waits, longest {w.waits.max_ms:.1f} ms, on {lock.key}); {top.key} waits "
+                "most "
+                f"({top.waits.total_ms:.1f} ms in {top.waits.count}); the GPU runs no kernel for "
+                f"{idle:.1f} ms of it.")
     return Finding(
         id="lock_contention", title="Host threads wait on locks while the GPU idles", sentence=sentence,
         cost=ctx.share(idle),
@@ -209,8 +214,8 @@ PROGRAM_DETECTORS: tuple[Registered, ...] = (
     Registered(pageable_copies, "copies from pageable memory", needs=("copy",), without=ANY_PROGRAM),
     Registered(unit_variation, "a repeated unit of work that varies", any_of=("unit", "host"),
                without=ANY_PROGRAM),
-    Registered(lock_contention, "lock waits on host threads", any_of=("lock_wait", "cond_wait", "barrier_wait"),
-               without=ANY_PROGRAM),
+    Registered(lock_contention, "lock waits on host threads",
+               any_of=("lock_wait", "cond_wait", "barrier_wait"), without=ANY_PROGRAM),
 )
 # The idle causes come as several findings at once; gated like the others.
 IDLE = Registered(gpu_idle, "GPU idle time by cause", needs=("kernel",), without=ANY_PROGRAM)

@@ -75,7 +75,6 @@ def unit_report(trace: Trace) -> UnitReport | None:
     if found is None:
         return None
     name, source, starts, ends, owner, first = found
-    spans = trace.spans
     kernels = _of(trace, codes == rl.CODE["kernel"])
     copies = _of(trace, np.isin(codes, [rl.CODE["copy"], rl.CODE["memset"]])).subtract(kernels)
     device = kernels.union(copies)
@@ -102,7 +101,8 @@ def unit_report(trace: Trace) -> UnitReport | None:
         for k, label in enumerate(COMPONENTS)
     )
     return UnitReport(name, source, Distribution.of_ns(lengths), components,
-                      fastest=int(first[int(np.argmin(lengths))]), slowest=int(first[int(np.argmax(lengths))]))
+                      fastest=int(first[int(np.argmin(lengths))]),
+                      slowest=int(first[int(np.argmax(lengths))]))
 
 
 def _units(trace: Trace, codes: np.ndarray, thread: np.ndarray
@@ -125,7 +125,8 @@ def _units(trace: Trace, codes: np.ndarray, thread: np.ndarray
         if total.max() > 0:
             k = int(np.argmax(total))
             idx = host[inverse == k]
-            return text[int(ids[k])], "repeated host range", spans.start_ns[idx], spans.end_ns[idx], thread[idx], idx
+            name = text[int(ids[k])]
+            return name, "repeated host range", spans.start_ns[idx], spans.end_ns[idx], thread[idx], idx
     return _partitions(trace, codes, thread)
 
 

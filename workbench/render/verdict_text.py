@@ -29,12 +29,12 @@ def render_verdict(verdict: Verdict, trace: Trace | None = None, details: bool =
         out.extend(_gpus(verdict))
     whole = "share of the run" if pipeline else "share of the trace"
     for u in () if len(verdict.gpus) > 1 else verdict.utilisation:
-        rows = [
-            ["mutex held", u.mutex_held],
-            [f"compute ({u.compute_source})", u.host_timed_compute],
-            ["kernel busy (device records)", u.kernel_busy],
-            ["copy busy (device records)", u.copy_busy],
-            ["NVML duty cycle", u.nvml_duty_cycle],
+        rows: list[tuple[str, float | None]] = [
+            ("mutex held", u.mutex_held),
+            (f"compute ({u.compute_source})", u.host_timed_compute),
+            ("kernel busy (device records)", u.kernel_busy),
+            ("copy busy (device records)", u.copy_busy),
+            ("NVML duty cycle", u.nvml_duty_cycle),
         ]
         out.append("")
         # A trace without the pipeline shows only the figures it has.
@@ -91,8 +91,8 @@ def _program(v: Verdict) -> list[str]:
         link = f"{c.link.gbps:.1f} GB/s ({c.link.source})" if c.link else "unknown (give --link-gbps)"
         out += ["", f"copies by direction and memory kind; link {link}"]
         out.append(table(["copies", "count", "MB", "ms", "GB/s", "median GB/s", "of the link"], [
-            [k.label, str(k.count), f"{k.bytes / 1e6:.1f}", f"{k.ms:.2f}", _rate(k.gbps), _rate(k.median_gbps),
-             _pct(c.link_share(k))] for k in c.kinds
+            [k.label, str(k.count), f"{k.bytes / 1e6:.1f}", f"{k.ms:.2f}", _rate(k.gbps),
+             _rate(k.median_gbps), _pct(c.link_share(k))] for k in c.kinds
         ]))
     u = v.units
     if u is not None:
