@@ -176,3 +176,15 @@ def test_no_kernels_says_so():
 def _options(**kw):
     from workbench.analysis import DiagnoseOptions
     return DiagnoseOptions(**kw)
+
+
+def test_several_gpus_name_the_one_that_idles_most():
+    # GPU 0 computes [0,100); GPU 1 computes [0,20) and [60,100), idle [20,60) while thread 1 syncs.
+    _, v = verdict_of([
+        span(tr.stream_track(0, 1), "k", 0, 100), span(tr.stream_track(1, 1), "k", 0, 20),
+        span(CUDA1, "cudaStreamSynchronize", 15, 60), span(tr.stream_track(1, 1), "k", 60, 100),
+    ])
+    assert [d.gpu for d in v.device] == [0, 1] and v.device[0].idle_ms == 0
+    assert v.headline == ("GPU 1 idles 40% of the 0.10 s trace; the largest cause: 40% while host thread 1 "
+                          "waits in cudaStreamSynchronize.")
+    assert v.findings[0].id == "idle_sync/gpu1" and v.gpus == ()

@@ -58,7 +58,14 @@ def phrase(cause: Cause, d: DeviceIdle, ms: bool = False) -> str:
     def amount(p: Part) -> str:
         return f"{p.ms:.1f} ms" if ms else _pct(p.ms, d)
 
-    more = f" and {len(parts) - NAMED} more" if ms and len(parts) > NAMED else ""
+    if not ms:
+        # Shares that round to nothing say nothing: name the contributors that show, sum the rest.
+        shown = tuple(p for p in parts[:NAMED] if p.share >= 0.005) or parts[:1]
+        rest = cause.ms - sum(p.ms for p in shown)
+        more = f" and others ({_pct(rest, d)})" if rest / d.window_ms >= 0.005 else ""
+        parts = shown
+    else:
+        more = f" and {len(parts) - NAMED} more" if len(parts) > NAMED else ""
     if cause.cause == "copy":
         listed = ", ".join(f"{p.what} {amount(p)}" for p in parts[:NAMED])
         return f"waiting on copies with no kernel running ({listed}{more})"

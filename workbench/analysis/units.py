@@ -23,7 +23,7 @@ import numpy as np
 
 from workbench.analysis.distribution import Distribution
 from workbench.analysis.host_threads import span_threads
-from workbench.analysis.intervals import Intervals
+from workbench.analysis.intervals import Intervals, covered_ns
 from workbench.analysis.phases import CONSTANT_CV
 from workbench.model import roles as rl
 from workbench.model import tracks as tr
@@ -79,17 +79,17 @@ def unit_report(trace: Trace) -> UnitReport | None:
     copies = _of(trace, np.isin(codes, [rl.CODE["copy"], rl.CODE["memset"]])).subtract(kernels)
     device = kernels.union(copies)
     parts = np.zeros((len(COMPONENTS), len(starts)))
-    parts[0] = _covered(kernels, starts, ends)
-    parts[1] = _covered(copies, starts, ends)
+    parts[0] = covered_ns(kernels, starts, ends)
+    parts[1] = covered_ns(copies, starts, ends)
     sync = codes == rl.CODE["sync"]
     locks = np.isin(codes, [rl.CODE[r] for r in ("lock_wait", "cond_wait", "barrier_wait")])
     for t in np.unique(owner).tolist():
         mine = owner == t
         on = thread == t
         waits = _of(trace, sync & on).subtract(device)
-        parts[2, mine] = _covered(waits, starts[mine], ends[mine])
+        parts[2, mine] = covered_ns(waits, starts[mine], ends[mine])
         held = _of(trace, locks & on).subtract(device).subtract(waits)
-        parts[3, mine] = _covered(held, starts[mine], ends[mine])
+        parts[3, mine] = covered_ns(held, starts[mine], ends[mine])
     lengths = (ends - starts).astype(np.float64)
     parts[4] = np.clip(lengths - parts[:4].sum(axis=0), 0, None)
     variance = float(lengths.var())
@@ -152,18 +152,3 @@ def _partitions(trace: Trace, codes: np.ndarray, thread: np.ndarray
 
 def _of(trace: Trace, mask: np.ndarray) -> Intervals:
     return Intervals.of(trace.spans.start_ns[mask], trace.spans.end_ns[mask])
-
-
-def _covered(s: Intervals, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """How much of each [start, end) the disjoint sorted set covers, for many at once."""
-    if not len(s):
-        return np.zeros(len(starts))
-    cum = np.concatenate([[0], np.cumsum(s.ends - s.starts)])
-
-    def upto(t: np.ndarray) -> np.ndarray:
-        k = np.searchsorted(s.starts, t, side="right")  # intervals starting at or before t
-        last = np.maximum(k - 1, 0)
-        beyond = np.where(k > 0, np.clip(s.ends[last] - t, 0, None), 0)
-        return cum[k] - beyond
-
-    return (upto(np.asarray(ends)) - upto(np.asarray(starts))).astype(np.float64)
