@@ -136,4 +136,5 @@ def covered_ns(s: Intervals, starts: np.ndarray, ends: np.ndarray) -> np.ndarray
         beyond = np.where(k > 0, np.clip(s.ends[last] - t, 0, None), 0)
         return cum[k] - beyond
 
-    return (upto(np.asarray(ends, dtype=np.int64)) - upto(np.asarray(starts, dtype=np.int64))).astype(np.float64)
+    done = upto(np.asarray(ends, dtype=np.int64)) - upto(np.asarray(starts, dtype=np.int64))
+    return done.astype(np.float64)
