@@ -143,7 +143,10 @@ def test_verdict_names_no_role_the_trace_lacks(loaded):
     assert "None" not in said and "unknown:" not in said
     # What was not judged is named by the roles that are absent.
     assert any("role consumer" in n for n in verdict.notes)
+    # No what-if: the pipeline replay cannot rebuild a program it knows nothing of.
     assert not verdict.pipeline and verdict.replay_error is None
+    assert not any(f.predictions for f in verdict.findings)
+    assert any(n.startswith("no what-if predictions: the pipeline replay needs") for n in verdict.notes)
 
 
 def test_copies_by_kind_from_the_export(loaded):

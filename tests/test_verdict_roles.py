@@ -142,7 +142,7 @@ def test_repeated_host_range_is_a_unit():
         rows += [span(T1, "iteration", 10 * k, 10 * k + 5 + k), span(KERNELS, "k", 10 * k, 10 * k + 5)]
     u = verdict_of(rows)[1].units
     assert (u.name, u.source, u.durations.count) == ("iteration", "repeated host range", 5)
-    assert u.carrier.name == "other host" and u.get("kernels").durations.total_ms == 25
+    assert u.carrier.name == "other host time" and u.get("kernels").durations.total_ms == 25
 
 
 def test_detectors_declare_roles_and_pipeline_ones_skip_foreign_traces():

@@ -15,7 +15,8 @@ window gets the first cause that holds then:
 
 Where the trace knows which threads drive the GPU (they make CUDA calls), lock waits count
 on those threads only: a helper thread parked on a condition variable does not hold the
-GPU back. OS calls in which a thread sleeps (poll, epoll_wait, nanosleep, ...) are not host
+GPU back. A host call names no GPU: with several GPUs it counts for each GPU that idles
+during it. OS calls in which a thread sleeps (poll, epoll_wait, nanosleep, ...) are not host
 work. A cause whose roles the trace lacks is not judged, and `not_judged` says why.
 
 Contract: `device_idle(trace) -> tuple[DeviceIdle, ...]`, one per GPU that ran kernels.

@@ -174,15 +174,16 @@ def unit_variation(ctx: Context) -> Finding | None:
     if constant:
         names = " and ".join(c.name for c in constant)
         figures = ", ".join(f"~{c.durations.median_ms:.1f} ms" for c in constant)
-        verb = "stays" if len(constant) == 1 and not names.endswith("s") else "stay"
-        steady = f"; {names} {verb} constant ({figures})"
+        steady = f"; {names} {_verb(names, len(constant), 'stay')} constant ({figures})"
     cd = carrier.durations
     sentence = (f"{u.name} ({d.count} instances, {u.source}) takes {d.min_ms:.1f}-{d.max_ms:.1f} ms (median "
-                f"{d.median_ms:.1f}, CV {d.cv:.0%}); {carrier.name} carry {carrier.variance_share:.0%} of "
+                f"{d.median_ms:.1f}, CV {d.cv:.0%}); {carrier.name} {_verb(carrier.name, 1, 'carry')} "
+                f"{carrier.variance_share:.0%} of "
                 f"the variation ({cd.min_ms:.1f}-{cd.max_ms:.1f} ms an instance){steady}.")
     lost = (d.mean_ms - d.min_ms) * d.count
     return Finding(
-        id="unit_variation", title=f"{u.name} varies, and {carrier.name} carry the variation",
+        id="unit_variation",
+        title=f"{u.name} varies, and {carrier.name} {_verb(carrier.name, 1, 'carry')} the variation",
         sentence=sentence, cost=ctx.share(lost),
         numbers={"instances": float(d.count), "cv": d.cv, "min_ms": d.min_ms, "max_ms": d.max_ms,
                  "carrier_share": carrier.variance_share or 0.0, "lost_ms": lost},
@@ -190,6 +191,12 @@ def unit_variation(ctx: Context) -> Finding | None:
         suggestion=f"Look at the {carrier.name} of the slowest instances against the fastest: what the slow "
                    "ones wait for is what makes the run uneven.",
     )
+
+
+def _verb(subject: str, count: int, verb: str) -> str:
+    """"kernels stay", "other host time stays": the parts' names are plural nouns but one."""
+    singular = count == 1 and not subject.endswith("s")
+    return (verb[:-1] + "ies" if verb.endswith("y") else verb + "s") if singular else verb
 
 
 def lock_contention(ctx: Context) -> Finding | None:

@@ -31,7 +31,7 @@ from workbench.trace.container import Trace
 
 MIN_UNITS = 3  # declared units (role unit)
 MIN_REPEATS = 5  # host ranges of one name, to count as a repeated unit
-COMPONENTS = ("kernels", "copies", "sync waits", "lock waits", "other host")
+COMPONENTS = ("kernels", "copies", "sync waits", "lock waits", "other host time")
 _NUMBERED = re.compile(r"[#_ ]?\d+$")
 
 
@@ -70,8 +70,8 @@ def unit_report(trace: Trace) -> UnitReport | None:
     if not len(trace.spans):
         return None
     codes = rl.span_roles(trace)
-    thread, _ = span_threads(trace)
-    found = _units(trace, codes, thread)
+    thread, names = span_threads(trace)
+    found = _units(trace, codes, thread, names)
     if found is None:
         return None
     name, source, starts, ends, owner, first = found
@@ -105,7 +105,7 @@ def unit_report(trace: Trace) -> UnitReport | None:
                       slowest=int(first[int(np.argmax(lengths))]))
 
 
-def _units(trace: Trace, codes: np.ndarray, thread: np.ndarray
+def _units(trace: Trace, codes: np.ndarray, thread: np.ndarray, names: tuple[str, ...]
            ) -> tuple[str, str, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     spans, text = trace.spans, trace.strings.values
     declared = np.flatnonzero(codes == rl.CODE["unit"])
@@ -127,14 +127,16 @@ def _units(trace: Trace, codes: np.ndarray, thread: np.ndarray
             idx = host[inverse == k]
             name = text[int(ids[k])]
             return name, "repeated host range", spans.start_ns[idx], spans.end_ns[idx], thread[idx], idx
-    return _partitions(trace, codes, thread)
+    return _partitions(trace, thread, names)
 
 
-def _partitions(trace: Trace, codes: np.ndarray, thread: np.ndarray
+def _partitions(trace: Trace, thread: np.ndarray, names: tuple[str, ...]
                 ) -> tuple[str, str, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    spans, text = trace.spans, trace.strings.values
-    worker_tracks = [c for c in np.unique(spans.track).tolist() if tr.parse(text[c]).kind == tr.WORKER]
-    on = np.isin(spans.track, worker_tracks) & (spans.partition >= 0)
+    """Each partition from the first to the last span its consumer thread recorded for it
+    (its own phases, its calls, its waits for and holds of the lock)."""
+    spans = trace.spans
+    consumers = [k for k, n in enumerate(names) if tr.parse(n).kind == tr.WORKER]
+    on = np.isin(thread, consumers) & (spans.partition >= 0)
     index = np.flatnonzero(on)
     if not len(index):
         return None

@@ -95,7 +95,8 @@ def _program(v: Verdict) -> list[str]:
              _rate(k.median_gbps), _pct(c.link_share(k))] for k in c.kinds
         ]))
     u = v.units
-    if u is not None:
+    # A pipeline's phases say more than a split that finds nothing but host time in its partitions.
+    if u is not None and (not v.pipeline or any(p.durations.total_ms for p in u.components[:-1])):
         d = u.durations
         out += ["", f"{u.name} ({u.source}): {d.count} instances, {d.min_ms:.1f}-{d.max_ms:.1f} ms, median "
                     f"{d.median_ms:.1f}, CV {d.cv:.2f}"]
