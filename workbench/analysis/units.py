@@ -111,9 +111,9 @@ def _units(trace: Trace, codes: np.ndarray, thread: np.ndarray, names: tuple[str
     declared = np.flatnonzero(codes == rl.CODE["unit"])
     if len(declared):
         base = np.array([_NUMBERED.sub("", text[spans.name[i]]) or text[spans.name[i]] for i in declared])
-        names, counts = np.unique(base, return_counts=True)
+        kinds, counts = np.unique(base, return_counts=True)
         if counts.max() >= MIN_UNITS:
-            name = str(names[int(np.argmax(counts))])
+            name = str(kinds[int(np.argmax(counts))])
             idx = declared[base == name]
             return name, "role unit", spans.start_ns[idx], spans.end_ns[idx], thread[idx], idx
     host = np.flatnonzero(codes == rl.CODE["host"])
