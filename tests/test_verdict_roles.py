@@ -94,10 +94,24 @@ def test_lock_wait_on_the_thread_that_drives_the_gpu():
     lock = v.device[0].get("lock")
     assert lock.ms == 40
     assert [(p.thread, p.what) for p in lock.parts] == [("host thread 1", "pthread_mutex_lock")]
-    assert v.headline.endswith("the largest cause: 67% while host thread 1 waits in pthread_mutex_lock.")
+    assert v.headline.endswith("the largest cause: 67% while host thread 1 waits on pthread_mutex_lock.")
     assert v.locks.waits.total_ms == 100 and v.locks.threads[0].key == "host thread 2"
     contention = v.get("lock_contention")
     assert contention.numbers["idle_ms"] == 40 and contention.numbers["wait_ms"] == 100
+
+
+def test_foreign_lock_track():
+    # A lock of the program's own, recorded on lock/queue: its wait [5,25) names no thread, and
+    # counts although thread 1 is known to drive the GPU; its hold does not make the GPU wait.
+    queue = tr.lock_track("queue")
+    _, v = verdict_of([
+        span(CUDA1, "cudaLaunchKernel", 0, 1), span(KERNELS, "k", 1, 5), span(queue, "wait", 5, 25),
+        span(queue, "hold", 25, 30), span(CUDA1, "cudaLaunchKernel", 29, 30), span(KERNELS, "k", 30, 40),
+    ])
+    d = v.device[0]
+    assert d.get("lock").ms == 20 and d.get("launch").ms == 2 and d.get("nothing").ms == 4
+    assert v.headline.endswith("the largest cause: 50% while a host thread waits on lock queue.")
+    assert [g.key for g in v.locks.locks] == ["queue"]
 
 
 def test_host_work_and_nothing_queued():

@@ -16,7 +16,8 @@ window gets the first cause that holds then:
 Where the trace knows which threads drive the GPU (they make CUDA calls), lock waits count
 on those threads only: a helper thread parked on a condition variable does not hold the
 GPU back. A host call names no GPU: with several GPUs it counts for each GPU that idles
-during it. OS calls in which a thread sleeps (poll, epoll_wait, nanosleep, ...) are not host
+during it. A lock hold is not host work by itself (what the holder does shows in its own
+calls and ranges). OS calls in which a thread sleeps (poll, epoll_wait, nanosleep, ...) are not host
 work. A cause whose roles the trace lacks is not judged, and `not_judged` says why.
 
 Contract: `device_idle(trace) -> tuple[DeviceIdle, ...]`, one per GPU that ran kernels.
@@ -134,7 +135,9 @@ def _one(trace: Trace, g: int, codes: np.ndarray, gpu: np.ndarray) -> DeviceIdle
     sync = codes == rl.CODE["sync"]
     lock = np.isin(codes, [rl.CODE[r] for r in LOCK_ROLES]) & (thread >= 0)
     if driving:
-        lock &= np.isin(thread, list(driving))
+        # A foreign lock's own track (lock/<name>) names no thread: its waits may be anyone's.
+        threadless = [k for k, n in enumerate(names) if tr.parse(n).kind in (tr.LOCK, tr.MUTEX)]
+        lock &= np.isin(thread, [*driving, *threadless])
     busy_host = np.isin(codes, [rl.CODE[r] for r in BUSY_ROLES]) & (thread >= 0) & ~sleeping
     on_launcher = np.isin(thread, list(launchers))
     if not copies.any():
@@ -203,8 +206,11 @@ def _by_thread(trace: Trace, mask: np.ndarray, thread: np.ndarray, labels: dict[
     text = trace.strings.values
     out = []
     for i in np.flatnonzero(mask).tolist():
-        what = text[trace.spans.name[i]]
-        out.append((rank.get(str(role[i]), 3), labels[int(thread[i])], what))
+        what, who = text[trace.spans.name[i]], labels[int(thread[i])]
+        t = tr.parse(text[trace.spans.track[i]])
+        if t.kind == tr.LOCK and trace.spans.worker[i] < 0:
+            what, who = f"lock {t.name}", "a host thread"
+        out.append((rank.get(str(role[i]), 3), who, what))
     return out
 
 

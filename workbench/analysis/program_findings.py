@@ -70,7 +70,7 @@ def phrase(cause: Cause, d: DeviceIdle, ms: bool = False) -> str:
         listed = ", ".join(f"{p.what} {amount(p)}" for p in parts[:NAMED])
         return f"waiting on copies with no kernel running ({listed}{more})"
     top = parts[0]
-    verb = {"sync": "waits in", "lock": "waits in", "launch": "is busy in", "host": "is busy in"}[cause.cause]
+    verb = {"sync": "waits in", "lock": "waits on", "launch": "is busy in", "host": "is busy in"}[cause.cause]
     who = top.thread + (", which launches the GPU work," if cause.cause == "launch" else "")
     if top.ms >= 0.8 * cause.ms and not ms:
         return f"while {who} {verb} {top.what}"
