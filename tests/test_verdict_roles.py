@@ -159,6 +159,20 @@ def test_repeated_host_range_is_a_unit():
     assert u.carrier.name == "other host time" and u.get("kernels").durations.total_ms == 25
 
 
+def test_recursive_range_counts_once_per_entry_and_host_time_alone_says_nothing():
+    # fib calls itself: each entry from outside is one instance (3 of them), not one per level,
+    # so fib is no repeated unit; "step" repeats 5 times, nests nothing, and holds only host time.
+    rows = []
+    for k in range(3):
+        rows += [span(T1, "fib", 10 * k, 10 * k + 8), span(T1, "fib", 10 * k + 1, 10 * k + 7),
+                 span(T1, "fib", 10 * k + 2, 10 * k + 6)]
+    rows += [span(T1, "step", 30 + 3 * k, 30 + 3 * k + 0.5 * (k + 1)) for k in range(5)]
+    trace, v = verdict_of(rows)
+    u = v.units
+    assert (u.name, u.durations.count) == ("step", 5) and not u.decomposed
+    assert v.get("unit_variation") is None and "step (" not in render_verdict(v, trace)
+
+
 def test_detectors_declare_roles_and_pipeline_ones_skip_foreign_traces():
     for d in (*DETECTORS, *PROGRAM_DETECTORS):
         assert isinstance(d, Registered) and (d.needs or d.any_of), d.id

@@ -163,7 +163,7 @@ def pageable_copies(ctx: Context) -> Finding | None:
 
 def unit_variation(ctx: Context) -> Finding | None:
     u = ctx.units
-    if u is None or u.durations.cv < VARIABLE_CV:
+    if u is None or u.durations.cv < VARIABLE_CV or not u.decomposed:
         return None
     d = u.durations
     carrier = u.carrier

@@ -31,6 +31,7 @@ from workbench.trace.container import Trace
 
 MIN_UNITS = 3  # declared units (role unit)
 MIN_REPEATS = 5  # host ranges of one name, to count as a repeated unit
+CANDIDATES = 20  # names tried, most total time first
 COMPONENTS = ("kernels", "copies", "sync waits", "lock waits", "other host time")
 _NUMBERED = re.compile(r"[#_ ]?\d+$")
 
@@ -61,6 +62,12 @@ class UnitReport:
         """The part that carries most of the variation."""
         shared = [c for c in self.components if c.variance_share is not None]
         return max(shared, key=lambda c: c.variance_share or 0.0, default=None)
+
+    @property
+    def decomposed(self) -> bool:
+        """Whether the split finds more than host time: on a trace with no GPU, sync or lock
+        records every instance is all host time and the split says nothing."""
+        return any(c.durations.total_ms > 0 for c in self.components[:-1])
 
     def get(self, name: str) -> Component | None:
         return next((c for c in self.components if c.name == name), None)
@@ -121,13 +128,31 @@ def _units(trace: Trace, codes: np.ndarray, thread: np.ndarray, names: tuple[str
         ids, inverse, counts = np.unique(spans.name[host], return_inverse=True, return_counts=True)
         total = np.zeros(len(ids))
         np.add.at(total, inverse, (spans.end_ns[host] - spans.start_ns[host]).astype(np.float64))
-        total[counts < MIN_REPEATS] = -1
-        if total.max() > 0:
-            k = int(np.argmax(total))
-            idx = host[inverse == k]
-            name = text[int(ids[k])]
-            return name, "repeated host range", spans.start_ns[idx], spans.end_ns[idx], thread[idx], idx
+        for k in np.argsort(-total, kind="stable")[:CANDIDATES].tolist():
+            if counts[k] < MIN_REPEATS:
+                continue
+            idx = _outermost(trace, host[inverse == k], thread)
+            if len(idx) >= MIN_REPEATS:
+                name = text[int(ids[k])]
+                return name, "repeated host range", spans.start_ns[idx], spans.end_ns[idx], thread[idx], idx
     return _partitions(trace, thread, names)
+
+
+def _outermost(trace: Trace, idx: np.ndarray, thread: np.ndarray) -> np.ndarray:
+    """The instances not inside another of the same name on the same thread: a recursive
+    function's calls are one unit each time it is entered from outside, not one per level."""
+    spans = trace.spans
+    order = np.lexsort((-spans.end_ns[idx], spans.start_ns[idx], thread[idx]))
+    idx = idx[order]
+    keep, last_thread, reach = [], None, -1
+    for i in idx.tolist():
+        t = int(thread[i])
+        if t != last_thread:
+            last_thread, reach = t, -1
+        if spans.start_ns[i] >= reach:
+            keep.append(i)
+        reach = max(reach, int(spans.end_ns[i]))
+    return np.array(keep, dtype=np.int64)
 
 
 def _partitions(trace: Trace, thread: np.ndarray, names: tuple[str, ...]

@@ -80,7 +80,7 @@ class Verdict:
     @property
     def pipeline(self) -> bool:
         """Whether the trace holds a pipeline's consumer threads (our runs, cuzk logs)."""
-        return bool(self.roles.get("consumer")) or not self.roles
+        return bool(self.roles.get("consumer"))
 
     def get(self, finding_id: str) -> Finding | None:
         """The finding with this id; on several GPUs a bare id ("copy_bound") also finds the

@@ -24,7 +24,7 @@ def render_verdict(verdict: Verdict, trace: Trace | None = None, details: bool =
                    f"{s.throughput_per_min:.1f} partitions/min")
     else:
         held = ", ".join(f"{role} {n}" for role, n in verdict.roles.items())
-        out.append(f"trace of {s.wall_s:.2f} s; spans by role: {held}")
+        out.append(f"trace of {s.wall_s:.2f} s; " + (f"spans by role: {held}" if held else "no spans"))
     if len(verdict.gpus) > 1:
         out.extend(_gpus(verdict))
     whole = "share of the run" if pipeline else "share of the trace"
@@ -95,8 +95,8 @@ def _program(v: Verdict) -> list[str]:
              _rate(k.median_gbps), _pct(c.link_share(k))] for k in c.kinds
         ]))
     u = v.units
-    # A pipeline's phases say more than a split that finds nothing but host time in its partitions.
-    if u is not None and (not v.pipeline or any(p.durations.total_ms for p in u.components[:-1])):
+    # A split that finds nothing but host time says nothing.
+    if u is not None and u.decomposed:
         d = u.durations
         out += ["", f"{u.name} ({u.source}): {d.count} instances, {d.min_ms:.1f}-{d.max_ms:.1f} ms, median "
                     f"{d.median_ms:.1f}, CV {d.cv:.2f}"]
