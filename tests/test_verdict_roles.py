@@ -196,6 +196,22 @@ def test_kernels_alone_are_not_a_pipeline():
                           "running and no host activity recorded.")
 
 
+def test_gpu_bound_program():
+    # Kernels 90 of 100 ms; the launcher's last 10 ms launch nothing: GPU-bound, said without a pipeline.
+    trace, v = verdict_of([span(CUDA1, "cudaLaunchKernel", 0, 0.5), span(KERNELS, "k", 0.5, 90.5),
+                           span(CUDA1, "cudaMemGetInfo", 90.5, 100)])
+    assert v.get("gpu_bound").numbers["busy"] == pytest.approx(0.9)
+    assert v.headline.startswith("The GPU idles 10% of the 0.10 s trace; the largest cause: 10% while host "
+                                 "thread 1, which launches the GPU work, is busy in cudaMemGetInfo")
+    text = render_verdict(v, trace)
+    assert "mutex" not in text and "partition" not in text
+
+
+def test_a_detector_names_only_real_roles():
+    with pytest.raises(ValueError, match="no such role kernels"):
+        Registered(lambda ctx: None, "nothing", needs=("kernels",))
+
+
 def test_no_kernels_says_so():
     _, v = verdict_of([span(OS1, "read", 0, 5)])
     assert v.headline.startswith("No GPU kernels in the trace") and "os_call" in v.headline

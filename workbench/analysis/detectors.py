@@ -24,6 +24,7 @@ from workbench.analysis.transfers import TransferReport
 from workbench.analysis.units import UnitReport
 from workbench.analysis.utilisation import GpuShare, GpuUtilisation, gpu_utilisation, steady_window_ns
 from workbench.analysis.whatif import ZEROCOPY, Change, Prediction, WhatIf, WhatIfError
+from workbench.model.roles import ROLES
 from workbench.trace.container import Trace
 
 SLOW_COPY = 0.5  # copies below this share of the reference rate are slow
@@ -518,6 +519,11 @@ class Registered:
     any_of: tuple[str, ...] = ()  # at least one of these
     # Skipped, without a note, when the trace has any of these: another detector reads them better.
     without: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.needs + self.any_of + self.without) - set(ROLES))
+        if unknown:
+            raise ValueError(f"{self.detect.__name__}: no such role {', '.join(unknown)} (model/roles.py)")
 
     @property
     def id(self) -> str:
