@@ -10,6 +10,7 @@ module (`config`, `cli`); `workbench` itself is the package's front door (its __
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -46,6 +47,7 @@ def module_name(path: Path, root: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+@functools.cache
 def sources(root: Path = ROOT) -> dict[str, tuple[str, bool]]:
     """Module name -> (source, is a package's __init__)."""
     files = sorted(root.rglob("*.py"))
@@ -147,7 +149,7 @@ def test_every_part_of_the_package_has_a_layer():
 
 def test_an_upward_import_and_a_circle_are_caught():
     # The checks above must be able to fail: inject imports into copies of the real sources.
-    real = sources()
+    real = dict(sources())
     summary, is_package = real["workbench.analysis.summary"]
     injected = dict(real)
     upward = "\n\ndef _f():\n    from workbench.viz import gantt\n"
