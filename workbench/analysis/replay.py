@@ -1,7 +1,7 @@
 """The pipeline model as simulator processes: the what-if replay's run.
 
-The processes are built from the pipeline model (model/pipeline.py, `PROVER`), not from a
-second description of it: producer threads run `PROVER.producer` behind the look-ahead
+The processes are built from the pipeline model (model/pipeline.py: `PROVER`, or the model
+given), not from a second description of it: producer threads run `PROVER.producer` behind the look-ahead
 permits (`PROVER.lookahead_knob`); each GPU worker takes a unit from the FIFO queue, starts
 its prep thread (`PROVER.prep`), copies before the lock (`lock.copy_before_lock`, scope
 compute) or at the start of `lock.copy_inside` (scope coarse), holds its GPU's FIFO mutex
@@ -148,6 +148,8 @@ class ReplayedPipeline:
             yield from self._work(track, "ntt", c.compute_ns, c.partition, w, cpu)
             self._span(track, phase, start, c.partition, w)
             return
+        if phase not in PHASE_COST:
+            raise ValueError(f"the replay knows no recorded cost for phase {phase!r} of {self.model.name}")
         ns = getattr(c, PHASE_COST[phase])
         yield from self._work(track, phase, ns, c.partition, w, cpu)
         if phase == self.model.consumer[-1].name and ns <= 0:  # marks the unit done
