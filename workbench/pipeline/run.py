@@ -210,6 +210,8 @@ class Pipeline:
         try:
             with setup_scope.span("setup", backend=self.backend.name):
                 self.backend.setup(config, setup_scope)
+                # Again: setup may settle what the backend does inside which phase.
+                self._steps = consumer_steps(self.backend, config.lock_scope, self.keep_outputs, self._preps)
                 n, m = self.circuit.n, self.circuit.m
                 capacity = config.synth_lookahead + config.workers
                 self.memory = make_memory_mode(config.memory_mode, self.backend, n, m, capacity,
