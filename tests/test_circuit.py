@@ -40,7 +40,8 @@ def test_witness_is_fixed_by_seed_and_partition():
 
 
 def _synthesised(circuit: SyntheticCircuit, partition: int) -> SimpleNamespace:
-    target = SimpleNamespace(**{k: np.full((circuit.n, 4), 0xDEAD, np.uint64) for k in ("witness", "a", "b", "c")})
+    poisoned = {k: np.full((circuit.n, 4), 0xDEAD, np.uint64) for k in ("witness", "a", "b", "c")}
+    target = SimpleNamespace(**poisoned)
     circuit.synthesize(partition, target)
     return target
 

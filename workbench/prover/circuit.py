@@ -12,12 +12,13 @@ independent, as Groth16 wants. A boolean's value is a bit of the partition's gen
 bit decomposition's advice, as real circuits make them); an other variable's value is the
 product its constraint defines, a uniform-looking field element thanks to the structure's
 random constants (k_j one per row: with one constant for all rows, a sum of booleans takes few
-values and so would the products, a witness of many equal scalars). The reads p_t(j), q(j) = (j·mul + off) & (2^⌊log2 j⌋ − 1) are odd-
-stride permutations of the rows below the largest power of two ≤ j, so each variable is
-defined by earlier ones and the reads sweep all of memory; `terms` (RunConfig.synth_terms)
-sets the cost per constraint. Synthesis writes z and a = A·z, b = B·z, c = C·z on the
-domain, so a ⊙ b = c holds on it and the quotient h is a true polynomial; `r1cs()` gives the
-matrices themselves (for the trusted setup and for checking the witness).
+values and so would the products, a witness of many equal scalars). The reads p_t(j), q(j) =
+(j·mul + off) & (2^⌊log2 j⌋ − 1) are odd-stride permutations of the rows below the largest
+power of two ≤ j, so each variable is defined by earlier ones and the reads sweep all of
+memory; `terms` (RunConfig.synth_terms) sets the cost per constraint. Synthesis writes z
+and a = A·z, b = B·z, c = C·z on the domain, so a ⊙ b = c holds on it and the quotient h is
+a true polynomial; `r1cs()` gives the matrices themselves (for the trusted setup and for
+checking the witness).
 
 Two codes compute the same bytes: the compiled loops of prover/native (used when a C
 compiler is at hand) and numpy over blocks (the reference, and the fallback). Both release
