@@ -79,7 +79,10 @@ def test_every_variable_is_defined_by_earlier_ones_and_the_pattern_is_the_seeds(
     for m in (system.a, system.b):
         own = boolean[m.rows] & ((m.cols == m.rows) | (m.cols == 0))  # a boolean's w·(w−1)
         inputs = (m.rows <= PUBLIC) & (m.cols == m.rows)  # an input row: z_j · 0 = 0
-        assert ((m.cols < m.rows) | own | inputs).all()
+        carriers = m.rows <= 1  # rows 0 and 1 name every variable (the other side is empty)
+        assert ((m.cols < m.rows) | own | inputs | carriers).all()
+        # so no private variable has an empty column: no identity point in the A or B queries
+        assert set(range(PUBLIC + 1, circuit.n)) <= set(m.cols.tolist())
     assert (system.c.rows == system.c.cols).all() and not boolean[system.c.rows].any()
     small = []
     for p in (0, 1):

@@ -26,9 +26,12 @@ def _fresh_memory_cache():
 
 def test_the_comb_gives_the_librarys_products():
     rng = np.random.default_rng(4)
-    scalars = [0, 1, 2, 255, 256, R - 1, R - 2, *(int.from_bytes(rng.bytes(32), "little") % R for _ in range(9))]
-    assert trusted_setup.fixed_base_g1(scalars) == G1Points.from_objects([G1Point() * Scalar(k) for k in scalars])
-    assert trusted_setup.fixed_base_g2(scalars) == G2Points.from_objects([G2Point() * Scalar(k) for k in scalars])
+    scalars = [0, 1, 2, 255, 256, R - 1, R - 2]
+    scalars += [int.from_bytes(rng.bytes(32), "little") % R for _ in range(9)]
+    g1 = G1Points.from_objects([G1Point() * Scalar(k) for k in scalars])
+    g2 = G2Points.from_objects([G2Point() * Scalar(k) for k in scalars])
+    assert trusted_setup.fixed_base_g1(scalars) == g1
+    assert trusted_setup.fixed_base_g2(scalars) == g2
     assert not trusted_setup.fixed_base_g1([0]).xy.any()  # the identity is all-zero bytes
 
 

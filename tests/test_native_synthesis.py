@@ -65,7 +65,7 @@ def test_native_synthesis_refuses_a_bad_term_count():
     lib = native.library()
     z = np.zeros((4, 4), np.uint64)
     one = np.ones(1, np.uint64)
-    args = (z.ctypes.data,) * 4
+    args = (z.ctypes.data,) * 5
     assert lib.wb_synthesize(0, 0, 0, 0, 2, one.ctypes.data, one.ctypes.data, 0, one.ctypes.data, 0, 4,
                              *args) == -1
 

@@ -3,16 +3,24 @@
 The circuit has n = 2^k constraints over m = n variables z. Its structure is fixed by the
 seed (the same circuit for every partition); each partition has its own witness.
 
-    z_0 = 1, z_1 .. z_PUBLIC the public inputs        rows 0..PUBLIC:  z_j · 0 = 0
+    z_0 = 1                                            row 0:  (z_0 + Σ_other z_i) · 0 = 0
+    z_1 .. z_PUBLIC the public inputs                  row 1:  0 · (z_1 + Σ_other z_i) = 0
+                                                       row j ≤ PUBLIC:  z_j · 0 = 0
     boolean z_j (a share `bool_fraction` of the rest)  row j:  z_j · (z_j − 1) = 0
     every other z_j, defined from earlier variables    row j:  (k_j + Σ_t z_p_t(j)) · (z_q(j) + k_b) = z_j
 
-The input rows put each public input in A alone (A·z = z_j), which keeps their columns
-independent, as Groth16 wants. A boolean's value is a bit of the partition's generator (a
-bit decomposition's advice, as real circuits make them); an other variable's value is the
-product its constraint defines, a uniform-looking field element thanks to the structure's
-random constants (k_j one per row: with one constant for all rows, a sum of booleans takes few
-values and so would the products, a witness of many equal scalars). The reads p_t(j), q(j) =
+The input rows give each public input a row of its own (which keeps their columns
+independent, as Groth16 wants). Rows 0 and 1 also name every other variable, in A and in B:
+with B or A empty they hold whatever the values, and without them a variable that no later
+constraint reads (all of the top half) would have empty A and B columns, so identity points
+in the A and B queries: 77 % and 91 % of the tail's at 2^12 and bool_fraction 0.9, where an
+MSM does next to nothing (real provers drop such points by density; ours keep every point).
+
+A boolean's value is a bit of the partition's generator (a bit decomposition's advice, as
+real circuits make them); an other variable's value is the product its constraint defines, a
+uniform-looking field element thanks to the structure's random constants (k_j one per row:
+with one constant for all rows, a sum of booleans takes few values and so would the
+products, a witness of many equal scalars). The reads p_t(j), q(j) =
 (j·mul + off) & (2^⌊log2 j⌋ − 1) are odd-stride permutations of the rows below the largest
 power of two ≤ j, so each variable is defined by earlier ones and the reads sweep all of
 memory; `terms` (RunConfig.synth_terms) sets the cost per constraint. Synthesis writes z
@@ -25,7 +33,8 @@ compiler is at hand) and numpy over blocks (the reference, and the fallback). Bo
 the interpreter lock: synthesis threads really run in parallel and really compete for host
 memory bandwidth. The compiled code costs what a real prover's synthesis costs in kind; with
 numpy's many passes per multiplication 14 processes made about one 2^22 partition a second
-on the H200 host, a third of what the GPU side could take, and every run waited for them.
+on the H200 host (measured before the circuit became an R1CS), a third of what the GPU side
+could take, and every run waited for them.
 
 Random draws come from a counter-mode generator (variable j from draws 5j .. 5j+4 of a stream
 keyed by seed and partition; the boolean pattern from a stream keyed by the seed alone), so
@@ -204,13 +213,18 @@ class SyntheticCircuit:
         key = witness_key(self.seed, partition)
         outs = (target.witness, target.a, target.b, target.c)
         if self._lib is not None and all(_native_rows(x, self.n) for x in outs):
-            self._synthesize_native(key, partition, outs, cancelled)
-            return
-        self._inputs(key, *outs)
-        for start, stop in _blocks(self.public + 1, self.n):
-            if start % CHUNK == 0 and cancelled():
-                raise SynthesisCancelled(f"partition {partition} stopped at constraint {start}")
-            self._block(key, start, stop, *outs)
+            total = self._synthesize_native(key, partition, outs, cancelled)
+        else:
+            self._inputs(key, *outs)
+            sums = field.to_planes(np.zeros((1, 4), np.uint64))
+            for start, stop in _blocks(self.public + 1, self.n):
+                if start % CHUNK == 0 and cancelled():
+                    raise SynthesisCancelled(f"partition {partition} stopped at constraint {start}")
+                field.padd(sums, self._block(key, start, stop, *outs), out=sums)
+            total = field.from_planes(sums)
+        # Rows 0 and 1 hold every other variable, in A and in B (see the module docstring).
+        target.a[0] = field.add(field.MONT_ONE.reshape(1, 4), total)[0]
+        target.b[1] = field.add(target.witness[1:2], total)[0]
 
     def _inputs(self, key: int, w: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
         rows = slice(0, self.public + 1)
@@ -219,10 +233,12 @@ class SyntheticCircuit:
         a[rows] = w[rows]
         b[rows] = 0
         c[rows] = 0
+        a[1], b[1] = 0, w[1]
 
     def _block(self, key: int, start: int, stop: int, w: np.ndarray, a: np.ndarray, b: np.ndarray,
-               c: np.ndarray) -> None:
-        """Rows [start, stop), which all read below `start` (see _blocks)."""
+               c: np.ndarray) -> np.ndarray:
+        """Rows [start, stop), which all read below `start` (see _blocks); returns the sum of
+        the block's other variables (planes, one column)."""
         j = np.arange(start, stop, dtype=np.uint64)
         boolean = self.is_boolean(j)
         bj = j[boolean].astype(np.intp)
@@ -233,7 +249,7 @@ class SyntheticCircuit:
         c[bj] = 0
         rows = j[~boolean]
         if not rows.size:
-            return
+            return field.to_planes(np.zeros((1, 4), np.uint64))
         # The sums and the product run on the planes form (prover/field.py): through the
         # limbs API each addition converted both operands and its result.
         acc = field.to_planes(self.row_constant_forms(rows))
@@ -244,12 +260,15 @@ class SyntheticCircuit:
         ri = rows.astype(np.intp)
         a[ri] = field.from_planes(acc)
         b[ri] = field.from_planes(rhs)
-        c[ri] = field.from_planes(field.pmul(acc, rhs))
+        product = field.pmul(acc, rhs)
+        c[ri] = field.from_planes(product)
         w[ri] = c[ri]
+        return _planes_sum(product)
 
     def _synthesize_native(self, key: int, partition: int, outs: tuple[np.ndarray, ...],
-                           cancelled: Callable[[], bool]) -> None:
+                           cancelled: Callable[[], bool]) -> np.ndarray:
         assert self._lib is not None
+        total = np.zeros((1, 4), np.uint64)
         args = (key, self._skey, self._ckey, self._cut, self.public, self._mul.ctypes.data,
                 self._off.ctypes.data, self.terms, self._kb.ctypes.data)
         pointers = tuple(x.ctypes.data for x in outs)
@@ -257,30 +276,41 @@ class SyntheticCircuit:
             if cancelled():
                 raise SynthesisCancelled(f"partition {partition} stopped at constraint {start}")
             stop = min(start + CHUNK, self.n)
-            if self._lib.wb_synthesize(*args, start, stop, *pointers) != 0:
+            if self._lib.wb_synthesize(*args, start, stop, *pointers, total.ctypes.data) != 0:
                 raise ValueError(f"synthesis.c refused {self.terms} terms per constraint")
+        return total
 
     def r1cs(self) -> R1cs:
         """The constraint matrices, built from the structure alone (no witness)."""
-        inputs = np.arange(self.public + 1, dtype=np.uint64)
+        inputs = np.array([0, *range(2, self.public + 1)], dtype=np.uint64)  # z_1 is in B
         j = np.arange(self.public + 1, self.n, dtype=np.uint64)
         boolean = self.is_boolean(j)
         bools, others = j[boolean], j[~boolean]
-        zeros = np.zeros(others.size, np.uint64)
-        ones = [1] * (inputs.size + bools.size + self.terms * others.size)
-        a = _coo([inputs, bools, *([others] * self.terms), others],
-                 [inputs, bools, *(self._reads(others, t) for t in range(self.terms)), zeros],
+        zeros, row1 = np.zeros(others.size, np.uint64), np.ones(others.size + 1, np.uint64)
+        ones = [1] * (inputs.size + bools.size + (self.terms + 1) * others.size)
+        a = _coo([inputs, zeros, bools, *([others] * self.terms), others],
+                 [inputs, others, bools, *(self._reads(others, t) for t in range(self.terms)), zeros],
                  ones + field.from_mont(self.row_constant_forms(others)))
-        b = _coo([bools, bools, others, others],
-                 [bools, np.zeros(bools.size, np.uint64), self._reads(others, self.terms), zeros],
-                 [1] * bools.size + [field.MODULUS - 1] * bools.size + [1] * others.size
-                 + [self.k_b] * others.size)
+        b = _coo([row1, bools, bools, others, others],
+                 [np.array([1, *others], np.uint64), bools, np.zeros(bools.size, np.uint64),
+                  self._reads(others, self.terms), zeros],
+                 [1] * (others.size + 1) + [1] * bools.size + [field.MODULUS - 1] * bools.size
+                 + [1] * others.size + [self.k_b] * others.size)
         c = _coo([others], [others], [1] * others.size)
         return R1cs(n=self.n, m=self.m, public=self.public, a=a, b=b, c=c)
 
 
 def _coo(rows: list[np.ndarray], cols: list[np.ndarray], coeffs: list[int]) -> Matrix:
     return Matrix(np.concatenate(rows).astype(np.int64), np.concatenate(cols).astype(np.int64), coeffs)
+
+
+def _planes_sum(p: np.ndarray) -> np.ndarray:
+    """The sum of a planes array's columns, as one column (halves folded onto each other)."""
+    while p.shape[1] > 1:
+        half = p.shape[1] // 2
+        folded = field.padd(p[:, :half], p[:, half : 2 * half])
+        p = np.concatenate([folded, p[:, 2 * half :]], axis=1) if p.shape[1] % 2 else folded
+    return p
 
 
 def _blocks(lo: int, hi: int) -> Iterator[tuple[int, int]]:

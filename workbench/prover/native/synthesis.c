@@ -107,17 +107,22 @@ static inline u64 floor_pow2(u64 j) { return 1ull << (63 - __builtin_clzll(j)); 
 /* Rows [start, stop) of the circuit, in order (each reads only earlier variables, so the
  * caller's ranges must come in order). Variable j of the witness z and row j of a = A z,
  * b = B z, c = C z:
- *   j = 0:           z = 1,                                  a = z, b = 0, c = 0
- *   1 <= j <= pub:   z = public input (four draws),          a = z, b = 0, c = 0
+ *   j = 0:           z = 1,                                  a = z + S, b = 0, c = 0
+ *   j = 1:           z = public input (four draws),          a = 0, b = z + S, c = 0
+ *   2 <= j <= pub:   z = public input (four draws),          a = z, b = 0, c = 0
  *   boolean j:       z = a bit (top bit of draw 5j),         a = z, b = z - 1, c = 0
  *   other j:         a = k_j + z[p_0(j)] + ... + z[p_{terms-1}(j)],  b = z[p_terms(j)] + kb,
  *                    z = c = a b
  * with p_t(j) = (j mul[t] + off[t]) & (floor_pow2(j) - 1) and k_j the row's constant (the
  * Montgomery form drawn from ckey: draws 4j .. 4j+3, the top one cut to 62 bits). Variable j
  * is boolean when mix64(skey + j GOLDEN) >> 11 < cut: the structure is the seed's, the
- * values the partition's (wkey). Returns -1 for a term count out of range. */
+ * values the partition's (wkey). S is the sum of the other variables (rows 0 and 1 carry them
+ * all, in A and in B: B = 0 and A = 0 make those rows hold for any values): this adds them
+ * into *total and leaves a_0 = 1, b_1 = z_1 for the caller to add the final S to. Returns -1
+ * for a term count out of range. */
 int wb_synthesize(u64 wkey, u64 skey, u64 ckey, u64 cut, u64 pub, const u64* mul, const u64* off,
-                  int terms, const u64* kb, u64 start, u64 stop, u64* w, u64* a, u64* b, u64* c)
+                  int terms, const u64* kb, u64 start, u64 stop, u64* w, u64* a, u64* b, u64* c,
+                  u64* total)
 {
     if (terms < 1 || terms > MAX_TERMS) return -1;
     for (u64 j = start; j < stop; ++j) {
@@ -132,8 +137,13 @@ int wb_synthesize(u64 wkey, u64 skey, u64 ckey, u64 cut, u64 pub, const u64* mul
                 wj[2] = mix64(base + 3 * GOLDEN);
                 wj[3] = mix64(base + 4 * GOLDEN) & 0x3fffffffffffffffull;
             }
-            memcpy(aj, wj, 32);
-            memset(bj, 0, 32);
+            if (j == 1) {
+                memset(aj, 0, 32);
+                memcpy(bj, wj, 32);
+            } else {
+                memcpy(aj, wj, 32);
+                memset(bj, 0, 32);
+            }
             memset(cj, 0, 32);
             continue;
         }
@@ -168,6 +178,7 @@ int wb_synthesize(u64 wkey, u64 skey, u64 ckey, u64 cut, u64 pub, const u64* mul
         memcpy(bj, rhs, sizeof rhs);
         fr_mul(cj, acc, rhs);
         memcpy(wj, cj, 32);
+        fr_add(total, total, cj);
     }
     return 0;
 }
