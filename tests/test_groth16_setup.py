@@ -157,3 +157,10 @@ def test_an_old_format_is_stale(tmp_path: Path, monkeypatch):
     lines: list[str] = []
     key_cache.load_or_setup(circuit, tmp_path, lines.append)
     assert lines and "is stale (format 1, this code writes 2)" in lines[0]
+
+
+def test_a_pool_of_processes_gives_the_same_points(monkeypatch):
+    scalars = [(k * 0x9E3779B97F4A7C15) ** 3 % R for k in range(40)]
+    serial = trusted_setup.fixed_base_g1(scalars)
+    monkeypatch.setattr(trusted_setup, "PARALLEL_FROM", 8)
+    assert trusted_setup.fixed_base_g1(scalars) == serial
