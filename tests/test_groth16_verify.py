@@ -69,33 +69,40 @@ class FlippedBackend(CpuBackend):
 @pytest.mark.parametrize("memory_mode", ["pageable", "pinned", "zerocopy", "registered"])
 @pytest.mark.parametrize("lock_scope", ["coarse", "compute"])
 def test_every_proof_verifies_in_every_mode_and_scope(memory_mode, lock_scope):
-    config = RunConfig(**SIZE, partitions=3, memory_mode=memory_mode, lock_scope=lock_scope, verify=True)
+    config = RunConfig(**SIZE, partitions=2, memory_mode=memory_mode, lock_scope=lock_scope, verify=True)
     pipeline = Pipeline(config, CpuBackend())
     result = pipeline.run()
     assert result.ok, result.error
-    every_partition_passes_every_phase_once_in_order(result.trace, 3, verified=True)
+    every_partition_passes_every_phase_once_in_order(result.trace, 2, verified=True)
     holds = {s.partition: s for s in result.trace.select(name="hold")}
     for span in result.trace.select(name="verify"):  # after the partition's hold, never in it
         assert span.start_ns >= holds[span.partition].end_ns
     summary = summarize(result.trace)
-    assert summary.proofs_verified == 3
-    assert "3 of 3 proofs verified" in render_summary(summary)
+    assert summary.proofs_verified == 2
+    assert "2 of 2 proofs verified" in render_summary(summary)
     vk = VerifyingKey.of(pipeline.backend.key)
     for p, proof in result.proofs.items():
         assert verify(vk, pipeline.circuit.public_inputs(p), proof)
         assert not verify(vk, pipeline.circuit.public_inputs(p + 1), proof)  # another statement
 
 
+def test_proofs_of_witnesses_made_by_synthesis_processes_verify():
+    config = RunConfig(**SIZE, partitions=2, memory_mode="zerocopy", synthesis="processes", verify=True)
+    result = Pipeline(config, CpuBackend()).run()
+    assert result.ok, result.error
+    assert summarize(result.trace).proofs_verified == 2
+
+
 @pytest.mark.parametrize(("msm", "wrong"), [("h", ["h", "C"]), ("a", ["a", "A", "C"]),
                                             ("l", ["l", "C"]), ("b_g2", ["b_g2", "B"])])
 def test_a_flipped_scalar_fails_verification_and_the_trapdoor_check_names_its_msm(msm, wrong):
-    config = RunConfig(**SIZE, partitions=2, verify=True)
+    config = RunConfig(**SIZE, partitions=1, verify=True)
     result = Pipeline(config, FlippedBackend(msm)).run()
     assert result.outcome == "failed"
     assert "phase verify failed on partition" in result.error
     assert "does not verify; wrong: " + describe(wrong).removeprefix("wrong: ") in result.error
     # The same, from the kept outputs of an unverified run.
-    pipeline = Pipeline(config.replace(verify=False, partitions=1), FlippedBackend(msm), keep_outputs=True)
+    pipeline = Pipeline(config.replace(verify=False), FlippedBackend(msm), keep_outputs=True)
     plain = pipeline.run()
     proof, parts = plain.proofs[0], plain.outputs[0]
     assert diagnose(pipeline.backend.key, pipeline.circuit, proof, parts) == wrong
