@@ -19,6 +19,7 @@ from workbench.prover.cpu_backend import CpuBackend, compute_h_recorded
 from workbench.prover.srs import Srs
 from workbench.prover.verify import Verifier, VerifyingKey, describe, diagnose, verify, verify_py_ecc
 from workbench.render.text import render_summary
+from workbench.viz.tables import headline
 
 SIZE = dict(backend="cpu", log2_constraints=10, synth_terms=3, gpu_workers=2, synth_threads=2)
 
@@ -80,6 +81,7 @@ def test_every_proof_verifies_in_every_mode_and_scope(memory_mode, lock_scope):
     summary = summarize(result.trace)
     assert summary.proofs_verified == 2
     assert "2 of 2 proofs verified" in render_summary(summary)
+    assert "; 2 of 2 proofs verified</div>" in headline(summary)  # the HTML report's headline
     vk = VerifyingKey.of(pipeline.backend.key)
     for p, proof in result.proofs.items():
         assert verify(vk, pipeline.circuit.public_inputs(p), proof)
