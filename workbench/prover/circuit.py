@@ -16,11 +16,13 @@ constraint reads (all of the top half) would have empty A and B columns, so iden
 in the A and B queries: 77 % and 91 % of the tail's at 2^12 and bool_fraction 0.9, where an
 MSM does next to nothing (real provers drop such points by density; ours keep every point).
 
-A boolean's value is a bit of the partition's generator (a bit decomposition's advice, as
-real circuits make them); an other variable's value is the product its constraint defines, a
-uniform-looking field element thanks to the structure's random constants (k_j one per row:
-with one constant for all rows, a sum of booleans takes few values and so would the
-products, a witness of many equal scalars). The reads p_t(j), q(j) =
+Every row j > PUBLIC computes x = k_j + Σ_t z_p_t(j) and y = z_q(j) + k_b and their
+product: an other variable is that product (a uniform-looking field element thanks to the
+structure's random constants; with one constant for all rows instead of k_j, a sum of
+booleans takes few values and so would the products, a witness of many equal scalars); a
+boolean is the low bit of the product's Montgomery form, a bit decomposition's advice derived
+from earlier values as real circuits derive bits. So every constraint costs the same reads,
+additions and product, whatever bool_fraction is. The reads p_t(j), q(j) =
 (j·mul + off) & (2^⌊log2 j⌋ − 1) are odd-stride permutations of the rows below the largest
 power of two ≤ j, so each variable is defined by earlier ones and the reads sweep all of
 memory; `terms` (RunConfig.synth_terms) sets the cost per constraint. Synthesis writes z
@@ -36,9 +38,9 @@ numpy's many passes per multiplication 14 processes made about one 2^22 partitio
 on the H200 host (measured before the circuit became an R1CS), a third of what the GPU side
 could take, and every run waited for them.
 
-Random draws come from a counter-mode generator (variable j from draws 5j .. 5j+4 of a stream
-keyed by seed and partition; the boolean pattern from a stream keyed by the seed alone), so
-both codes agree without sharing state.
+Random draws come from a counter-mode generator (the public inputs from draws 5j+1 .. 5j+4 of
+a stream keyed by seed and partition; the boolean pattern and the constants k_j from streams
+keyed by the seed alone), so both codes agree without sharing state.
 """
 
 from __future__ import annotations
@@ -240,30 +242,26 @@ class SyntheticCircuit:
         """Rows [start, stop), which all read below `start` (see _blocks); returns the sum of
         the block's other variables (planes, one column)."""
         j = np.arange(start, stop, dtype=np.uint64)
-        boolean = self.is_boolean(j)
-        bj = j[boolean].astype(np.intp)
-        bit = (_mix64(j[boolean] * np.uint64(_DRAWS * _GOLDEN & _U64) + np.uint64(key)) >> np.uint64(63)) == 1
-        w[bj] = np.where(bit[:, None], field.MONT_ONE, np.uint64(0))
-        a[bj] = w[bj]
-        b[bj] = np.where(bit[:, None], np.uint64(0), _MINUS_ONE)
-        c[bj] = 0
-        rows = j[~boolean]
-        if not rows.size:
-            return field.to_planes(np.zeros((1, 4), np.uint64))
         # The sums and the product run on the planes form (prover/field.py): through the
         # limbs API each addition converted both operands and its result.
-        acc = field.to_planes(self.row_constant_forms(rows))
+        x = field.to_planes(self.row_constant_forms(j))
         for t in range(self.terms):
-            field.padd(acc, field.to_planes(np.take(w, self._reads(rows, t), axis=0)), out=acc)
-        rhs = field.to_planes(np.take(w, self._reads(rows, self.terms), axis=0))
-        rhs = field.padd(rhs, field.to_planes(self._kb.reshape(1, 4)), out=rhs)
-        ri = rows.astype(np.intp)
-        a[ri] = field.from_planes(acc)
-        b[ri] = field.from_planes(rhs)
-        product = field.pmul(acc, rhs)
-        c[ri] = field.from_planes(product)
-        w[ri] = c[ri]
-        return _planes_sum(product)
+            field.padd(x, field.to_planes(np.take(w, self._reads(j, t), axis=0)), out=x)
+        y = field.to_planes(np.take(w, self._reads(j, self.terms), axis=0))
+        y = field.padd(y, field.to_planes(self._kb.reshape(1, 4)), out=y)
+        xy = field.pmul(x, y)
+        product = field.from_planes(xy)
+        boolean = self.is_boolean(j)
+        rows, bools = j[~boolean].astype(np.intp), j[boolean].astype(np.intp)
+        bit = (product[boolean, 0] & np.uint64(1)) == 1
+        w[bools] = np.where(bit[:, None], field.MONT_ONE, np.uint64(0))
+        a[bools] = w[bools]
+        b[bools] = np.where(bit[:, None], np.uint64(0), _MINUS_ONE)
+        c[bools] = 0
+        a[rows] = field.from_planes(x)[~boolean]
+        b[rows] = field.from_planes(y)[~boolean]
+        c[rows] = w[rows] = product[~boolean]
+        return _planes_sum(xy[:, ~boolean]) if rows.size else field.to_planes(np.zeros((1, 4), np.uint64))
 
     def _synthesize_native(self, key: int, partition: int, outs: tuple[np.ndarray, ...],
                            cancelled: Callable[[], bool]) -> np.ndarray:

@@ -110,10 +110,11 @@ static inline u64 floor_pow2(u64 j) { return 1ull << (63 - __builtin_clzll(j)); 
  *   j = 0:           z = 1,                                  a = z + S, b = 0, c = 0
  *   j = 1:           z = public input (four draws),          a = 0, b = z + S, c = 0
  *   2 <= j <= pub:   z = public input (four draws),          a = z, b = 0, c = 0
- *   boolean j:       z = a bit (top bit of draw 5j),         a = z, b = z - 1, c = 0
- *   other j:         a = k_j + z[p_0(j)] + ... + z[p_{terms-1}(j)],  b = z[p_terms(j)] + kb,
- *                    z = c = a b
- * with p_t(j) = (j mul[t] + off[t]) & (floor_pow2(j) - 1) and k_j the row's constant (the
+ *   every further j: x = k_j + z[p_0(j)] + ... + z[p_{terms-1}(j)],  y = z[p_terms(j)] + kb
+ *   boolean j:       z = the low bit of the form of x y      a = z, b = z - 1, c = 0
+ *   other j:         z = x y                                 a = x, b = y, c = z
+ * (a boolean is a bit decomposition's advice, derived from earlier values as real circuits
+ * derive bits: so every constraint costs the same reads, additions and product) with p_t(j) = (j mul[t] + off[t]) & (floor_pow2(j) - 1) and k_j the row's constant (the
  * Montgomery form drawn from ckey: draws 4j .. 4j+3, the top one cut to 62 bits). Variable j
  * is boolean when mix64(skey + j GOLDEN) >> 11 < cut: the structure is the seed's, the
  * values the partition's (wkey). S is the sum of the other variables (rows 0 and 1 carry them
@@ -152,9 +153,18 @@ int wb_synthesize(u64 wkey, u64 skey, u64 ckey, u64 cut, u64 pub, const u64* mul
             for (int t = 0; t <= terms; ++t)
                 __builtin_prefetch(w + 4 * ((ahead * mul[t] + off[t]) & mask), 0, 0);
         }
+        const u64 mask = floor_pow2(j) - 1;
+        u64 acc[4], rhs[4], prod[4];
+        const u64 kbase = ckey + 4 * j * GOLDEN;
+        acc[0] = mix64(kbase);
+        acc[1] = mix64(kbase + 1 * GOLDEN);
+        acc[2] = mix64(kbase + 2 * GOLDEN);
+        acc[3] = mix64(kbase + 3 * GOLDEN) & 0x3fffffffffffffffull;
+        for (int t = 0; t < terms; ++t) fr_add(acc, acc, w + 4 * ((j * mul[t] + off[t]) & mask));
+        fr_add(rhs, w + 4 * ((j * mul[terms] + off[terms]) & mask), kb);
+        fr_mul(prod, acc, rhs);
         if ((mix64(skey + j * GOLDEN) >> 11) < cut) {
-            const int bit = (int)(mix64(base) >> 63);
-            if (bit) {
+            if (prod[0] & 1) {
                 memcpy(wj, ONE, 32);
                 memset(bj, 0, 32);
             } else {
@@ -165,20 +175,11 @@ int wb_synthesize(u64 wkey, u64 skey, u64 ckey, u64 cut, u64 pub, const u64* mul
             memset(cj, 0, 32);
             continue;
         }
-        const u64 mask = floor_pow2(j) - 1;
-        u64 acc[4], rhs[4];
-        const u64 kbase = ckey + 4 * j * GOLDEN;
-        acc[0] = mix64(kbase);
-        acc[1] = mix64(kbase + 1 * GOLDEN);
-        acc[2] = mix64(kbase + 2 * GOLDEN);
-        acc[3] = mix64(kbase + 3 * GOLDEN) & 0x3fffffffffffffffull;
-        for (int t = 0; t < terms; ++t) fr_add(acc, acc, w + 4 * ((j * mul[t] + off[t]) & mask));
-        fr_add(rhs, w + 4 * ((j * mul[terms] + off[terms]) & mask), kb);
         memcpy(aj, acc, sizeof acc);
         memcpy(bj, rhs, sizeof rhs);
-        fr_mul(cj, acc, rhs);
-        memcpy(wj, cj, 32);
-        fr_add(total, total, cj);
+        memcpy(cj, prod, sizeof prod);
+        memcpy(wj, prod, sizeof prod);
+        fr_add(total, total, prod);
     }
     return 0;
 }
