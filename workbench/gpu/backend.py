@@ -63,6 +63,7 @@ class GpuBackend(HostCurvePhases, Backend):
         self.gpus = 1
         self.host = CudaHostMemory()
         self.key: srs.Srs | None = None
+        self.setup_notices: list[str] = []
         self.log2 = 0
         self.link_gbps: dict[int, float] = {}
 

@@ -50,6 +50,7 @@ class CpuBackend(HostCurvePhases, Backend):
     def __init__(self) -> None:
         self.host = EmulatedHostMemory()
         self.key: srs.Srs | None = None
+        self.setup_notices: list[str] = []
         self.domain: ntt.Domain | None = None
 
     def check(self, config: RunConfig) -> None:

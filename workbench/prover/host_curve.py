@@ -21,15 +21,13 @@ from workbench.prover.proof import assemble_proof
 
 class HostCurvePhases:
     key: srs.Srs | None = None
-    setup_notices: list[str]  # lines for the run's notices, said during setup
+    setup_notices: list[str]  # lines for the run's notices, said during setup (set in __init__)
 
     def load_groth16_key(self, config: RunConfig, scope: Scope, **options: Any) -> srs.Srs:
         """The circuit's Groth16 key (prover/trusted_setup.py), through its cache; a cache
         file that could not be used becomes a setup notice."""
         circuit = SyntheticCircuit(config.log2_constraints, config.bool_fraction, config.synth_terms,
                                    config.seed, native_code=False)
-        if not hasattr(self, "setup_notices"):
-            self.setup_notices = []
         with scope.span("proving_key", log2=config.log2_constraints, setup="groth16"):
             self.key = key_cache.load_or_setup(circuit, notice=self.setup_notices.append, **options)
         return self.key

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from py_arkworks_bls12381 import GT, G1Point, G2Point, Scalar
 
+from workbench.prover import field
 from workbench.prover.circuit import SyntheticCircuit
 from workbench.prover.curve import R_MODULUS
 from workbench.prover.proof import Proof, blinding
@@ -137,8 +138,6 @@ def expected(key: Srs, circuit: SyntheticCircuit, partition: int) -> Expected:
         raise ValueError("the key has no trapdoor (a synthetic key): nothing to compare with")
     witness = np.empty((circuit.m, 4), np.uint64)
     circuit.witness(partition, witness)
-    from workbench.prover import field
-
     z = field.from_mont(witness)
     u, v, w = qap_at(circuit.r1cs(), t.tau, circuit.log2)
     a_tau = sum(zj * uj for zj, uj in zip(z, u, strict=True)) % R
