@@ -31,8 +31,8 @@ FORMAT_VERSION = 1
 
 Notice = Callable[[str], None]
 
-_memory: dict[tuple[str, str], Srs] = {}
-_locks: dict[tuple[str, str], threading.Lock] = {}
+_memory: dict[str, Srs] = {}
+_locks: dict[str, threading.Lock] = {}
 _guard = threading.Lock()
 
 
@@ -65,15 +65,16 @@ def load_or_setup(
     `notice(line)` hears why a file there was not used."""
     path = cache_path(circuit, cache_dir)
     say = notice or (lambda line: None)
-    system = circuit.r1cs()
-    stamp = fingerprint(system)
-    key = (str(path), stamp)
+    # In one process the name's parameters fix the circuit: the fingerprint (a second or so
+    # at 2^18) is only needed against files.
+    key = str(path)
     with _guard:
         lock = _locks.setdefault(key, threading.Lock())
     with lock:
         hit = _memory.get(key)
         if hit is not None:
             return hit
+        stamp = fingerprint(circuit.r1cs())
         srs, why = _read(path, stamp, circuit)
         if srs is None:
             if why:
