@@ -129,6 +129,7 @@ PROVER = Pipeline(
         Phase("tail_msm", COMPUTE),
         Phase("b_g2_msm", HOST),
         Phase("finish", HOST),
+        Phase("verify", HOST),  # only with RunConfig.verify
     ),
     lock=Lock(per="gpu", phases=("ntt_msm_h", "barrier_wait", "batch_add", "tail_msm")),
     barrier=Barrier(parties=("gpu", "prep"), phase="barrier_wait", before="batch_add"),
