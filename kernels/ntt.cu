@@ -15,7 +15,8 @@
 //
 // Flags fold the neighbouring element-wise work into the first and last pass, where the data
 // is already in registers: coset shifts and 1/n scalings, and the bit-reversal permutation
-// (a scatter of whole 32-byte sectors, which costs no extra device-memory traffic).
+// (a scatter of whole 32-byte sectors, which costs no extra device-memory traffic). With
+// in_scale another vector, the first pass's scaling is a pointwise product of two vectors.
 #include "fr.cuh"
 
 #define NTT_IN_SCALE        1u   // x[pos] *= in_scale[pos] on load
@@ -23,6 +24,7 @@
 #define NTT_OUT_SCALAR      4u   // y[pos] *= out_scale[0] before the store
 #define NTT_OUT_SCATTER_REV 8u   // store y[pos] at bitrev(pos): dst must not alias src then
 #define NTT_DIT             16u  // Cooley-Tukey stages; Gentleman-Sande otherwise
+#define NTT_OUT_SUB         32u  // y[pos] -= sub[pos] last, before the store
 
 // 256 threads on 1024-element tiles (32 KB), 4 blocks per SM: measured faster on the H200
 // than 512 threads on 2048-element tiles (2 blocks per SM), 1024 threads (1 block), or two
@@ -31,6 +33,9 @@
 // equal MAX_THREADS in workbench/gpu/ntt.py.
 #ifndef NTT_MAX_THREADS
 #define NTT_MAX_THREADS 256
+#endif
+#ifndef NTT_NO_SKIP
+#define NTT_NO_SKIP 0  // 1: every stage multiplies, also by unit twiddles (for comparison)
 #endif
 #ifndef NTT_MIN_BLOCKS
 #define NTT_MIN_BLOCKS 4  // resident blocks per SM that the register budget must allow
@@ -92,9 +97,9 @@ __device__ __forceinline__ void ntt_butterfly(fr_t& x0, fr_t& x1, const fr_t& w,
         x1 = fr_sub(x0, v);
         x0 = fr_add(x0, v);
     } else {
-        const fr_t d = fr_sub(x0, x1);
+        const fr_t d = fr_sub_unreduced(x0, x1);  // < 2r: fine as fr_mul's second operand
         x0 = fr_add(x0, x1);
-        x1 = fr_mul(d, w);
+        x1 = fr_mul(w, d);
     }
 }
 
@@ -104,8 +109,8 @@ __device__ __forceinline__ void ntt_butterfly(fr_t& x0, fr_t& x1, const fr_t& w,
 extern "C" __global__ void __launch_bounds__(NTT_MAX_THREADS, NTT_MIN_BLOCKS)
 ntt_pass_kernel(const uint4* src, uint4* dst, const uint4* __restrict__ tw,
                 const uint4* __restrict__ in_scale, const uint4* __restrict__ out_scale,
-                unsigned int log_n, unsigned int lo, unsigned int bits, unsigned int log_cols,
-                unsigned int flags)
+                const uint4* __restrict__ sub, unsigned int log_n, unsigned int lo,
+                unsigned int bits, unsigned int log_cols, unsigned int flags)
 {
     extern __shared__ uint4 tile[];
     const unsigned int e_count = 1u << (bits + log_cols);
@@ -124,13 +129,21 @@ ntt_pass_kernel(const uint4* src, uint4* dst, const uint4* __restrict__ tw,
 
     const bool dit = (flags & NTT_DIT) != 0;
     const unsigned int half = e_count / 2;
+    const unsigned int half_log = bits + log_cols - 1u;
     for (unsigned int t = 0; t < bits; ++t) {
         const unsigned int sl = dit ? t : bits - 1u - t;  // stage within the tile
         const unsigned int s = lo + sl;                     // stage within the whole NTT
-        for (unsigned int b = threadIdx.x; b < half; b += blockDim.x) {
+        // In the pass of the lowest stages, stage s's twiddle index is b mod 2^s: taking those
+        // bits from the top of the thread's slot gives every warp one twiddle, and the warps
+        // whose twiddle is 1 (a 2^-s share) skip the product, while a group spans whole warps.
+        const unsigned int rot = half_log - sl;
+        const bool group = lo == 0 && sl >= 1 && rot >= 5 && !(NTT_NO_SKIP);
+        for (unsigned int slot = threadIdx.x; slot < half; slot += blockDim.x) {
+            const unsigned int b = group ? (slot >> rot) | ((slot & ((1u << rot) - 1u)) << sl)
+                                         : slot;
             const ntt_pair p = ntt_locate(b, sl, s, lo, log_cols, col_mask, col0);
             fr_t x0 = tile_load(tile, e_count, p.e0), x1 = tile_load(tile, e_count, p.e1);
-            if (s == 0)
+            if (s == 0 || (group && p.tw_index == (1u << s)))
                 ntt_butterfly_unit(x0, x1);
             else
                 ntt_butterfly(x0, x1, fr_load_ro(tw, p.tw_index), dit);
@@ -148,6 +161,7 @@ ntt_pass_kernel(const uint4* src, uint4* dst, const uint4* __restrict__ tw,
         fr_t y = tile_load(tile, e_count, e);
         if (flags & NTT_OUT_SCALE_REV) y = fr_mul(y, fr_load_ro(out_scale, rev));
         if (flags & NTT_OUT_SCALAR) y = fr_mul(y, scalar);
+        if (flags & NTT_OUT_SUB) y = fr_sub(y, fr_load_ro(sub, pos));
         fr_store(dst, (flags & NTT_OUT_SCATTER_REV) ? rev : pos, y);
     }
 }
