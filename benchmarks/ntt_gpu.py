@@ -30,25 +30,23 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from workbench.gpu import kernels
-from workbench.gpu.ntt import MAX_TILE_LOG2, TRANSFORMS_PER_H, GpuDomain
+from workbench.gpu.ntt import TRANSFORMS_PER_H, GpuDomain
 
 BANDWIDTH = 4.1e12  # bytes/s, device-to-device copy measured on the lent H200
 LINK = 55e9  # bytes/s, pinned host-to-device measured on the same machine
 ELEMENT = 32
-# Multiply-pipe issue slots of one fr_mul: 112 32x32-bit products (64 for a*b, 6 per round
-# for m*r once r's two low limbs are handled with adds), each a low half (1 slot) and a high
-# half (2 slots: mad.hi runs at half the rate of mad.lo, 30.2 against 63.2 per clock per SM,
-# measured on the lent H200).
-IMADS_PER_MUL = 112 * 3
+# Multiply-pipe issue slots of one fr_mul: 96 32x32-bit products (48 for a*b by Karatsuba,
+# 6 per reduction step for m*r once r's two low limbs are handled with adds; CIOS, the
+# version before, had 112), each a low half (1 slot) and a high half (2 slots: mad.hi runs at
+# half the rate of mad.lo, 30.2 against 63.2 per clock per SM, measured on the lent H200).
+IMADS_PER_MUL = 96 * 3
 IMAD_PER_CLOCK_PER_SM = 64
 # Issue 17's targets, and the medians recorded before this version (benchmarks/RESULTS.md,
 # "GPU kernels, part 1", same script and machine kind: 7 transforms per h then).
 TARGETS_MS = {("ntt", 24): 3.5, ("compute_h", 24): 25.0}
 OLD_MS = {("ntt", 20): 0.335, ("ntt", 22): 1.349, ("ntt", 24): 5.654, ("ntt", 26): 24.25,
           ("compute_h", 20): 2.45, ("compute_h", 22): 9.97, ("compute_h", 24): 41.53}
-# kernels/ntt.cu skips the product where a warp's twiddle is 1, in the first pass's stages
-# 1 .. first-6 (a 2^-s share of stage s); stage 0 never multiplies.
-SKIP_MIN_GROUP_LOG2 = 5
+
 
 
 def device_info(cupy: Any) -> dict[str, Any]:
@@ -88,11 +86,7 @@ def time_events(cupy: Any, fn: Callable[[Any], None], inputs: list[Any], warmup:
 
 
 def ntt_muls(log2: int) -> int:
-    """Montgomery products of one transform as kernels/ntt.cu runs it."""
-    half = 1 << (log2 - 1)
-    first = min(log2, MAX_TILE_LOG2)
-    skipped = sum(half >> s for s in range(1, first) if first - 1 - s >= SKIP_MIN_GROUP_LOG2)
-    return (log2 - 1) * half - skipped
+    return ((log2 - 1) << log2) // 2  # stage 0's twiddles are all 1
 
 
 def _forward_no_reorder(dom: GpuDomain, x: Any) -> None:

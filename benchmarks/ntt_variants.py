@@ -34,9 +34,11 @@ POISON = np.uint64(2**64 - 1)
 # name: (defines, overrides of workbench.gpu.ntt constants)
 VARIANTS: dict[str, tuple[tuple[str, ...], dict[str, int]]] = {
     "base": ((), {}),
+    "cios": (("FR_MUL_CIOS",), {}),
     "wide": (("FR_MUL_WIDE",), {}),
-    "noskip": (("NTT_NO_SKIP=1",), {}),
     "t128x8": (("NTT_MAX_THREADS=128", "NTT_MIN_BLOCKS=8"), {"MAX_THREADS": 128}),
+    "min3": (("NTT_MIN_BLOCKS=3",), {}),
+    "min2": (("NTT_MIN_BLOCKS=2",), {}),
     "t512x2": (("NTT_MAX_THREADS=512", "NTT_MIN_BLOCKS=2"), {"MAX_THREADS": 512}),
     "tile11": (("NTT_MIN_BLOCKS=2", "NTT_MAX_THREADS=512"), {"MAX_TILE_LOG2": 11, "MAX_THREADS": 512}),
 }
@@ -53,6 +55,28 @@ extern "C" __global__ void fr_mul_rate(uint4* out, const uint4* in, unsigned int
     for (unsigned int it = 0; it < iters; ++it) {
 #pragma unroll
         for (int k = 0; k < 4; ++k) x[k] = fr_mul(y, x[k]);
+    }
+    fr_t s = x[0];
+#pragma unroll
+    for (int k = 1; k < 4; ++k) s = fr_add(s, x[k]);
+    fr_store(out, i, s);
+}
+
+// The same with whole Cooley-Tukey butterflies (product, sum, difference) on 4 pairs.
+extern "C" __global__ void fr_butterfly_rate(uint4* out, const uint4* in, unsigned int iters)
+{
+    const unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    fr_t x[4], w = fr_load(in, i);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) x[k] = fr_load(in, i + k + 1);
+    for (unsigned int it = 0; it < iters; ++it) {
+#pragma unroll
+        for (int k = 0; k < 4; k += 2) {
+            const fr_t v = fr_mul(w, x[k + 1]);
+            x[k + 1] = fr_sub(x[k], v);
+            x[k] = fr_add(x[k], v);
+        }
+        const fr_t t = x[1]; x[1] = x[2]; x[2] = t;
     }
     fr_t s = x[0];
 #pragma unroll
@@ -89,6 +113,7 @@ def variant(cupy: Any, name: str) -> Iterator[dict[str, Any]]:
             setattr(gpu_ntt, k, v)
         bench = compile_module(cupy, kernels.expand_includes(MUL_BENCH), defines)
         info["mul_rate"] = bench.get_function("fr_mul_rate")
+        info["butterfly_rate"] = bench.get_function("fr_butterfly_rate")
         yield info
     finally:
         kernels._functions.clear()
@@ -116,13 +141,14 @@ def time_events(cupy: Any, fn: Callable[[int], None], repeats: int) -> list[floa
     return [float(cupy.cuda.get_elapsed_time(s, e)) for s, e in marks]
 
 
-def mul_rate(cupy: Any, fn: Any, sms: int) -> float:
+def mul_rate(cupy: Any, fn: Any, sms: int, per_iter: int = 4) -> float:
+    """Operations per second of a register-only rate kernel (per_iter per thread and round)."""
     threads, blocks, iters = 256, sms * 16, 256
     n = threads * blocks
     src = cupy.asarray(random_reduced(np.random.default_rng(5), n + 8))
     out = cupy.empty((n, 4), dtype=cupy.uint64)
     times = time_events(cupy, lambda i: fn((blocks,), (threads,), (out, src, np.uint32(iters))), 10)
-    return n * iters * 4 / (statistics.median(times) / 1e3)
+    return n * iters * per_iter / (statistics.median(times) / 1e3)
 
 
 def run(cupy: Any, names: list[str], ntt_sizes: list[int], h_sizes: list[int], repeats: int,
@@ -135,8 +161,9 @@ def run(cupy: Any, names: list[str], ntt_sizes: list[int], h_sizes: list[int], r
     rows = []
     for name in names:
         with variant(cupy, name) as info:
-            row = {k: v for k, v in info.items() if k != "mul_rate"}
+            row = {k: v for k, v in info.items() if not k.endswith("_rate")}
             row["fr_mul_per_s"] = mul_rate(cupy, info["mul_rate"], sms)
+            row["butterflies_per_s"] = mul_rate(cupy, info["butterfly_rate"], sms, per_iter=2)
             for log2 in sorted(set(ntt_sizes) | set(h_sizes)):
                 dom = gpu_ntt.GpuDomain(log2)
                 dom.prepare()
@@ -190,9 +217,10 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(json.dumps({"seed": seed, "rows": rows}, indent=1))
     keys = [k for k in rows[0] if k.endswith("_ms")]
     print(f"seed {seed}; medians of {args.repeats}, ms")
-    print(f"{'variant':<10}{'regs':>5}{'Gmul/s':>8}" + "".join(f"{k[:-3]:>10}" for k in keys))
+    print(f"{'variant':<10}{'regs':>5}{'Gmul/s':>8}{'Gbfly/s':>8}" + "".join(f"{k[:-3]:>10}" for k in keys))
     for r in rows:
         print(f"{r['variant']:<10}{r['registers']:>5}{r['fr_mul_per_s'] / 1e9:>8.1f}"
+              f"{r['butterflies_per_s'] / 1e9:>8.1f}"
               + "".join(f"{r.get(k, float('nan')):>10.3f}" for k in keys))
     return 0
 

@@ -34,9 +34,6 @@
 #ifndef NTT_MAX_THREADS
 #define NTT_MAX_THREADS 256
 #endif
-#ifndef NTT_NO_SKIP
-#define NTT_NO_SKIP 0  // 1: every stage multiplies, also by unit twiddles (for comparison)
-#endif
 #ifndef NTT_MIN_BLOCKS
 #define NTT_MIN_BLOCKS 4  // resident blocks per SM that the register budget must allow
 #endif
@@ -129,21 +126,13 @@ ntt_pass_kernel(const uint4* src, uint4* dst, const uint4* __restrict__ tw,
 
     const bool dit = (flags & NTT_DIT) != 0;
     const unsigned int half = e_count / 2;
-    const unsigned int half_log = bits + log_cols - 1u;
     for (unsigned int t = 0; t < bits; ++t) {
         const unsigned int sl = dit ? t : bits - 1u - t;  // stage within the tile
         const unsigned int s = lo + sl;                     // stage within the whole NTT
-        // In the pass of the lowest stages, stage s's twiddle index is b mod 2^s: taking those
-        // bits from the top of the thread's slot gives every warp one twiddle, and the warps
-        // whose twiddle is 1 (a 2^-s share) skip the product, while a group spans whole warps.
-        const unsigned int rot = half_log - sl;
-        const bool group = lo == 0 && sl >= 1 && rot >= 5 && !(NTT_NO_SKIP);
-        for (unsigned int slot = threadIdx.x; slot < half; slot += blockDim.x) {
-            const unsigned int b = group ? (slot >> rot) | ((slot & ((1u << rot) - 1u)) << sl)
-                                         : slot;
+        for (unsigned int b = threadIdx.x; b < half; b += blockDim.x) {
             const ntt_pair p = ntt_locate(b, sl, s, lo, log_cols, col_mask, col0);
             fr_t x0 = tile_load(tile, e_count, p.e0), x1 = tile_load(tile, e_count, p.e1);
-            if (s == 0 || (group && p.tw_index == (1u << s)))
+            if (s == 0)
                 ntt_butterfly_unit(x0, x1);
             else
                 ntt_butterfly(x0, x1, fr_load_ro(tw, p.tw_index), dit);

@@ -104,13 +104,17 @@ def _edge_values() -> list[int]:
 
 
 @needs_nvcc
-def test_host_arithmetic_matches_python_ints(tmp_path: Path):
+@pytest.mark.parametrize("defines", [(), ("FR_MUL_CIOS",), ("FR_MUL_WIDE",)],
+                         ids=["karatsuba", "cios", "wide"])
+def test_host_arithmetic_matches_python_ints(tmp_path: Path, defines: tuple[str, ...]):
+    """Each multiplication build option of fr.cuh, run on the host."""
     assert NVCC is not None
     src = tmp_path / "harness.cu"
     src.write_text(HARNESS)
     exe = tmp_path / "harness"
     build = subprocess.run(
-        [NVCC, "-std=c++17", "-I", str(KERNELS), str(src), "-o", str(exe)],
+        [NVCC, "-std=c++17", *(f"-D{d}" for d in defines), "-I", str(KERNELS), str(src),
+         "-o", str(exe)],
         capture_output=True, text=True, timeout=600,
     )
     assert build.returncode == 0, build.stderr
