@@ -6,18 +6,22 @@
 //
 // Why 32-bit limbs: the GPU multiplies 32 x 32 bits natively (IMAD for the low half, IMAD.HI
 // at half that rate for the high half); a 64-bit multiply is emulated by several of them.
-// Multiplication is CIOS Montgomery: per 32-bit word of b, 8 products for a * b_i and 6 for
-// the reduction (r's two low limbs, 1 and 2^32 - 1, need only adds), carries in PTX add.cc
-// chains. The multiply pipe is what bounds an NTT, so products are what the code economises.
+// Multiplication is Montgomery's: a * b by Karatsuba over 128-bit halves (48 products), then
+// a reduction step per 32-bit word with 6 products each (r's two low limbs, 1 and 2^32 - 1,
+// need only adds), carries in PTX add.cc chains; FR_MUL_CIOS builds the interleaved form (112
+// products) instead. The integer pipes are what bound an NTT (kernels/NOTES_ntt.md), so
+// products are what the code economises.
 //
 // Bounds that the code relies on (checked by the tests, not at run time):
 //   2r < 2^256, so a sum of two reduced values never carries out of 256 bits;
 //   2^256 < 3r, so any 256-bit integer is reduced mod r by at most two subtractions of r;
-//   with a < r and b < 2^256 the CIOS accumulator stays below 2^32 * (a + r) < 2^288: nine
-//   limbs suffice, and the result is below a * b / 2^256 + r < 2r before its last subtraction.
+//   with a < r and b < 2^256, a * b < 2^256 * r: the result is below a * b / 2^256 + r < 2r
+//   before its last subtraction, and a CIOS accumulator stays below 2^32 * 2r < 2^288 (nine
+//   limbs suffice).
 //
-// The carry-chain primitives have a host emulation (a carry flag in a static variable) so the
-// same algorithm also compiles and runs on the CPU, which lets CI check it without a GPU.
+// The carry-chain primitives have a host emulation (a carry flag in a static variable, set as
+// the hardware sets it) so the same algorithm also compiles and runs on the CPU, which lets CI
+// check it, each build option, without a GPU.
 #pragma once
 
 #ifndef __CUDACC_RTC__
@@ -292,14 +296,15 @@ FR_FN void fr_mul4(const unsigned int a[4], const unsigned int b[4], unsigned in
 #endif
 
 // a * b * 2^-256 mod r, for a < r and b < r, or a < r and b < 2^256 (an unreduced operand
-// such as fr_sub_unreduced's goes second): the accumulator then stays below 2^32 * 2r < 2^288
-// in every round, and the result below a * b / 2^256 + r < 2r before the last subtraction.
+// such as fr_sub_unreduced's goes second): then a * b < 2^256 * r, and the result is below
+// a * b / 2^256 + r < 2r before the last subtraction.
 //
 // The 512-bit a * b comes from three 128 x 128-bit products (Karatsuba: 48 products instead
-// of 64), then the low half's Montgomery reduction (48) plus the high half: 96 products,
-// against 112 for CIOS (FR_MUL_CIOS: 8 rounds of a row a * b_i, 8 products, and a reduction
-// step, 6), for some 40 more integer-pipe additions. The products' multiply pipe bounds the
-// NTT, and the integer pipe had room.
+// of 64), then the low half's Montgomery reduction (48, leaving at most r) plus the high half:
+// 96 products, against 112 for CIOS (FR_MUL_CIOS: 8 rounds of a row a * b_i, 8 products, and
+// a reduction step, 6), for some 40 more integer-pipe additions. Measured on the H200: 1.4%
+// more products per second and 2.6% more butterflies (kernels/NOTES_ntt.md), less than the
+// products saved, because the integer adds and the multiplies now load their pipes alike.
 FR_FN fr_t fr_mul(const fr_t& a, const fr_t& b)
 {
     unsigned int t[9];
