@@ -27,9 +27,10 @@ from workbench.trace.container import Trace
 def test_the_prover_model_is_the_production_pipeline():
     # Written out by hand from the production prover (DESIGN.md), not from the model.
     assert PROVER.phases == ("synthesis", "prep_msm", "ntt_msm_h", "barrier_wait", "batch_add", "tail_msm",
-                             "b_g2_msm", "finish")
+                             "b_g2_msm", "finish", "verify")
+    assert PROVER.done == "finish" and [p.name for p in PROVER.consumer if p.optional] == ["verify"]
     assert PROVER.lock.phases == ("ntt_msm_h", "barrier_wait", "batch_add", "tail_msm")
-    assert PROVER.after_lock == ("b_g2_msm", "finish")
+    assert PROVER.after_lock == ("b_g2_msm", "finish", "verify")
     assert PROVER.gpu_phases == ("ntt_msm_h", "batch_add", "tail_msm")
     assert (PROVER.barrier.phase, PROVER.barrier.before) == ("barrier_wait", "batch_add")
 
@@ -65,7 +66,7 @@ def follows(trace: Trace, model: Model) -> int:
         spans.sort(key=lambda s: (s.start_ns, s.end_ns))
         seen = [s.name for s in spans]
         assert seen == [n for n in (q.name for q in model.consumer) if n in seen], (p, seen)
-        assert seen[-1] == model.consumer[-1].name
+        assert model.done in seen
         hold, by_name = holds[p], {s.name: s for s in spans}
         for name in model.lock.phases:
             assert hold.start_ns <= by_name[name].start_ns <= by_name[name].end_ns <= hold.end_ns, (p, name)
@@ -86,7 +87,7 @@ def test_a_run_a_replay_and_a_golden_schedule_follow_the_model():
 
 def test_moving_a_phase_out_of_the_lock_moves_it_in_the_replay_and_the_golden_schedule():
     model = replace(PROVER, lock=replace(PROVER.lock, phases=PROVER.lock.phases[:-1]))
-    assert model.after_lock == ("tail_msm", "b_g2_msm", "finish")
+    assert model.after_lock == ("tail_msm", "b_g2_msm", "finish", "verify")
     golden = build(Spec(partitions=6), model=model)
     shape = run_shape(golden)
     replayed = ReplayedPipeline(

@@ -6,8 +6,9 @@ permits (`PROVER.lookahead_knob`); each GPU worker takes a unit from the FIFO qu
 its prep thread (`PROVER.prep`), copies before the lock (`lock.copy_before_lock`, scope
 compute) or at the start of `lock.copy_inside` (scope coarse), holds its GPU's FIFO mutex
 around `lock.phases`, meets the prep thread at `barrier.phase` before `barrier.before`, and
-runs `after_lock` once the mutex is free. Each phase lasts what the recording says it cost
-(analysis/costs.py); spans land on the same tracks a real run writes.
+runs `after_lock` once the mutex is free (optional phases, verify, are not replayed). Each
+phase lasts what the recording says it cost (analysis/costs.py); spans land on the same
+tracks a real run writes.
 
 Contract: `ReplayedPipeline(shape, costs, ...).run() -> Trace`.
 """
@@ -137,7 +138,8 @@ class ReplayedPipeline:
             self._span(mutex_track, "hold", held, p, w)
             sim.release(mutex)
             for phase in self.model.after_lock:
-                yield from self._phase(track, phase, c, w)
+                if not self.model.phase(phase).optional:  # verify: no cost of it is replayed
+                    yield from self._phase(track, phase, c, w)
 
     def _phase(self, track: str, phase: str, c: PartitionCosts, w: int) -> Process:
         start = self.sim.now
@@ -152,7 +154,7 @@ class ReplayedPipeline:
             raise ValueError(f"the replay knows no recorded cost for phase {phase!r} of {self.model.name}")
         ns = getattr(c, PHASE_COST[phase])
         yield from self._work(track, phase, ns, c.partition, w, cpu)
-        if phase == self.model.consumer[-1].name and ns <= 0:  # marks the unit done
+        if phase == self.model.done and ns <= 0:  # marks the unit done
             self._span(track, phase, start, c.partition, w)
 
     def _barrier(self, track: str, c: PartitionCosts, w: int, prep_done: Event,

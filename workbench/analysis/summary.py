@@ -61,6 +61,7 @@ class RunSummary:
     mutex: tuple[MutexWorkerStats, ...]
     mutex_held_fraction: float  # share of wall time the GPU mutex was held by anyone
     barrier: tuple[BarrierPartyStats, ...]
+    proofs_verified: int | None = None  # proofs that passed the verify phase; None: not verified
 
 
 def phase_stats(trace: Trace, phase: str) -> PhaseStats | None:
@@ -87,7 +88,7 @@ def run_window_ns(trace: Trace) -> tuple[int, int]:
 def summarize(trace: Trace) -> RunSummary:
     start, end = run_window_ns(trace)
     wall_s = (end - start) / 1e9
-    finished = kind_mask(trace, tr.WORKER, name=PROVER.consumer[-1].name)
+    finished = kind_mask(trace, tr.WORKER, name=PROVER.done)
     errors = [a for a in np.array(trace.spans.attrs, dtype=object)[finished] if a and "error" in a]
     done = int(finished.sum()) - len(errors)
     phases = tuple(s for p in PROVER.phases if (s := phase_stats(trace, p)) is not None)
@@ -100,7 +101,15 @@ def summarize(trace: Trace) -> RunSummary:
         mutex=mutex_by_worker(trace),
         mutex_held_fraction=_held_fraction(trace, start, end),
         barrier=barrier_by_party(trace),
+        proofs_verified=_verified(trace),
     )
+
+
+def _verified(trace: Trace) -> int | None:
+    mask = kind_mask(trace, tr.WORKER, name="verify")
+    if not mask.any() and not trace.config.get("verify"):
+        return None
+    return sum(1 for a in np.array(trace.spans.attrs, dtype=object)[mask] if not (a and "error" in a))
 
 
 def mutex_by_worker(trace: Trace) -> tuple[MutexWorkerStats, ...]:

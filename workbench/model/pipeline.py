@@ -42,6 +42,7 @@ class Phase:
     does: str  # COMPUTE (GPU kernels), COPY (moves a, b, c to the device), WAIT, HOST
     # Spans inside the phase that are its GPU compute timed on the host, or its copies.
     parts: tuple[str, ...] = ()
+    optional: bool = False  # runs only when the run asks for it (verify: RunConfig.verify)
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,12 @@ class Pipeline:
         """Host-side spans that move a unit's inputs towards the device."""
         return tuple(dict.fromkeys(s for p in self.consumer if p.does == COPY for s in p.parts))
 
+    @property
+    def done(self) -> str:
+        """The phase that completes a unit (its result is the unit's product, a proof): the
+        last one that always runs; optional phases after it check what it made."""
+        return next(p.name for p in reversed(self.consumer) if not p.optional)
+
     def phase(self, name: str) -> Phase:
         for p in (self.producer, self.prep, *self.consumer):
             if p.name == name:
@@ -152,6 +159,7 @@ PROVER = Pipeline(
         Phase("tail_msm", COMPUTE),
         Phase("b_g2_msm", HOST),
         Phase("finish", HOST),
+        Phase("verify", HOST, optional=True),  # checks the proof finish made
     ),
     lock=Lock(per="gpu", phases=("ntt_msm_h", "barrier_wait", "batch_add", "tail_msm")),
     barrier=Barrier(parties=("gpu", "prep"), phase="barrier_wait", before="batch_add"),

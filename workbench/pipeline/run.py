@@ -11,7 +11,7 @@ prep thread at `PROVER.barrier`. With the production prover's phases:
     worker/w/prep:  prep_msm ............................ arrive at barrier
     worker/w:       [upload if lock_scope=compute] mutex wait | mutex hold:
                     ntt_msm_h (upload if coarse), barrier_wait, batch_add, tail_msm | release
-                    b_g2_msm, finish
+                    b_g2_msm, finish[, verify]
 
 Any phase that raises, a stop request or Ctrl-C stops every thread at its next step: the
 mutex and barriers are aborted so nobody hangs, and the trace keeps all that was recorded.
@@ -48,6 +48,7 @@ from workbench.prover import native
 from workbench.prover.backend import Backend, DeviceBuffers
 from workbench.prover.circuit import SynthesisCancelled, SyntheticCircuit
 from workbench.prover.prep import PrepResult, prep_msm
+from workbench.prover.verify import Verifier
 from workbench.trace.barrier import BarrierBroken, InstrumentedBarrier
 from workbench.trace.collector import Collector, CollectorUnavailable
 from workbench.trace.container import Trace
@@ -148,6 +149,7 @@ class Pipeline:
         self._preps: dict[int, PrepResult] = {}
         self._switching = False  # holds the short switch interval (pipeline/switching.py)
         self._processes: ProcessSynthesis | None = None
+        self._verifier: Verifier | None = None
         self._steps = consumer_steps(backend, config.lock_scope, keep_outputs, self._preps)
 
     # -- control ------------------------------------------------------------------------------
@@ -210,8 +212,14 @@ class Pipeline:
         try:
             with setup_scope.span("setup", backend=self.backend.name):
                 self.backend.setup(config, setup_scope)
-                # Again: setup may settle what the backend does inside which phase.
-                self._steps = consumer_steps(self.backend, config.lock_scope, self.keep_outputs, self._preps)
+                for line in getattr(self.backend, "setup_notices", ()):
+                    self._notice(line)
+                if config.verify:
+                    self._verifier = Verifier(getattr(self.backend, "key", None), self.circuit)
+                # Again, now that setup settled what the backend does inside which phase and
+                # whether proofs are verified.
+                self._steps = consumer_steps(self.backend, config.lock_scope, self.keep_outputs, self._preps,
+                                             self._verifier.check if self._verifier is not None else None)
                 n, m = self.circuit.n, self.circuit.m
                 capacity = config.synth_lookahead + config.workers
                 self.memory = make_memory_mode(config.memory_mode, self.backend, n, m, capacity,
@@ -482,8 +490,12 @@ class Pipeline:
             memory.discard(unit.buffers, scope)
         for name in PROVER.after_lock:
             self._step(unit, name)
+            if name == PROVER.done:  # the proof is made; what follows checks it
+                self._proven(unit)
+
+    def _proven(self, unit: Unit) -> None:
         with self._state:
-            self.proofs[unit.partition] = unit.results[PROVER.consumer[-1].name]
+            self.proofs[unit.partition] = unit.results[PROVER.done]
             if self.keep_outputs:
                 self.outputs[unit.partition] = {**unit.parts, "prep": unit.prep, "h_vector": unit.h_vector}
             self.progress.done += 1

@@ -48,11 +48,12 @@ class Unit:
 Step = Callable[[Unit], Any]
 
 
-def consumer_steps(backend: Backend, lock_scope: str, keep_outputs: bool,
-                   preps: dict[int, PrepResult]) -> dict[str, Step | None]:
+def consumer_steps(backend: Backend, lock_scope: str, keep_outputs: bool, preps: dict[int, PrepResult],
+                   verify: Callable[[Any, dict[str, Any]], None] | None = None) -> dict[str, Step | None]:
     """Every consumer phase of the model and what runs it; None: the backend does that phase's
-    work inside others (B's G2 sum on the GPU, inside batch_add and tail_msm). `preps` is
-    where each worker's prep thread leaves its result before arriving at the barrier."""
+    work inside others (B's G2 sum on the GPU, inside batch_add and tail_msm), or the run
+    did not ask for an optional phase (verify). `preps` is where each worker's prep thread
+    leaves its result before arriving at the barrier."""
 
     def ntt_msm_h(u: Unit) -> Any:
         if lock_scope == "coarse":  # the copy opens PROVER.lock.copy_inside
@@ -86,6 +87,8 @@ def consumer_steps(backend: Backend, lock_scope: str, keep_outputs: bool,
         "b_g2_msm": None if backend.b_g2_in_gpu_phases else (
             lambda u: backend.b_g2_msm(u.buffers.witness, u.prepared, u.scope)),
         "finish": finish,
+        # After finish, outside the mutex: GPU timings stay as they are.
+        "verify": None if verify is None else (lambda u: verify(u.results["finish"], u.parts)),
     }
     wanted = [p.name for p in PROVER.consumer]
     if sorted(steps) != sorted(wanted):
