@@ -15,6 +15,8 @@ Device side and foreign programs:
     gpu<n>/stream/<s>    kernels on a stream
     gpu<n>/copy          memory copies (`h2d`, `d2h`, `d2d`, `p2p`)
     gpu<n>/memset        memsets
+    gpu<n>/ranges        ranges a profiler drew on the GPU's timeline that are not GPU work
+                         (annotations mirrored from the host, synchronisation records)
     nvml/gpu<n>          counters sampled on a GPU
     thread/<id>          a host thread of a foreign program (its ranges and ops)
     cuda/<thread>        CUDA runtime and driver calls made by that thread
@@ -30,11 +32,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 # Track kinds, as `parse` reports them.
 SYNTH, WORKER, PREP, MUTEX, BARRIER, QUEUE, RUN, HOST_LOAD = (
     "synth", "worker", "prep", "mutex", "barrier", "queue", "run", "host_load")
-KERNELS, COPIES, MEMSETS, COUNTERS = "kernels", "copies", "memsets", "counters"
+KERNELS, COPIES, MEMSETS, GPU_RANGES, COUNTERS = "kernels", "copies", "memsets", "gpu_ranges", "counters"
 THREAD, CUDA_API, OS_API, LOCK, OTHER = "thread", "cuda_api", "os_api", "lock", "other"
 
 HOST_LOAD_TRACK = "host/load"  # pipeline/host_load.py: its span and its GB/s counter
@@ -76,6 +79,10 @@ def copy_track(gpu: int) -> str:
 
 def memset_track(gpu: int) -> str:
     return f"gpu{gpu}/memset"
+
+
+def gpu_ranges_track(gpu: int) -> str:
+    return f"gpu{gpu}/ranges"
 
 
 def nvml_track(gpu: int) -> str:
@@ -130,6 +137,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = tuple(
         (rf"gpu{_N}/stream/{_N}", KERNELS, ("gpu", "stream")),
         (rf"gpu{_N}/copy", COPIES, ("gpu",)),
         (rf"gpu{_N}/memset", MEMSETS, ("gpu",)),
+        (rf"gpu{_N}/ranges", GPU_RANGES, ("gpu",)),
         (rf"nvml/gpu{_N}", COUNTERS, ("gpu",)),
     )
 )
@@ -145,7 +153,8 @@ def parse(track: str) -> Track:
     for pattern, kind, fields in _PATTERNS:
         m = pattern.fullmatch(track)
         if m:
-            return Track(kind, **{f: int(v) for f, v in zip(fields, m.groups(), strict=True)})
+            numbers: dict[str, Any] = {f: int(v) for f, v in zip(fields, m.groups(), strict=True)}
+            return Track(kind, **numbers)
     for prefix, kind in _NAMED.items():
         if track.startswith(prefix) and len(track) > len(prefix):
             return Track(kind, name=track[len(prefix):])
@@ -160,6 +169,7 @@ def build(track: Track) -> str:
         PREP: lambda: prep_track(track.worker), MUTEX: lambda: mutex_track(track.gpu),
         BARRIER: lambda: barrier_track(track.worker), KERNELS: lambda: stream_track(track.gpu, track.stream),
         COPIES: lambda: copy_track(track.gpu), MEMSETS: lambda: memset_track(track.gpu),
+        GPU_RANGES: lambda: gpu_ranges_track(track.gpu),
         COUNTERS: lambda: nvml_track(track.gpu), THREAD: lambda: thread_track(track.name),
         CUDA_API: lambda: cuda_track(track.name), OS_API: lambda: os_track(track.name),
         LOCK: lambda: lock_track(track.name), OTHER: lambda: track.name,

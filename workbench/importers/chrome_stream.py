@@ -1,0 +1,206 @@
+"""Chrome trace JSON read one event at a time, so a large trace never exists as a list of dicts.
+
+The text is read in chunks (a `.gz` file is decompressed as it is read, so the compressed
+bytes, the decompressed bytes and the text are never all held at once) and each event is
+decoded on its own with `json.JSONDecoder.raw_decode`. The caller sees the top-level
+members other than `traceEvents` (`otherData`, `baseTimeNanoseconds`, ...) and every event
+with its index; `number_text` gives back the exact text of a number in the current event,
+because a float64 of an epoch microsecond (1.7e15) keeps only a quarter microsecond.
+
+Syntax errors, text cut off inside an event and broken gzip streams raise ImportFailed
+naming the file, the line and column, and the event. The array form may lack its closing
+bracket (a trace cut off while written, which the format allows).
+
+Contract: `read_events(open_text, source, on_member, on_event)`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from collections.abc import Callable
+from typing import IO, Any
+
+from workbench.importers.report import ImportFailed
+
+CHUNK = 1 << 20  # characters read at a time
+_WS = re.compile(r"[ \t\n\r]*")
+_NUMBER = r'\s*:\s*(-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?)'
+
+
+class _Cut(Exception):
+    """The text ended inside a value."""
+
+
+class Reader:
+    """A window over the text: `buf[pos:]` is what is not consumed yet."""
+
+    def __init__(self, handle: IO[str], source: str) -> None:
+        self.handle, self.source = handle, source
+        self.buf, self.pos, self.eof = "", 0, False
+        self.lines_before = 0  # newlines in text already dropped from the window
+        self.decoder = json.JSONDecoder()
+        self.event = -1  # index of the event being read, -1 outside traceEvents
+        self.span = (0, 0)  # where the last decoded value lies in buf
+        self._patterns: dict[str, re.Pattern[str]] = {}
+
+    def _fill(self, at_least: int = CHUNK) -> bool:
+        if self.eof:
+            return False
+        if self.pos:
+            self.lines_before += self.buf.count("\n", 0, self.pos)
+            self.buf, self.pos = self.buf[self.pos:], 0
+        try:
+            chunk = self.handle.read(max(at_least, CHUNK))
+        except (EOFError, OSError, zlib.error) as err:
+            raise ImportFailed(f"{self.source}: the gzip stream is cut off or corrupt ({err}) "
+                               f"{self._where()}") from None
+        if not chunk:
+            self.eof = True
+            return False
+        self.buf += chunk
+        return True
+
+    def skip_ws(self) -> str:
+        """The next character that is not white space ("" at the end of the text)."""
+        while True:
+            m = _WS.match(self.buf, self.pos)
+            self.pos = m.end() if m else self.pos
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self._fill():
+                return ""
+
+    def expect(self, char: str) -> None:
+        if self.skip_ws() != char:
+            self._syntax(f"expected {char!r}")
+        self.pos += 1
+
+    def value(self) -> Any:
+        """The next JSON value, decoded whole."""
+        self.skip_ws()
+        while True:
+            try:
+                obj, end = self.decoder.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as err:
+                if self._fill(len(self.buf)):
+                    continue
+                if not self.buf[err.pos:].strip() or err.msg.startswith("Unterminated"):
+                    raise _Cut() from None
+                self._syntax(err.msg, err.pos)
+            except RecursionError:
+                self._syntax("values nested too deeply")
+            except ValueError as err:  # an integer of more digits than Python converts
+                self._syntax(str(err))
+            # A number at the end of the window may go on in the next chunk.
+            if end >= len(self.buf) and self._fill():
+                continue
+            self.span = (self.pos, end)
+            self.pos = end
+            return obj
+
+    def number_text(self, key: str, value: float) -> str | None:
+        """The exact text of the number under `key` in the value just decoded."""
+        pattern = self._patterns.get(key)
+        if pattern is None:
+            pattern = self._patterns[key] = re.compile(f'"{re.escape(key)}"' + _NUMBER)
+        for m in pattern.finditer(self.buf, *self.span):
+            if float(m.group(1)) == value:  # a nested key of the same name has another value
+                return m.group(1)
+        return None
+
+    def line_col(self, pos: int) -> tuple[int, int]:
+        line = self.lines_before + self.buf.count("\n", 0, pos) + 1
+        return line, pos - (self.buf.rfind("\n", 0, pos) + 1) + 1
+
+    def _where(self, pos: int | None = None) -> str:
+        line, col = self.line_col(self.pos if pos is None else pos)
+        event = f", in event {self.event}" if self.event >= 0 else ""
+        return f"(at line {line}, column {col}{event})"
+
+    def _syntax(self, message: str, pos: int | None = None) -> None:
+        raise ImportFailed(f"{self.source}: not valid JSON ({message} {self._where(pos)})")
+
+    def cut(self) -> ImportFailed:
+        where = self._where()
+        return ImportFailed(f"{self.source}: the text ends inside a value {where}: the file is cut off")
+
+
+def read_events(
+    handle: IO[str], source: str, on_member: Callable[[str, Any], None],
+    on_event: Callable[[int, Any, Reader], None],
+) -> bool:
+    """Feed every event to `on_event` and every other top-level member to `on_member`.
+
+    Returns False when the object form has no traceEvents list. The array form cut off
+    after a complete event is accepted; `on_member("cut", index)` says where it ended.
+    """
+    r = Reader(handle, source)
+    try:
+        first = r.skip_ws()
+        if first == "\ufeff":
+            r.pos += 1
+            first = r.skip_ws()
+        if first == "[":
+            r.pos += 1
+            _array(r, on_event, on_member)
+            return True
+        if first != "{":
+            if not first:
+                raise ImportFailed(f"{source}: an empty file is not a Chrome trace")
+            value = r.value()
+            raise ImportFailed(f"{source}: Chrome trace JSON is an object or an array, not "
+                               f"{type(value).__name__}")
+        r.pos += 1
+        found = False
+        if r.skip_ws() == "}":
+            return False
+        while True:
+            key = r.value()
+            if not isinstance(key, str):
+                r._syntax("expected a member name")
+            r.expect(":")
+            if key == "traceEvents" and r.skip_ws() == "[":
+                r.pos += 1
+                found = True
+                if not _array(r, on_event, on_member):
+                    return True
+            else:
+                on_member(key, r.value())
+            nxt = r.skip_ws()
+            if nxt == "}":
+                return found
+            if nxt != ",":
+                r._syntax("expected ',' or '}'")
+            r.pos += 1
+    except _Cut:
+        raise r.cut() from None
+
+
+def _array(r: Reader, on_event: Callable[[int, Any, Reader], None],
+           on_member: Callable[[str, Any], None]) -> bool:
+    """The events of a traceEvents array; False when the text ends before its `]`."""
+    n = 0
+    while True:
+        char = r.skip_ws()
+        if char == "]":
+            r.pos += 1
+            r.event = -1
+            return True
+        if not char:
+            on_member("cut", n)
+            return False
+        r.event = n
+        on_event(n, r.value(), r)
+        n += 1
+        char = r.skip_ws()
+        if char == ",":
+            r.pos += 1
+        elif char == "]":
+            continue
+        elif not char:
+            on_member("cut", n)
+            return False
+        else:
+            r._syntax("expected ',' or ']' after an event")

@@ -1,0 +1,88 @@
+"""Where a PyTorch profiler (Kineto) event goes on the track grammar, read from its `cat`.
+
+Kineto writes GPU activity under the device's pid and the stream's tid, host activity
+under the process and thread that did it:
+
+    kernel                          gpu<device>/stream/<stream>   (args device, stream)
+    gpu_memcpy                      gpu<device>/copy   h2d/d2h/d2d/p2p, bytes, src_kind, dst_kind
+    gpu_memset                      gpu<device>/memset
+    gpu_user_annotation, cuda_sync, gpu<device>/ranges  (mirrors and records, not GPU work)
+      cuda_profiler_range
+    cuda_runtime, cuda_driver       cuda/<calling thread's track>  (ROCm traces put hip* calls
+                                    under cuda_runtime too)
+    anything else                   the thread's own track (cpu_op, user_annotation,
+                                    python_function, ...)
+
+Every argument is kept, so `correlation` (and `External id`) link a launch to its kernel;
+the `ac2g` flow events carry the same correlation as their id. A ProfilerStep#N range is a
+unit of work by the default role rules. Contract: `code(cat)` (0 for other categories),
+`place(code, name, pid, tid, attrs)`, `FLOW_TO_KERNEL`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from workbench.model import tracks as tr
+
+KERNEL, MEMCPY, MEMSET = "kernel", "gpu_memcpy", "gpu_memset"
+GPU_RANGES = frozenset({"gpu_user_annotation", "cuda_sync", "cuda_profiler_range"})
+API = frozenset({"cuda_runtime", "cuda_driver"})
+DEVICE = frozenset({KERNEL, MEMCPY, MEMSET} | GPU_RANGES)
+CODES = {cat: i + 1 for i, cat in enumerate(sorted(DEVICE | API))}
+CATEGORY = {i: cat for cat, i in CODES.items()}
+FLOW_TO_KERNEL = "ac2g"  # the flow from a runtime call to the GPU work it launched
+
+# "Memcpy HtoD (Pageable -> Device)", "Memcpy DtoD (Device -> Device)", "Memcpy PtoP ..."
+_MEMCPY = re.compile(r"^Memcpy ([HDPA])to([HDPA])(?: \((\w+) -> (\w+)\))?")
+_MEMSET = re.compile(r"^Memset(?: \((\w+)\))?")
+_SIDE = {"H": "h", "D": "d", "P": "p", "A": "d"}  # an array lives on the device
+
+
+class Placement:
+    """Where an event goes: a track built here (`track`), or the calling thread's CUDA track."""
+
+    __slots__ = ("api", "attrs", "name", "track")
+
+    def __init__(self, track: str | None, name: str, attrs: dict[str, Any] | None, api: bool = False):
+        self.track, self.name, self.attrs, self.api = track, name, attrs, api
+
+
+def code(cat: Any) -> int:
+    """A small number for each Kineto category placed off the thread's track, 0 for the rest."""
+    return CODES.get(cat, 0) if isinstance(cat, str) else 0
+
+
+def place(cat_code: int, name: str, pid: Any, tid: Any, attrs: dict[str, Any] | None) -> Placement | None:
+    """The Kineto placement of an event, None where it stays on its thread's track."""
+    cat = CATEGORY[cat_code]
+    if cat in API:
+        return Placement(None, name, attrs, api=True)
+    args = attrs or {}
+    device = _int(args.get("device"), _int(pid, -1))
+    if device < 0:
+        return None
+    if cat == KERNEL:
+        stream = _int(args.get("stream"), _int(tid, -1))
+        return Placement(tr.stream_track(device, stream), name, attrs) if stream >= 0 else None
+    if cat == MEMCPY:
+        return _memcpy(device, name, attrs)
+    if cat == MEMSET:
+        m = _MEMSET.match(name)
+        extra = {"dst_kind": m.group(1).lower()} if m and m.group(1) else {}
+        return Placement(tr.memset_track(device), "memset", {**args, **extra} or None)
+    return Placement(tr.gpu_ranges_track(device), name, attrs)
+
+
+def _memcpy(device: int, name: str, attrs: dict[str, Any] | None) -> Placement:
+    m = _MEMCPY.match(name)
+    if not m:
+        return Placement(tr.copy_track(device), "copy", attrs)
+    src, dst, src_kind, dst_kind = m.groups()
+    extra = {"src_kind": src_kind.lower(), "dst_kind": dst_kind.lower()} if src_kind and dst_kind else {}
+    return Placement(tr.copy_track(device), f"{_SIDE[src]}2{_SIDE[dst]}", {**(attrs or {}), **extra})
+
+
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31 else default
