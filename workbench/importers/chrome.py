@@ -18,7 +18,6 @@ only ImportFailed.
 
 from __future__ import annotations
 
-import gzip
 import os
 from collections import Counter
 from pathlib import Path
@@ -28,7 +27,7 @@ import numpy as np
 
 from workbench.importers import kineto
 from workbench.importers.chrome_events import Columns, Skip
-from workbench.importers.chrome_stream import Reader, read_events
+from workbench.importers.chrome_stream import GzipText, Reader, read_events
 from workbench.importers.report import ImportFailed, ImportReport
 from workbench.model import tracks as tr
 from workbench.trace.container import CounterTable, InstantTable, SpanTable, Trace
@@ -45,12 +44,14 @@ def load_chrome(path: str | os.PathLike[str]) -> Trace:
     try:
         with open(path, "rb") as probe:
             zipped = probe.read(2) == GZIP_MAGIC
-        handle: IO[str] = (gzip.open(path, "rt", encoding="utf-8", errors="replace") if zipped  # noqa: SIM115
-                           else open(path, encoding="utf-8", errors="replace"))  # noqa: SIM115
+        handle: IO[str] | GzipText = (GzipText(path) if zipped
+                                      else open(path, encoding="utf-8", errors="replace"))  # noqa: SIM115
     except OSError as err:
         raise ImportFailed(f"{path}: cannot read the file ({err.strerror or err})") from None
-    with handle:
+    try:
         return _parse(handle, str(path))
+    finally:
+        handle.close()
 
 
 def parse_chrome(text: str, source: str = "<text>") -> Trace:

@@ -18,7 +18,6 @@ counted in the import report, with the index of the first of each kind.
 from __future__ import annotations
 
 import json
-import re
 import sys
 from array import array
 from typing import Any
@@ -29,13 +28,13 @@ from workbench.importers.report import ImportReport
 from workbench.trace.container import StringTable
 
 MAX_US = 1e17  # about 3,000 years: a larger timestamp is garbage, not a clock
+SMALL_US = 2.0**33  # below this (2.4 hours) a float64 keeps a microsecond time to far below 1 ns
 MAX_NS = 2**62  # times are int64 nanoseconds, relative to the first timestamp
 SPAN_BEGIN, SPAN_END = {"B": "sync", "b": "async", "S": "legacy"}, {"E": "sync", "e": "async", "F": "legacy"}
 STEPS = {"T", "p", "n"}  # steps of a legacy async span; an instant of a nested async one
 FLOWS = {"s", "t", "f"}
 INSTANTS = {"i", "I", "R", "P"}
 ASYNC_PHASES = {"b", "e", "n", "S", "T", "p", "F"}
-_DIGITS = re.compile(r"-?\d+(?:\.\d*)?")
 
 
 class Skip(Exception):
@@ -110,7 +109,12 @@ class Columns:
             raise Skip(f"{'timestamp' if key == 'ts' else key} missing or not a number")
         if not abs(value) <= MAX_US:  # also NaN
             raise Skip(f"{'timestamp' if key == 'ts' else key} out of range")
-        ns = value * 1000 if isinstance(value, int) else _exact_ns(reader.number_text(key, value), value)
+        if isinstance(value, int):
+            ns = value * 1000
+        elif -SMALL_US < value < SMALL_US:
+            ns = round(value * 1000)  # exact for the three decimals a microsecond time has
+        else:
+            ns = _exact_ns(reader.number_text(key, value), value)
         if self.base is None:
             self.base = ns
         ns -= self.base
@@ -123,7 +127,11 @@ class Columns:
         if isinstance(value, bool) or not isinstance(value, int | float) or not abs(value) <= MAX_US:
             raise Skip("duration missing or not a number" if not isinstance(value, int | float)
                        else "duration out of range")
-        return value * 1000 if isinstance(value, int) else _exact_ns(reader.number_text("dur", value), value)
+        if isinstance(value, int):
+            return value * 1000
+        if -SMALL_US < value < SMALL_US:
+            return round(value * 1000)
+        return _exact_ns(reader.number_text("dur", value), value)
 
     def _thread(self, event: dict[str, Any]) -> int:
         key = (_hashable(event.get("pid")), _hashable(event.get("tid")))
@@ -301,14 +309,13 @@ class Columns:
 
 def _exact_ns(text: str | None, value: float) -> int:
     """Nanoseconds from a microsecond number's text, exactly (rounding past the third decimal)."""
-    if text is None or not _DIGITS.fullmatch(text):
-        return round(value * 1000)  # an exponent, or no text: float precision is all there is
+    if text is None or "e" in text or "E" in text:
+        return round(value * 1000)  # no text, or an exponent: float precision is all there is
     whole, _, frac = text.partition(".")
-    negative = whole.startswith("-")
     ns = abs(int(whole)) * 1000 + int((frac + "000")[:3])
     if frac[3:4] and (frac[3] > "5" or (frac[3] == "5" and (frac[4:].strip("0") or ns % 2))):
         ns += 1
-    return -ns if negative else ns
+    return -ns if text.startswith("-") else ns
 
 
 def _is_int(value: Any) -> bool:

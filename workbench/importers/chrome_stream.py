@@ -16,17 +16,47 @@ Contract: `read_events(open_text, source, on_member, on_event)`.
 
 from __future__ import annotations
 
+import codecs
+import gzip
 import json
 import re
 import zlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import IO, Any
 
 from workbench.importers.report import ImportFailed
 
 CHUNK = 1 << 20  # characters read at a time
 _WS = re.compile(r"[ \t\n\r]*")
-_NUMBER = r'\s*:\s*(-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?)'
+_NUMBER = re.compile(r'\s*:\s*(-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?)')
+_AFTER_EVENT = re.compile(r"[ \t\n\r]*,[ \t\n\r]*(?=[{\[\]])")  # the usual case, in one step
+
+
+class GzipText:
+    """A gzip file read as text a piece at a time; a broken stream ends the text and says why.
+
+    The error waits until the text before it has been read, so the message can name the
+    last event the file still holds in full.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.raw = gzip.open(path, "rb")  # noqa: SIM115 (closed by close(), as a file is)
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.broken: Exception | None = None
+
+    def read(self, n: int) -> str:
+        if self.broken is not None:
+            return ""
+        try:
+            data = self.raw.read1(n)
+        except (EOFError, OSError, zlib.error) as err:
+            self.broken = err
+            return ""
+        return self.decoder.decode(data, final=not data)
+
+    def close(self) -> None:
+        self.raw.close()
 
 
 class _Cut(Exception):
@@ -36,27 +66,33 @@ class _Cut(Exception):
 class Reader:
     """A window over the text: `buf[pos:]` is what is not consumed yet."""
 
-    def __init__(self, handle: IO[str], source: str) -> None:
+    def __init__(self, handle: IO[str] | GzipText, source: str) -> None:
         self.handle, self.source = handle, source
         self.buf, self.pos, self.eof = "", 0, False
         self.lines_before = 0  # newlines in text already dropped from the window
-        self.decoder = json.JSONDecoder()
+        self.columns_before = 0  # characters of the window's first line already dropped
+        self.scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
         self.event = -1  # index of the event being read, -1 outside traceEvents
         self.span = (0, 0)  # where the last decoded value lies in buf
-        self._patterns: dict[str, re.Pattern[str]] = {}
 
     def _fill(self, at_least: int = CHUNK) -> bool:
         if self.eof:
             return False
         if self.pos:
             self.lines_before += self.buf.count("\n", 0, self.pos)
+            last = self.buf.rfind("\n", 0, self.pos)
+            self.columns_before = self.pos - last - 1 if last >= 0 else self.columns_before + self.pos
             self.buf, self.pos = self.buf[self.pos:], 0
         try:
             chunk = self.handle.read(max(at_least, CHUNK))
         except (EOFError, OSError, zlib.error) as err:
-            raise ImportFailed(f"{self.source}: the gzip stream is cut off or corrupt ({err}) "
+            raise ImportFailed(f"{self.source}: the gzip stream is cut off or corrupt ({err}), "
                                f"{self._where()}") from None
         if not chunk:
+            broken = getattr(self.handle, "broken", None)
+            if broken is not None:
+                raise ImportFailed(f"{self.source}: the gzip stream is cut off or corrupt ({broken}), "
+                                   f"{self._where(len(self.buf))}")
             self.eof = True
             return False
         self.buf += chunk
@@ -82,9 +118,13 @@ class Reader:
         self.skip_ws()
         while True:
             try:
-                obj, end = self.decoder.raw_decode(self.buf, self.pos)
+                try:
+                    obj, end = self.scan(self.buf, self.pos)
+                except StopIteration as stop:  # what raw_decode makes of it, without its overhead
+                    raise json.JSONDecodeError("Expecting value", self.buf, stop.value) from None
             except json.JSONDecodeError as err:
-                if self._fill(len(self.buf)):
+                if not self.eof:  # more text may finish the value; filling moves the window, so decode again
+                    self._fill(len(self.buf))
                     continue
                 if not self.buf[err.pos:].strip() or err.msg.startswith("Unterminated"):
                     raise _Cut() from None
@@ -94,7 +134,8 @@ class Reader:
             except ValueError as err:  # an integer of more digits than Python converts
                 self._syntax(str(err))
             # A number at the end of the window may go on in the next chunk.
-            if end >= len(self.buf) and self._fill():
+            if end >= len(self.buf) and not self.eof:
+                self._fill()
                 continue
             self.span = (self.pos, end)
             self.pos = end
@@ -102,33 +143,35 @@ class Reader:
 
     def number_text(self, key: str, value: float) -> str | None:
         """The exact text of the number under `key` in the value just decoded."""
-        pattern = self._patterns.get(key)
-        if pattern is None:
-            pattern = self._patterns[key] = re.compile(f'"{re.escape(key)}"' + _NUMBER)
-        for m in pattern.finditer(self.buf, *self.span):
-            if float(m.group(1)) == value:  # a nested key of the same name has another value
+        buf, (at, end) = self.buf, self.span
+        quoted = f'"{key}"'
+        while (at := buf.find(quoted, at, end)) >= 0:
+            at += len(quoted)
+            m = _NUMBER.match(buf, at)
+            if m and float(m.group(1)) == value:  # a nested key of the same name has another value
                 return m.group(1)
         return None
 
     def line_col(self, pos: int) -> tuple[int, int]:
         line = self.lines_before + self.buf.count("\n", 0, pos) + 1
-        return line, pos - (self.buf.rfind("\n", 0, pos) + 1) + 1
+        last = self.buf.rfind("\n", 0, pos)
+        return line, pos - last if last >= 0 else self.columns_before + pos + 1
 
     def _where(self, pos: int | None = None) -> str:
         line, col = self.line_col(self.pos if pos is None else pos)
         event = f", in event {self.event}" if self.event >= 0 else ""
-        return f"(at line {line}, column {col}{event})"
+        return f"at line {line}, column {col}{event}"
 
     def _syntax(self, message: str, pos: int | None = None) -> None:
         raise ImportFailed(f"{self.source}: not valid JSON ({message} {self._where(pos)})")
 
     def cut(self) -> ImportFailed:
         where = self._where()
-        return ImportFailed(f"{self.source}: the text ends inside a value {where}: the file is cut off")
+        return ImportFailed(f"{self.source}: the text ends inside a value, {where}: the file is cut off")
 
 
 def read_events(
-    handle: IO[str], source: str, on_member: Callable[[str, Any], None],
+    handle: IO[str] | GzipText, source: str, on_member: Callable[[str, Any], None],
     on_event: Callable[[int, Any, Reader], None],
 ) -> bool:
     """Feed every event to `on_event` and every other top-level member to `on_member`.
@@ -194,6 +237,10 @@ def _array(r: Reader, on_event: Callable[[int, Any, Reader], None],
         r.event = n
         on_event(n, r.value(), r)
         n += 1
+        m = _AFTER_EVENT.match(r.buf, r.pos)
+        if m:
+            r.pos = m.end()
+            continue
         char = r.skip_ws()
         if char == ",":
             r.pos += 1
