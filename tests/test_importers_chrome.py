@@ -103,7 +103,7 @@ def test_the_array_form_may_lack_its_closing_bracket():
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ('{"traceEvents": [\n{"ph": "X",, }]}', r"not valid JSON \(.* at line 2, column \d+, in event 0\)"),
+    ('{"traceEvents": [\n{"ph": "X",, }]}', r"not valid JSON \(.* at line 2, column \d+\) in event 0"),
     ('{"events": []}', "without a traceEvents list"),
     ("42", "an object or an array"),
     ('[{"ph": "Q"}]', "no usable trace events"),

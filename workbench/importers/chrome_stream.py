@@ -163,7 +163,9 @@ class Reader:
         return f"at line {line}, column {col}{event}"
 
     def _syntax(self, message: str, pos: int | None = None) -> None:
-        raise ImportFailed(f"{self.source}: not valid JSON ({message} {self._where(pos)})")
+        line, col = self.line_col(self.pos if pos is None else pos)
+        event = f" in event {self.event}" if self.event >= 0 else ""
+        raise ImportFailed(f"{self.source}: not valid JSON ({message} at line {line}, column {col}){event}")
 
     def cut(self) -> ImportFailed:
         where = self._where()
