@@ -26,7 +26,7 @@ from typing import IO, Any
 import numpy as np
 
 from workbench.importers import kineto
-from workbench.importers.chrome_events import Columns, Skip
+from workbench.importers.chrome_events import MAX_NS, Columns, Skip
 from workbench.importers.chrome_stream import GzipText, Reader, read_events
 from workbench.importers.report import ImportFailed, ImportReport
 from workbench.model import tracks as tr
@@ -86,8 +86,11 @@ def _parse(handle: Any, source: str) -> Trace:
         except Skip as skip:
             report.skip(str(skip), f"event {n}")
 
-    if not read_events(handle, source, on_member, on_event):
+    found, cut = read_events(handle, source, on_member, on_event)
+    if not found:
         raise ImportFailed(f"{source}: a JSON object without a traceEvents list is not a Chrome trace")
+    if cut is not None:
+        report.missing.append(f"the closing ] of traceEvents (the text ends after event {cut - 1})")
     return _Finish(columns, members, source).trace()
 
 
@@ -108,9 +111,6 @@ class _Finish:
     def trace(self) -> Trace:
         c, report = self.c, self.c.report
         c.unmatched()
-        if "cut" in self.members:
-            report.missing.append(f"the closing ] of traceEvents (the text ends after event "
-                                  f"{self.members['cut'] - 1})")
         if not c.order and not c.i_ts and not c.c_ts:
             reasons = ", ".join(f"{n} {r}, first at {report.first_at[r]}" for r, n in report.skipped.items())
             raise ImportFailed(f"{self.source}: no usable trace events ({reasons or 'no events'})")
@@ -209,23 +209,22 @@ class _Finish:
     def _flows_to_their_spans(self, span_tracks: np.ndarray, instant_tracks: np.ndarray) -> None:
         """An ac2g flow starts on its runtime call's track and ends on its GPU work's track."""
         c = self.c
-        flows = [i for i, a in enumerate(c.i_attrs) if a and a.get("cat") == kineto.FLOW_TO_KERNEL]
+        flows = [(i, a) for i, a in enumerate(c.i_attrs) if a and a.get("cat") == kineto.FLOW_TO_KERNEL]
         if not flows:
             return
-        wanted = {c.i_attrs[i]["flow_id"] for i in flows}  # type: ignore[index]
+        wanted = {a["flow_id"] for _, a in flows}  # never a list or object: _flow refuses those
         api = c.places_of_kind("cuda")
         caller: dict[Any, int] = {}
         device: dict[Any, int] = {}
         for i in np.flatnonzero(np.frombuffer(c.cat, np.int8)).tolist():
             attrs = c.attrs[i]
             corr = attrs.get("correlation") if attrs else None
-            if corr in wanted:
+            if isinstance(corr, int | str) and corr in wanted:
                 (caller if c.place[i] in api else device).setdefault(corr, int(span_tracks[i]))
-        for i in flows:
-            attrs = c.i_attrs[i]
-            ident = attrs["flow_id"]  # type: ignore[index]
+        for i, attrs in flows:
+            ident = attrs["flow_id"]
             # A flow from a call that launched nothing ends on the call itself.
-            target = caller.get(ident) if attrs["flow"] == "s" else device.get(ident, caller.get(ident))  # type: ignore[index]
+            target = caller.get(ident) if attrs["flow"] == "s" else device.get(ident, caller.get(ident))
             if target is not None:
                 instant_tracks[i] = target
 
@@ -235,6 +234,9 @@ class _Finish:
         if c.base is None:
             return 0
         if self.ours:
+            if abs(c.base + self.origin) >= MAX_NS:
+                raise ImportFailed(f"{self.source}: the times and origin_ns lie beyond what nanoseconds "
+                                   "since the origin can hold")
             return c.base + self.origin
         firsts = [int(np.frombuffer(a, np.int64).min()) for a in (c.start, c.i_ts, c.c_ts) if len(a)]
         return -min(firsts)

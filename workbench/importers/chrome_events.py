@@ -2,8 +2,8 @@
 
 Each event becomes a row of typed arrays at once (times as exact integer nanoseconds from
 the first timestamp, names interned), so nothing holds the events themselves. Where a row
-goes is settled at the end (`Columns.finish`), when every thread's metadata is known:
-Kineto writes its names after the events.
+goes is settled at the end (chrome.py), when every thread's metadata is known: Kineto
+writes its names after the events, and our own exports say they are ours after them.
 
 Pairing: `B`/`E` by thread (an `E` closes the innermost `B`); nested async `b`/`e` by
 category, id (`id`, `id2` local to the process or global, `scope`) and name, an `e` closing
@@ -23,14 +23,14 @@ from array import array
 from typing import Any
 
 from workbench.importers import kineto
-from workbench.importers.chrome_stream import Reader
+from workbench.importers.chrome_stream import Reader, exact_ns
 from workbench.importers.report import ImportReport
 from workbench.trace.container import StringTable
 
 MAX_US = 1e17  # about 3,000 years: a larger timestamp is garbage, not a clock
 SMALL_US = 2.0**33  # below this (2.4 hours) a float64 keeps a microsecond time to far below 1 ns
 MAX_NS = 2**62  # times are int64 nanoseconds, relative to the first timestamp
-SPAN_BEGIN, SPAN_END = {"B": "sync", "b": "async", "S": "legacy"}, {"E": "sync", "e": "async", "F": "legacy"}
+SPAN_BEGIN, SPAN_END = {"B", "b", "S"}, {"E", "e", "F"}  # duration, nested async, legacy async
 STEPS = {"T", "p", "n"}  # steps of a legacy async span; an instant of a nested async one
 FLOWS = {"s", "t", "f"}
 INSTANTS = {"i", "I", "R", "P"}
@@ -114,7 +114,7 @@ class Columns:
         elif -SMALL_US < value < SMALL_US:
             ns = round(value * 1000)  # exact for the three decimals a microsecond time has
         else:
-            ns = _exact_ns(reader.number_text(key, value), value)
+            ns = exact_ns(reader.number_text(key, value), value)
         if self.base is None:
             self.base = ns
         ns -= self.base
@@ -131,7 +131,7 @@ class Columns:
             return value * 1000
         if -SMALL_US < value < SMALL_US:
             return round(value * 1000)
-        return _exact_ns(reader.number_text("dur", value), value)
+        return exact_ns(reader.number_text("dur", value), value)
 
     def _thread(self, event: dict[str, Any]) -> int:
         key = (_hashable(event.get("pid")), _hashable(event.get("tid")))
@@ -305,17 +305,6 @@ class Columns:
         for stack in self.open_async.values():
             for _, _, n, _ in stack:
                 self.report.skip("begin without end (trace cut off?)", f"event {n}")
-
-
-def _exact_ns(text: str | None, value: float) -> int:
-    """Nanoseconds from a microsecond number's text, exactly (rounding past the third decimal)."""
-    if text is None or "e" in text or "E" in text:
-        return round(value * 1000)  # no text, or an exponent: float precision is all there is
-    whole, _, frac = text.partition(".")
-    ns = abs(int(whole)) * 1000 + int((frac + "000")[:3])
-    if frac[3:4] and (frac[3] > "5" or (frac[3] == "5" and (frac[4:].strip("0") or ns % 2))):
-        ns += 1
-    return -ns if text.startswith("-") else ns
 
 
 def _is_int(value: Any) -> bool:

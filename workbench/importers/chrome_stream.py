@@ -11,7 +11,8 @@ Syntax errors, text cut off inside an event and broken gzip streams raise Import
 naming the file, the line and column, and the event. The array form may lack its closing
 bracket (a trace cut off while written, which the format allows).
 
-Contract: `read_events(open_text, source, on_member, on_event)`.
+Contract: `read_events(handle, source, on_member, on_event)`, `GzipText(path)`,
+`exact_ns(text, value)`.
 """
 
 from __future__ import annotations
@@ -175,11 +176,12 @@ class Reader:
 def read_events(
     handle: IO[str] | GzipText, source: str, on_member: Callable[[str, Any], None],
     on_event: Callable[[int, Any, Reader], None],
-) -> bool:
+) -> tuple[bool, int | None]:
     """Feed every event to `on_event` and every other top-level member to `on_member`.
 
-    Returns False when the object form has no traceEvents list. The array form cut off
-    after a complete event is accepted; `on_member("cut", index)` says where it ended.
+    Returns whether there was a traceEvents list, and, when the text ends after a complete
+    event but before the list's `]` (accepted: the array form may be cut off), how many
+    events it held.
     """
     r = Reader(handle, source)
     try:
@@ -189,8 +191,7 @@ def read_events(
             first = r.skip_ws()
         if first == "[":
             r.pos += 1
-            _array(r, on_event, on_member)
-            return True
+            return True, _array(r, on_event)
         if first != "{":
             if not first:
                 raise ImportFailed(f"{source}: an empty file is not a Chrome trace")
@@ -200,7 +201,7 @@ def read_events(
         r.pos += 1
         found = False
         if r.skip_ws() == "}":
-            return False
+            return False, None
         while True:
             key = r.value()
             if not isinstance(key, str):
@@ -209,13 +210,14 @@ def read_events(
             if key == "traceEvents" and r.skip_ws() == "[":
                 r.pos += 1
                 found = True
-                if not _array(r, on_event, on_member):
-                    return True
+                cut = _array(r, on_event)
+                if cut is not None:
+                    return True, cut
             else:
                 on_member(key, r.value())
             nxt = r.skip_ws()
             if nxt == "}":
-                return found
+                return found, None
             if nxt != ",":
                 r._syntax("expected ',' or '}'")
             r.pos += 1
@@ -223,19 +225,17 @@ def read_events(
         raise r.cut() from None
 
 
-def _array(r: Reader, on_event: Callable[[int, Any, Reader], None],
-           on_member: Callable[[str, Any], None]) -> bool:
-    """The events of a traceEvents array; False when the text ends before its `]`."""
+def _array(r: Reader, on_event: Callable[[int, Any, Reader], None]) -> int | None:
+    """The events of a traceEvents array; their number when the text ends before its `]`."""
     n = 0
     while True:
         char = r.skip_ws()
         if char == "]":
             r.pos += 1
             r.event = -1
-            return True
+            return None
         if not char:
-            on_member("cut", n)
-            return False
+            return n
         r.event = n
         on_event(n, r.value(), r)
         n += 1
@@ -249,7 +249,17 @@ def _array(r: Reader, on_event: Callable[[int, Any, Reader], None],
         elif char == "]":
             continue
         elif not char:
-            on_member("cut", n)
-            return False
+            return n
         else:
             r._syntax("expected ',' or ']' after an event")
+
+
+def exact_ns(text: str | None, value: float) -> int:
+    """Nanoseconds from a microsecond number's text, exactly (rounding past the third decimal)."""
+    if text is None or "e" in text or "E" in text:
+        return round(value * 1000)  # no text, or an exponent: float precision is all there is
+    whole, _, frac = text.partition(".")
+    ns = abs(int(whole)) * 1000 + int((frac + "000")[:3])
+    if frac[3:4] and (frac[3] > "5" or (frac[3] == "5" and (frac[4:].strip("0") or ns % 2))):
+        ns += 1
+    return -ns if text.startswith("-") else ns
