@@ -1,6 +1,6 @@
 """Peak memory and time of importing a PyTorch profiler (Kineto) trace, against its JSON size.
 
-    python benchmarks/import_memory.py [--trace FILE.json.gz] [--mb 80] [--repeat 3]
+    python benchmarks/import_memory.py [--trace FILE.json.gz] [--mb 80] [--repeat 3] [--baseline DIR]
 
 Inputs: the largest Kineto trace in /work/shared/realdata/kineto (or --trace), and a larger
 one made from it by repeating its events, each copy shifted past the one before (times,
@@ -10,7 +10,9 @@ resident set, once under tracemalloc for the peak of Python allocations. The res
 is VmHWM (ru_maxrss of the process's own memory map: ru_maxrss itself carries the parent's
 peak over exec) after the import minus VmHWM after importing the workbench and numpy. Both
 peaks are given as a multiple of the uncompressed JSON size, against the 3x target and the
-7.5x of the importer that held the whole list of decoded events.
+7.5x of the importer that held the whole list of decoded events. `--baseline DIR` measures
+the importer of another checkout (DIR, e.g. the main one) the same way, on a copy of the
+repeated trace with times from its first event (the old importer refused epoch times).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -59,7 +62,7 @@ def largest_kineto() -> Path:
     return files[-1]
 
 
-def repeated(source: Path, megabytes: float, folder: Path) -> tuple[Path, Path]:
+def repeated(source: Path, megabytes: float, folder: Path, relative: bool = False) -> tuple[Path, Path]:
     """The trace's events again and again, each copy after the last, until the JSON is that big."""
     data = json.loads(gzip.decompress(source.read_bytes()))
     events = data["traceEvents"]
@@ -74,7 +77,7 @@ def repeated(source: Path, megabytes: float, folder: Path) -> tuple[Path, Path]:
         for e in body:
             e2 = dict(e)
             if isinstance(e2.get("ts"), int | float):
-                e2["ts"] = e2["ts"] + k * period
+                e2["ts"] = e2["ts"] + k * period - (start if relative else 0)
             if e2.get("ph") in ("s", "f") and isinstance(e2.get("id"), int):
                 e2["id"] = e2["id"] + k * 10**8
             if isinstance(e2.get("args"), dict):
@@ -84,18 +87,19 @@ def repeated(source: Path, megabytes: float, folder: Path) -> tuple[Path, Path]:
                         args[key] += k * 10**8
                 e2["args"] = args
             out.append(e2)
-    plain = folder / f"repeated_{copies}x.json"
+    plain = folder / f"repeated_{copies}x{'_relative' if relative else ''}.json"
     plain.write_text(json.dumps({**data, "traceEvents": out}))
-    zipped = folder / f"repeated_{copies}x.json.gz"
+    zipped = folder / f"{plain.name}.gz"
     zipped.write_bytes(gzip.compress(plain.read_bytes(), compresslevel=6))
     return plain, zipped
 
 
-def measure(path: Path, repeat: int) -> dict[str, Any]:
+def measure(path: Path, repeat: int, checkout: Path | None = None) -> dict[str, Any]:
     runs = []
+    env = {**os.environ, "PYTHONPATH": str(checkout)} if checkout else None
     for traced in ["0"] * repeat + ["1"]:
         done = subprocess.run([sys.executable, "-c", CHILD, str(path), traced], capture_output=True,
-                              text=True, check=True)
+                              text=True, check=True, cwd=checkout, env=env)
         runs.append(json.loads(done.stdout))
     plain = runs[:-1]
     return {"seconds": statistics.median(r["seconds"] for r in plain), "rss": max(r["rss"] for r in plain),
@@ -112,17 +116,23 @@ def main() -> None:
     parser.add_argument("--trace", type=Path, default=None)
     parser.add_argument("--mb", type=float, default=80.0, help="size of the repeated trace's JSON")
     parser.add_argument("--repeat", type=int, default=3, help="untraced runs per file (median time)")
+    parser.add_argument("--baseline", type=Path, default=None, help="another checkout's importer to compare")
     args = parser.parse_args()
     source = args.trace or largest_kineto()
     with tempfile.TemporaryDirectory(prefix="wb-import-") as tmp:
-        files = [source, *repeated(source, args.mb, Path(tmp))]
+        files = (source, *repeated(source, args.mb, Path(tmp)))
+        runs: list[tuple[Path, Path | None]] = [(p, None) for p in files]
+        if args.baseline:
+            relative = repeated(source, args.mb, Path(tmp), relative=True)[0]
+            runs += [(relative, None), (relative, args.baseline.resolve())]
         print(f"{'file':46} {'JSON MB':>8} {'spans':>8} {'time s':>7} {'RSS MB':>7} {'xJSON':>6} "
               f"{'traced MB':>9} {'xJSON':>6} {'/3x':>5} {'/7.5x':>5}")
-        for path in files:
+        for path, checkout in runs:
             size = json_size(path)
-            m = measure(path, args.repeat)
+            m = measure(path, args.repeat, checkout)
             rss_x, traced_x = m["rss"] / size, m["traced"] / size
-            print(f"{path.name[:46]:46} {size / 1e6:8.1f} {m['spans']:8d} {m['seconds']:7.2f} "
+            label = f"{path.name} ({checkout})" if checkout else path.name
+            print(f"{label[:46]:46} {size / 1e6:8.1f} {m['spans']:8d} {m['seconds']:7.2f} "
                   f"{m['rss'] / 1e6:7.1f} {rss_x:6.2f} {m['traced'] / 1e6:9.1f} {traced_x:6.2f} "
                   f"{max(rss_x, traced_x) / TARGET:5.2f} {max(rss_x, traced_x) / OLD:5.2f}")
 

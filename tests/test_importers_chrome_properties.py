@@ -24,7 +24,7 @@ values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
                       | st.dictionaries(st.text(max_size=4), inner, max_size=3), max_leaves=6)
 times = st.one_of(st.integers(-(2**64), 2**64), st.floats(allow_nan=True, allow_infinity=True),
                   st.floats(1.6e15, 1.8e15), st.sampled_from([0, 1, 1.5, "3", None, [], 1e17, 1.0000001e17]))
-phases = st.one_of(st.sampled_from(list("XBEbenSTpFstfiIRPCMOND") + ["", "xx"]), values)
+phases = st.one_of(st.sampled_from([*"XBEbenSTpFstfiIRPCMOND", "", "xx"]), values)
 cats = st.sampled_from(["kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "cpu_op",
                         "gpu_user_annotation", "cuda_sync", "ac2g", "user_annotation", None, 3, ["a"]])
 names = st.one_of(st.sampled_from(["Memcpy HtoD (Pageable -> Device)", "Memcpy XtoY", "Memset (Device)",
@@ -34,7 +34,7 @@ args = st.one_of(values, st.fixed_dictionaries({}, optional={
     "device": values | st.integers(-2, 3), "stream": values | st.integers(-2, 9), "correlation": values,
     "name": values, "sort_index": values, "partition": values, "worker": values, "bytes": values}))
 events = st.one_of(values, st.fixed_dictionaries({"ph": phases}, optional={
-    "ts": times, "dur": times, "pid": st.one_of(st.integers(-2, 3), values), "tid": st.integers(-2, 3) | values,
+    "ts": times, "dur": times, "pid": st.integers(-2, 3) | values, "tid": st.integers(-2, 3) | values,
     "name": names, "cat": cats, "id": st.integers(0, 3) | values, "id2": values, "args": args, "bp": values,
     "scope": values, "s": values}))
 documents = st.tuples(st.lists(events, max_size=25), st.booleans(), st.dictionaries(

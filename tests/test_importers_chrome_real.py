@@ -54,10 +54,13 @@ def test_nested_async_pairs_by_category_id_and_name():
     trace = load_any(DATA / "nestable_async.json")
     assert Counter((s.name, s.duration_ns) for s in trace.iter_spans()) == want
     assert ("REQUEST_BAR", 90_000) in want and ("URL_REQUEST_DELEGATE", 10_000) in want
-    assert trace.meta["import"]["skipped"] == {"end without begin": 1, "begin without end (trace cut off?)": 1}
+    skipped = trace.meta["import"]["skipped"]
+    assert skipped == {"end without begin": 1, "begin without end (trace cut off?)": 1}
     # The async instants ("n") sit on their span's track.
     assert Counter(i.name for i in trace.iter_instants()) == Counter(
         e["name"] for e in _events("nestable_async.json") if e["ph"] == "n")
+    tracks = {s.track for s in trace.iter_spans()}
+    assert {i.track for i in trace.iter_instants()} == tracks == {"thread/26065"}
 
 
 def test_legacy_async_spans_and_their_steps():
@@ -69,7 +72,8 @@ def test_legacy_async_spans_and_their_steps():
     sync = sum(1 for e in events if e["ph"] == "E")
     assert len(trace.spans) == paired + sync
     steps = [i for i in trace.iter_instants() if i.attrs.get("async_phase") == "T"]
-    assert Counter(i.attrs["step"] for i in steps) == Counter(e["args"]["step"] for e in events if e["ph"] == "T")
+    want_steps = Counter(e["args"]["step"] for e in events if e["ph"] == "T")
+    assert Counter(i.attrs["step"] for i in steps) == want_steps
     b_spans = {(s.start_ns, s.end_ns) for s in trace.iter_spans() if s.name == "B"}
     first = min(e["ts"] for e in events)
     assert ((100 - first) * 1000, (300 - first) * 1000) in b_spans  # B id 1: S at 100, F at 300
