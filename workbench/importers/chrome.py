@@ -162,6 +162,8 @@ class _Finish:
         if rows:
             c.report.format = "Kineto (PyTorch profiler) trace JSON"
         text = c.strings.values
+        copies: list[dict[str, Any]] = []
+        calls: list[dict[str, Any]] = []
         for i in rows:
             pid, tid = c.thread_keys[c.thread[i]]
             where = kineto.place(int(cats[i]), text[c.name[i]], pid, tid, c.attrs[i])
@@ -171,6 +173,9 @@ class _Finish:
                           else c.place_of("track", where.track))
             c.name[i] = c.strings.intern(where.name)
             c.attrs[i] = where.attrs
+            if where.attrs is not None and (where.api or kineto.CATEGORY[int(cats[i])] == kineto.MEMCPY):
+                (calls if where.api else copies).append(where.attrs)
+        kineto.size_copies(copies, calls)
 
     def _thread_tracks(self) -> list[int]:
         """Each thread's track, as a string id."""

@@ -13,10 +13,11 @@ under the process and thread that did it:
     anything else                   the thread's own track (cpu_op, user_annotation,
                                     python_function, ...)
 
-Every argument is kept, so `correlation` (and `External id`) link a launch to its kernel;
+Every argument is kept, so `correlation` (and `External id`) link a launch to its kernel
+(a copy without `bytes` takes the `size` of the call with its correlation, as ROCm writes it);
 the `ac2g` flow events carry the same correlation as their id. A ProfilerStep#N range is a
 unit of work by the default role rules. Contract: `code(cat)` (0 for other categories),
-`place(code, name, pid, tid, attrs)`, `FLOW_TO_KERNEL`.
+`place(code, name, pid, tid, attrs)`, `size_copies(copies, calls)`, `FLOW_TO_KERNEL`.
 """
 
 from __future__ import annotations
@@ -82,6 +83,19 @@ def _memcpy(device: int, name: str, attrs: dict[str, Any] | None) -> Placement:
     src, dst, src_kind, dst_kind = m.groups()
     extra = {"src_kind": src_kind.lower(), "dst_kind": dst_kind.lower()} if src_kind and dst_kind else {}
     return Placement(tr.copy_track(device), f"{_SIDE[src]}2{_SIDE[dst]}", {**(attrs or {}), **extra})
+
+
+def size_copies(copies: list[dict[str, Any]], calls: list[dict[str, Any]]) -> None:
+    """ROCm traces give a copy's size only on the runtime call that made it (`size`): take it over."""
+    sizes = {}
+    for args in calls:
+        size, corr = args.get("size"), args.get("correlation")
+        if isinstance(corr, int) and isinstance(size, int | str) and str(size).isdigit():
+            sizes[corr] = int(size)
+    for args in copies:
+        corr = args.get("correlation")
+        if "bytes" not in args and isinstance(corr, int) and corr in sizes:
+            args["bytes"] = sizes[corr]
 
 
 def _int(value: Any, default: int) -> int:
