@@ -38,6 +38,12 @@ def _x(events, *cats):
     return [e for e in events if e.get("ph") == "X" and e.get("cat") in cats]
 
 
+def _syncs(events):
+    """Synchronisation records, each with the API call of its correlation (None without one)."""
+    calls = {e["args"]["correlation"]: e for e in _x(events, *API) if "correlation" in e["args"]}
+    return [(e, calls.get(e["args"].get("correlation"))) for e in _x(events, "cuda_sync")]
+
+
 def _spans_on(trace, kind):
     return [s for s in trace.iter_spans() if tr.parse(s.track).kind == kind]
 
@@ -54,14 +60,16 @@ def test_roles_by_category(path):
     assert counts.get("copy", 0) == len(_x(events, "gpu_memcpy"))
     assert counts.get("memset", 0) == len(_x(events, "gpu_memset"))
     api = Counter(e["name"] for e in _x(events, *API))
-    assert counts.get("sync", 0) == sum(n for name, n in api.items() if name in SYNCS)
+    records = _syncs(events)
+    called = sum(1 for _, call in records if call is not None)
+    assert counts.get("sync", 0) == sum(n for name, n in api.items() if name in SYNCS) + called
     assert counts.get("launch", 0) == sum(n for name, n in api.items() if name in LAUNCHES)
     assert counts.get("runtime", 0) == sum(n for name, n in api.items() if name not in SYNCS | LAUNCHES)
     steps = [e for e in _x(events, "user_annotation", "cpu_op") if e["name"].startswith("ProfilerStep#")]
     assert counts.get("unit", 0) == len(steps)
-    # Everything else the host did is host work; the GPU-side mirrors are "other".
-    mirrors = _x(events, "gpu_user_annotation", "cuda_sync", "cuda_profiler_range")
-    assert counts.get("other", 0) == len(mirrors)
+    # The profiler's own recording window ("Trace") and the GPU-side mirrors are "other".
+    mirrors = _x(events, "gpu_user_annotation", "cuda_profiler_range", "Trace")
+    assert counts.get("other", 0) == len(mirrors) + len(records) - called
     assert sum(counts.values()) == len([e for e in events if e.get("ph") == "X"])
 
 
@@ -88,8 +96,13 @@ def test_tracks_from_the_arguments(path):
     assert Counter(s.track for s in _spans_on(trace, tr.MEMSETS)) == Counter(
         tr.memset_track(e["args"]["device"]) for e in _x(events, "gpu_memset"))
     # Runtime calls on the calling thread's cuda/ track (each tid here is one process's).
+    callers = _x(events, *API) + [call for _, call in _syncs(events) if call is not None]
     assert Counter(s.track for s in _spans_on(trace, tr.CUDA_API)) == Counter(
-        tr.cuda_track(tr.thread_track(e["tid"])) for e in _x(events, *API))
+        tr.cuda_track(tr.thread_track(e["tid"])) for e in callers)
+    names = {"Stream Sync": "stream_synchronize", "Event Sync": "event_synchronize",
+             "Context Sync": "context_synchronize", "Stream Wait Event": "stream_wait_event"}
+    assert Counter(s.name for s in _spans_on(trace, tr.CUDA_API) if "cuda_sync_kind" in s.attrs) == Counter(
+        names[e["name"]] for e, call in _syncs(events) if call is not None)
     mirrored = {e["name"] for e in _x(events, "gpu_user_annotation")}
     assert not mirrored & {s.name for s in _spans_on(trace, tr.KERNELS)} - {e["name"] for e in kernels}
     threads = {tr.thread_track(e["tid"]): e["args"]["name"].strip() for e in events
@@ -104,7 +117,8 @@ def test_tracks_from_the_arguments(path):
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name.split("_")[0])
 def test_correlation_links_kept(path):
     events, trace = _both(path)
-    linked = _x(events, "kernel", "gpu_memcpy", "gpu_memset", *API)
+    linked = _x(events, "kernel", "gpu_memcpy", "gpu_memset", *API) + [
+        e for e, call in _syncs(events) if call is not None]
     want = Counter((e["args"].get("correlation"), e["args"].get("External id")) for e in linked)
     kinds = (tr.KERNELS, tr.COPIES, tr.MEMSETS, tr.CUDA_API)
     got = Counter((s.attrs.get("correlation"), s.attrs.get("External id")) for s in trace.iter_spans()

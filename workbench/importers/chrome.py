@@ -4,7 +4,7 @@
 Our exports (`otherData.format == "workbench"`) carry the time origin in nanoseconds, the
 configuration and run facts, and each thread's track name, so they load back to the same
 spans, instants, counters, attributes, configuration and thread names. Other traces: host
-threads on `thread/<tid>` (`thread/<pid>/<tid>` where a tid recurs across processes), named
+threads on `thread/<tid>` (`thread/<pid>.<tid>` where a tid recurs across processes), named
 by their metadata; Kineto's GPU work on stream, copy, memset and GPU-range tracks and its
 runtime calls on the calling thread's `cuda/` track (see kineto.py); `ac2g` flow instants
 moved onto the tracks of the runtime call and the GPU work they link. Times are
@@ -19,6 +19,7 @@ only ImportFailed.
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from pathlib import Path
 from typing import IO, Any
@@ -107,6 +108,7 @@ class _Finish:
         self.config = _dict(other.get("config")) if self.ours else {}
         self.meta = _dict(other.get("meta")) if self.ours else {}
         self.thread_names: dict[str, str] = {}
+        self.windows: list[int] = []  # threads holding a profiler's recording windows
 
     def trace(self) -> Trace:
         c, report = self.c, self.c.report
@@ -149,6 +151,9 @@ class _Finish:
             ids = np.unique(np.concatenate([span_tracks, instant_tracks])).tolist()
             used = {c.strings.values[i] for i in ids}
             meta["track_order"] = [t for t in self._track_order(threads) if t in used]
+            if self.windows:
+                windows = [re.escape(c.strings.values[threads[t]]) for t in self.windows]
+                meta["roles"] = [{"role": "other", "track": track} for track in windows]
             self.thread_names = {t: n for t, n in self.thread_names.items() if t in used}
         if not self.ours or report.skipped:
             meta["import"] = report.as_meta()
@@ -161,9 +166,13 @@ class _Finish:
         rows = np.flatnonzero(cats).tolist()
         if rows:
             c.report.format = "Kineto (PyTorch profiler) trace JSON"
+        window = kineto.CODES[kineto.WINDOW]
+        self.windows = sorted({c.thread[i] for i in rows if cats[i] == window})
         text = c.strings.values
         copies: list[dict[str, Any]] = []
         calls: list[dict[str, Any]] = []
+        syncs: list[int] = []
+        caller: dict[Any, int] = {}  # correlation -> the calling thread
         for i in rows:
             pid, tid = c.thread_keys[c.thread[i]]
             where = kineto.place(int(cats[i]), text[c.name[i]], pid, tid, c.attrs[i])
@@ -172,10 +181,21 @@ class _Finish:
             c.place[i] = (c.place_of("cuda", c.thread[i]) if where.api
                           else c.place_of("track", where.track))
             c.name[i] = c.strings.intern(where.name)
-            c.attrs[i] = where.attrs
-            if where.attrs is not None and (where.api or kineto.CATEGORY[int(cats[i])] == kineto.MEMCPY):
-                (calls if where.api else copies).append(where.attrs)
+            attrs = c.attrs[i] = where.attrs
+            if where.sync:
+                syncs.append(i)
+            elif attrs is not None and where.api:
+                calls.append(attrs)
+                if isinstance(attrs.get("correlation"), int | str):
+                    caller.setdefault(attrs["correlation"], c.thread[i])
+            elif attrs is not None and kineto.CATEGORY[int(cats[i])] == kineto.MEMCPY:
+                copies.append(attrs)
         kineto.size_copies(copies, calls)
+        # A synchronisation record belongs to the thread whose call it measured.
+        for i in syncs:
+            corr = (c.attrs[i] or {}).get("correlation")
+            if isinstance(corr, int | str) and corr in caller:
+                c.place[i] = c.place_of("cuda", caller[corr])
 
     def _thread_tracks(self) -> list[int]:
         """Each thread's track, as a string id."""
@@ -192,7 +212,7 @@ class _Finish:
                 if meta and isinstance(meta.get("thread"), str):
                     self.thread_names[track] = meta["thread"]
             else:
-                label = f"pid{pid}" if tid is None else str(tid) if tids[str(tid)] == 1 else f"{pid}/{tid}"
+                label = f"pid{pid}" if tid is None else str(tid) if tids[str(tid)] == 1 else f"{pid}.{tid}"
                 label = label or "?"
                 track = tr.thread_track(label)
                 named = name if isinstance(name, str) else c.process_names.get(pid)

@@ -6,10 +6,15 @@ under the process and thread that did it:
     kernel                          gpu<device>/stream/<stream>   (args device, stream)
     gpu_memcpy                      gpu<device>/copy   h2d/d2h/d2d/p2p, bytes, src_kind, dst_kind
     gpu_memset                      gpu<device>/memset
-    gpu_user_annotation, cuda_sync, gpu<device>/ranges  (mirrors and records, not GPU work)
+    gpu_user_annotation,            gpu<device>/ranges  (mirrors and measurements, not GPU work)
       cuda_profiler_range
     cuda_runtime, cuda_driver       cuda/<calling thread's track>  (ROCm traces put hip* calls
                                     under cuda_runtime too)
+    cuda_sync                       cuda/<track of the call with its correlation>, named as the
+                                    nsys importer names synchronisation records (stream_synchronize,
+                                    ...); on gpu<device>/ranges when no call has its correlation
+    Trace                           its pseudo-thread's track, with a role rule making it
+                                    "other" (the profiler's recording window, not host work)
     anything else                   the thread's own track (cpu_op, user_annotation,
                                     python_function, ...)
 
@@ -27,11 +32,14 @@ from typing import Any
 
 from workbench.model import tracks as tr
 
-KERNEL, MEMCPY, MEMSET = "kernel", "gpu_memcpy", "gpu_memset"
-GPU_RANGES = frozenset({"gpu_user_annotation", "cuda_sync", "cuda_profiler_range"})
+KERNEL, MEMCPY, MEMSET, SYNC = "kernel", "gpu_memcpy", "gpu_memset", "cuda_sync"
+GPU_RANGES = frozenset({"gpu_user_annotation", "cuda_profiler_range"})
 API = frozenset({"cuda_runtime", "cuda_driver"})
-DEVICE = frozenset({KERNEL, MEMCPY, MEMSET} | GPU_RANGES)
-CODES = {cat: i + 1 for i, cat in enumerate(sorted(DEVICE | API))}
+DEVICE = frozenset({KERNEL, MEMCPY, MEMSET, SYNC} | GPU_RANGES)
+SYNC_NAMES = {"Stream Sync": "stream_synchronize", "Event Sync": "event_synchronize",
+              "Context Sync": "context_synchronize", "Stream Wait Event": "stream_wait_event"}
+WINDOW = "Trace"  # the profiler's own recording window, on a pseudo-thread: neither host work nor GPU
+CODES = {cat: i + 1 for i, cat in enumerate(sorted(DEVICE | API | {WINDOW}))}
 CATEGORY = {i: cat for cat, i in CODES.items()}
 FLOW_TO_KERNEL = "ac2g"  # the flow from a runtime call to the GPU work it launched
 
@@ -44,10 +52,11 @@ _SIDE = {"H": "h", "D": "d", "P": "p", "A": "d"}  # an array lives on the device
 class Placement:
     """Where an event goes: a track built here (`track`), or the calling thread's CUDA track."""
 
-    __slots__ = ("api", "attrs", "name", "track")
+    __slots__ = ("api", "attrs", "name", "sync", "track")
 
-    def __init__(self, track: str | None, name: str, attrs: dict[str, Any] | None, api: bool = False):
-        self.track, self.name, self.attrs, self.api = track, name, attrs, api
+    def __init__(self, track: str | None, name: str, attrs: dict[str, Any] | None, api: bool = False,
+                 sync: bool = False):
+        self.track, self.name, self.attrs, self.api, self.sync = track, name, attrs, api, sync
 
 
 def code(cat: Any) -> int:
@@ -58,6 +67,8 @@ def code(cat: Any) -> int:
 def place(cat_code: int, name: str, pid: Any, tid: Any, attrs: dict[str, Any] | None) -> Placement | None:
     """The Kineto placement of an event, None where it stays on its thread's track."""
     cat = CATEGORY[cat_code]
+    if cat == WINDOW:
+        return None
     if cat in API:
         return Placement(None, name, attrs, api=True)
     args = attrs or {}
@@ -73,6 +84,8 @@ def place(cat_code: int, name: str, pid: Any, tid: Any, attrs: dict[str, Any] | 
         m = _MEMSET.match(name)
         extra = {"dst_kind": m.group(1).lower()} if m and m.group(1) else {}
         return Placement(tr.memset_track(device), "memset", {**args, **extra} or None)
+    if cat == SYNC:
+        return Placement(tr.gpu_ranges_track(device), SYNC_NAMES.get(name, "synchronize"), attrs, sync=True)
     return Placement(tr.gpu_ranges_track(device), name, attrs)
 
 
