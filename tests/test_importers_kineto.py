@@ -67,10 +67,14 @@ def test_roles_by_category(path):
     assert counts.get("runtime", 0) == sum(n for name, n in api.items() if name not in SYNCS | LAUNCHES)
     steps = [e for e in _x(events, "user_annotation", "cpu_op") if e["name"].startswith("ProfilerStep#")]
     assert counts.get("unit", 0) == len(steps)
-    # The profiler's own recording window ("Trace") and the GPU-side mirrors are "other".
-    mirrors = _x(events, "gpu_user_annotation", "cuda_profiler_range", "Trace")
+    # The GPU-side mirrors are "other"; the profiler's recording window ("Trace") is an instant.
+    mirrors = _x(events, "gpu_user_annotation", "cuda_profiler_range")
     assert counts.get("other", 0) == len(mirrors) + len(records) - called
-    assert sum(counts.values()) == len([e for e in events if e.get("ph") == "X"])
+    windows = _x(events, "Trace")
+    assert sum(counts.values()) == len(_x(events, *{e.get("cat") for e in events})) - len(windows)
+    marks = [i for i in trace.iter_instants() if i.attrs.get("profiler_window")]
+    assert sorted((i.name, round(i.attrs["dur_ns"] / 1e3)) for i in marks) == sorted(
+        (e["name"], round(e["dur"])) for e in windows)
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name.split("_")[0])
@@ -143,7 +147,7 @@ def test_times_relative_to_the_first_event(path):
     events, trace = _both(path)
     timed = [e for e in events if e.get("ph") != "M" and isinstance(e.get("ts"), int | float)]
     first = min(e["ts"] for e in timed)
-    spans = [e for e in timed if e["ph"] == "X"]
+    spans = [e for e in timed if e["ph"] == "X" and e.get("cat") != "Trace"]  # a window is an instant
     starts = np.sort([e["ts"] - first for e in spans])
     ends = np.sort([e["ts"] + e.get("dur", 0) - first for e in spans])
     assert np.abs(np.sort(trace.spans.start_ns) / 1e3 - starts).max() <= 1

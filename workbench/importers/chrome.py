@@ -19,7 +19,6 @@ only ImportFailed.
 from __future__ import annotations
 
 import os
-import re
 from collections import Counter
 from pathlib import Path
 from typing import IO, Any
@@ -108,7 +107,7 @@ class _Finish:
         self.config = _dict(other.get("config")) if self.ours else {}
         self.meta = _dict(other.get("meta")) if self.ours else {}
         self.thread_names: dict[str, str] = {}
-        self.windows: list[int] = []  # threads holding a profiler's recording windows
+        self.windows: list[int] = []  # span rows of a profiler's recording window: become instants
 
     def trace(self) -> Trace:
         c, report = self.c, self.c.report
@@ -131,8 +130,10 @@ class _Finish:
             end_ns=np.frombuffer(c.end, np.int64) + shift, partition=_ints(c.partition),
             worker=_ints(c.worker), attrs=c.attrs,
         )
-        if len(order) and np.any(order[1:] < order[:-1]):
-            spans = _reorder(spans, np.argsort(order, kind="stable"))
+        unsorted = bool(len(order)) and bool(np.any(order[1:] < order[:-1]))
+        if unsorted or self.windows:
+            idx = np.argsort(order, kind="stable") if unsorted else np.arange(len(order))
+            spans = _reorder(spans, idx[~np.isin(idx, self.windows)])
         instants = InstantTable(
             track=instant_tracks, name=_ints(c.i_name), ts_ns=np.frombuffer(c.i_ts, np.int64) + shift,
             partition=_ints(c.i_partition), worker=_ints(c.i_worker), attrs=c.i_attrs,
@@ -151,9 +152,6 @@ class _Finish:
             ids = np.unique(np.concatenate([span_tracks, instant_tracks])).tolist()
             used = {c.strings.values[i] for i in ids}
             meta["track_order"] = [t for t in self._track_order(threads) if t in used]
-            if self.windows:
-                windows = [re.escape(c.strings.values[threads[t]]) for t in self.windows]
-                meta["roles"] = [{"role": "other", "track": track} for track in windows]
             self.thread_names = {t: n for t, n in self.thread_names.items() if t in used}
         if not self.ours or report.skipped:
             meta["import"] = report.as_meta()
@@ -166,8 +164,16 @@ class _Finish:
         rows = np.flatnonzero(cats).tolist()
         if rows:
             c.report.format = "Kineto (PyTorch profiler) trace JSON"
-        window = kineto.CODES[kineto.WINDOW]
-        self.windows = sorted({c.thread[i] for i in rows if cats[i] == window})
+        # The profiler's recording window is no work of its pseudo-thread: an instant at its start.
+        self.windows = [i for i in rows if cats[i] == kineto.CODES[kineto.WINDOW]]
+        for i in self.windows:
+            c.i_ts.append(c.start[i])
+            c.i_thread.append(c.thread[i])
+            c.i_place.append(c.place[i])
+            c.i_name.append(c.name[i])
+            c.i_partition.append(c.partition[i])
+            c.i_worker.append(c.worker[i])
+            c.i_attrs.append({**(c.attrs[i] or {}), "profiler_window": True, "dur_ns": c.end[i] - c.start[i]})
         text = c.strings.values
         copies: list[dict[str, Any]] = []
         calls: list[dict[str, Any]] = []

@@ -13,8 +13,9 @@ under the process and thread that did it:
     cuda_sync                       cuda/<track of the call with its correlation>, named as the
                                     nsys importer names synchronisation records (stream_synchronize,
                                     ...); on gpu<device>/ranges when no call has its correlation
-    Trace                           its pseudo-thread's track, with a role rule making it
-                                    "other" (the profiler's recording window, not host work)
+    Trace                           the profiler's recording window: an instant at its start on
+                                    its pseudo-thread's track (attrs profiler_window, dur_ns), as
+                                    it is no work of any thread
     anything else                   the thread's own track (cpu_op, user_annotation,
                                     python_function, ...)
 

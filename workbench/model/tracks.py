@@ -118,7 +118,8 @@ class Track:
 
     @property
     def on_device(self) -> bool:
-        return self.kind in (KERNELS, COPIES, MEMSETS)
+        """On a GPU's timeline (its work and the ranges drawn there), so of no host thread."""
+        return self.kind in (KERNELS, COPIES, MEMSETS, GPU_RANGES)
 
     @property
     def caller(self) -> Track | None:
