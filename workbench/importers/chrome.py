@@ -28,6 +28,7 @@ import numpy as np
 from workbench.importers import kineto
 from workbench.importers.chrome_events import MAX_NS, Columns, Skip
 from workbench.importers.chrome_stream import GzipText, Reader, read_events
+from workbench.importers.kineto_finish import place_kineto
 from workbench.importers.report import ImportFailed, ImportReport
 from workbench.model import tracks as tr
 from workbench.trace.container import CounterTable, InstantTable, SpanTable, Trace
@@ -107,7 +108,6 @@ class _Finish:
         self.config = _dict(other.get("config")) if self.ours else {}
         self.meta = _dict(other.get("meta")) if self.ours else {}
         self.thread_names: dict[str, str] = {}
-        self.windows: list[int] = []  # span rows of a profiler's recording window: become instants
 
     def trace(self) -> Trace:
         c, report = self.c, self.c.report
@@ -116,7 +116,7 @@ class _Finish:
             reasons = ", ".join(f"{n} {r}, first at {report.first_at[r]}" for r, n in report.skipped.items())
             raise ImportFailed(f"{self.source}: no usable trace events ({reasons or 'no events'})")
         if not self.ours:
-            self._kineto()
+            place_kineto(c)
         threads = self._thread_tracks()
         places = self._place_tracks(threads)
         span_tracks = _tracks(c.thread, c.place, threads, places)
@@ -130,10 +130,8 @@ class _Finish:
             end_ns=np.frombuffer(c.end, np.int64) + shift, partition=_ints(c.partition),
             worker=_ints(c.worker), attrs=c.attrs,
         )
-        unsorted = bool(len(order)) and bool(np.any(order[1:] < order[:-1]))
-        if unsorted or self.windows:
-            idx = np.argsort(order, kind="stable") if unsorted else np.arange(len(order))
-            spans = _reorder(spans, idx[~np.isin(idx, self.windows)])
+        if len(order) and np.any(order[1:] < order[:-1]):
+            spans = _reorder(spans, np.argsort(order, kind="stable"))
         instants = InstantTable(
             track=instant_tracks, name=_ints(c.i_name), ts_ns=np.frombuffer(c.i_ts, np.int64) + shift,
             partition=_ints(c.i_partition), worker=_ints(c.i_worker), attrs=c.i_attrs,
@@ -156,52 +154,6 @@ class _Finish:
         if not self.ours or report.skipped:
             meta["import"] = report.as_meta()
         return Trace(c.strings, spans, instants, counters, self.config, meta, self.thread_names)
-
-    def _kineto(self) -> None:
-        """Kineto's categories onto their tracks (not for our own exports, whose tracks are named)."""
-        c = self.c
-        cats = np.frombuffer(c.cat, np.int8)
-        rows = np.flatnonzero(cats).tolist()
-        if rows:
-            c.report.format = "Kineto (PyTorch profiler) trace JSON"
-        # The profiler's recording window is no work of its pseudo-thread: an instant at its start.
-        self.windows = [i for i in rows if cats[i] == kineto.CODES[kineto.WINDOW]]
-        for i in self.windows:
-            c.i_ts.append(c.start[i])
-            c.i_thread.append(c.thread[i])
-            c.i_place.append(c.place[i])
-            c.i_name.append(c.name[i])
-            c.i_partition.append(c.partition[i])
-            c.i_worker.append(c.worker[i])
-            c.i_attrs.append({**(c.attrs[i] or {}), "profiler_window": True, "dur_ns": c.end[i] - c.start[i]})
-        text = c.strings.values
-        copies: list[dict[str, Any]] = []
-        calls: list[dict[str, Any]] = []
-        syncs: list[int] = []
-        caller: dict[Any, int] = {}  # correlation -> the calling thread
-        for i in rows:
-            pid, tid = c.thread_keys[c.thread[i]]
-            where = kineto.place(int(cats[i]), text[c.name[i]], pid, tid, c.attrs[i])
-            if where is None:
-                continue
-            c.place[i] = (c.place_of("cuda", c.thread[i]) if where.api
-                          else c.place_of("track", where.track))
-            c.name[i] = c.strings.intern(where.name)
-            attrs = c.attrs[i] = where.attrs
-            if where.sync:
-                syncs.append(i)
-            elif attrs is not None and where.api:
-                calls.append(attrs)
-                if isinstance(attrs.get("correlation"), int | str):
-                    caller.setdefault(attrs["correlation"], c.thread[i])
-            elif attrs is not None and kineto.CATEGORY[int(cats[i])] == kineto.MEMCPY:
-                copies.append(attrs)
-        kineto.size_copies(copies, calls)
-        # A synchronisation record belongs to the thread whose call it measured.
-        for i in syncs:
-            corr = (c.attrs[i] or {}).get("correlation")
-            if isinstance(corr, int | str) and corr in caller:
-                c.place[i] = c.place_of("cuda", caller[corr])
 
     def _thread_tracks(self) -> list[int]:
         """Each thread's track, as a string id."""
