@@ -35,6 +35,7 @@ from workbench.model import tracks as tr
 
 KERNEL, MEMCPY, MEMSET, SYNC = "kernel", "gpu_memcpy", "gpu_memset", "cuda_sync"
 GPU_RANGES = frozenset({"gpu_user_annotation", "cuda_profiler_range"})
+RANGES = "ranges"  # gpu<n>/ranges: a device record track of the grammar (kind DEVICE, role other)
 API = frozenset({"cuda_runtime", "cuda_driver"})
 DEVICE = frozenset({KERNEL, MEMCPY, MEMSET, SYNC} | GPU_RANGES)
 SYNC_NAMES = {"Stream Sync": "stream_synchronize", "Event Sync": "event_synchronize",
@@ -85,9 +86,10 @@ def place(cat_code: int, name: str, pid: Any, tid: Any, attrs: dict[str, Any] | 
         m = _MEMSET.match(name)
         extra = {"dst_kind": m.group(1).lower()} if m and m.group(1) else {}
         return Placement(tr.memset_track(device), "memset", {**args, **extra} or None)
+    ranges = tr.gpu_track(device, RANGES)
     if cat == SYNC:
-        return Placement(tr.gpu_ranges_track(device), SYNC_NAMES.get(name, "synchronize"), attrs, sync=True)
-    return Placement(tr.gpu_ranges_track(device), name, attrs)
+        return Placement(ranges, SYNC_NAMES.get(name, "synchronize"), attrs, sync=True)
+    return Placement(ranges, name, attrs)
 
 
 def _memcpy(device: int, name: str, attrs: dict[str, Any] | None) -> Placement:

@@ -171,7 +171,7 @@ def default_role(track: str, name: str) -> str:
         return "copy"
     if kind == tr.MEMSETS:
         return "memset"
-    if kind == tr.GPU_RANGES:
+    if kind == tr.DEVICE:  # a record on a GPU's timeline that is none of its work
         return "other"
     if kind == tr.CUDA_API:
         return "sync" if SYNC_CALLS.match(name) else "launch" if LAUNCH_CALLS.match(name) else "runtime"
