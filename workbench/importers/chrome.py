@@ -175,7 +175,7 @@ class _Finish:
                 track = tr.thread_track(label)
                 named = name if isinstance(name, str) else c.process_names.get(pid)
                 if named:
-                    self.thread_names[track] = named.strip()
+                    self.thread_names[track] = kineto.thread_name(named, tid)
             out.append(c.strings.intern(track))
         return out
 

@@ -23,7 +23,8 @@ Every argument is kept, so `correlation` (and `External id`) link a launch to it
 (a copy without `bytes` takes the `size` of the call with its correlation, as ROCm writes it);
 the `ac2g` flow events carry the same correlation as their id. A ProfilerStep#N range is a
 unit of work by the default role rules. Contract: `code(cat)` (0 for other categories),
-`place(code, name, pid, tid, attrs)`, `size_copies(copies, calls)`, `FLOW_TO_KERNEL`.
+`place(code, name, pid, tid, attrs)`, `size_copies(copies, calls)`, `thread_name(name, tid)`,
+`FLOW_TO_KERNEL`.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ FLOW_TO_KERNEL = "ac2g"  # the flow from a runtime call to the GPU work it launc
 # "Memcpy HtoD (Pageable -> Device)", "Memcpy DtoD (Device -> Device)", "Memcpy PtoP ..."
 _MEMCPY = re.compile(r"^Memcpy ([HDPA])to([HDPA])(?: \((\w+) -> (\w+)\))?")
 _MEMSET = re.compile(r"^Memset(?: \((\w+)\))?")
+_THREAD_NAME = re.compile(r"thread (\d+) \((.+)\)")
 _SIDE = {"H": "h", "D": "d", "P": "p", "A": "d"}  # an array lives on the device
 
 
@@ -99,6 +101,12 @@ def _memcpy(device: int, name: str, attrs: dict[str, Any] | None) -> Placement:
     src, dst, src_kind, dst_kind = m.groups()
     extra = {"src_kind": src_kind.lower(), "dst_kind": dst_kind.lower()} if src_kind and dst_kind else {}
     return Placement(tr.copy_track(device), f"{_SIDE[src]}2{_SIDE[dst]}", {**(attrs or {}), **extra})
+
+
+def thread_name(name: str, tid: Any) -> str:
+    """Kineto names a thread "thread 598009 (pt_autograd_0)": its id is in its track already."""
+    m = _THREAD_NAME.fullmatch(name.strip())
+    return m.group(2) if m and m.group(1) == str(tid) else name.strip()
 
 
 def size_copies(copies: list[dict[str, Any]], calls: list[dict[str, Any]]) -> None:
