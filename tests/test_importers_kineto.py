@@ -192,3 +192,13 @@ def test_a_truncated_gzip_is_refused_with_the_event(tmp_path):
     with pytest.raises(ImportFailed, match=r"cut\.json\.gz: .*cut off.*line \d+.*event \d+"):
         load_any(cut)
 
+
+
+def test_our_export_of_a_kineto_trace_loads_back_the_same():
+    from workbench.export.chrome import to_chrome_json
+
+    _, trace = _both(DATA / "critical_path_cuda_event_sync_event_sync_trace.json.gz")
+    again = parse_chrome(to_chrome_json(trace), "export.json")
+    assert list(again.iter_spans()) == list(trace.iter_spans())
+    assert list(again.iter_instants()) == list(trace.iter_instants())
+    assert (again.meta, again.thread_names) == (trace.meta, trace.thread_names)
