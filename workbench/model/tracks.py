@@ -15,7 +15,8 @@ Device side and foreign programs:
     gpu<n>/stream/<s>    kernels on a stream
     gpu<n>/copy          memory copies (`h2d`, `d2h`, `d2d`, `p2p`)
     gpu<n>/memset        memsets
-    gpu<n>/<what>        other device records (synchronisations, ...)
+    gpu<n>/<what>        other device records (synchronisations, ...; a profiler's
+                         GPU-side ranges on gpu<n>/ranges): role "other"
     nvml/gpu<n>          counters sampled on a GPU
     thread/<id>          a host thread of a foreign program (its ranges and ops)
     cuda/<thread>        CUDA runtime and driver calls made by that thread
