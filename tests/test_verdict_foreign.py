@@ -88,7 +88,9 @@ def _expected(with_runtime):
                  "JOIN StringIds s ON s.id = o.nameId")
     runtime = _rows(f"SELECT r.start, r.end, r.globalTid & {TID}, s.value FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
                     "JOIN StringIds s ON s.id = r.nameId") if with_runtime else []
-    every = kernels + copies + [r[:2] for r in osrt] + [r[:2] for r in runtime]
+    # The window runs from the first to the last activity of a thread or the device; the
+    # process's own OSRT rows (thread id 0: profiling started / finished) are no activity.
+    every = kernels + copies + [r[:2] for r in osrt if r[2]] + [r[:2] for r in runtime]
     lo, hi = min(r[0] for r in every), max(r[1] for r in every)
     idle = _cut([(lo, hi)], _merge(kernels))
     driving = {r[2] for r in runtime}

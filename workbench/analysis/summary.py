@@ -76,9 +76,15 @@ def phase_stats(trace: Trace, phase: str) -> PhaseStats | None:
 
 
 def run_window_ns(trace: Trace) -> tuple[int, int]:
-    """From run start to the end of the last recorded thing (the run's wall time)."""
+    """From run start to the end of the last recorded thing (the run's wall time).
+
+    A trace without run marks (a foreign program's) is judged over the extent of its spans:
+    instants and counter samples outside them (a profiler's recording window opening, a
+    counter sampled before the program's first call) record no activity to judge."""
     starts = trace.instants.ts_ns[trace.instants.name == trace.string_id("run_start")]
     first, last = trace.time_range()
+    if len(trace.spans):
+        first, last = int(trace.spans.start_ns.min()), int(trace.spans.end_ns.max())
     start = int(starts.min()) if len(starts) else first
     ends = trace.instants.ts_ns[trace.instants.name == trace.string_id("run_end")]
     end = int(ends.max()) if len(ends) else last
