@@ -66,7 +66,7 @@ def test_summary_and_export_of_a_saved_trace(tmp_path, capsys):
     (["run", "--gpu-workers", "two"], "invalid int value: 'two'"),
     (["run", "--backend", "cpu", "--log2-constraints", "22"], "at most 18 on the CPU backend"),
     (["run", "--inject-fault", "nonsense"], "--inject-fault 'nonsense' is not allowed"),
-    (["summary", "/nonexistent.wbtrace"], "no trace file at /nonexistent.wbtrace"),
+    (["summary", "/nonexistent.wbtrace"], "no file at /nonexistent.wbtrace"),
 ])
 def test_bad_input_exits_2_with_a_message_naming_it(argv, message, capsys):
     with pytest.raises(SystemExit) as info:
@@ -84,7 +84,7 @@ def test_bad_config_file_and_unknown_trace_file(tmp_path, capsys):
     notes = tmp_path / "notes.wbtrace"
     notes.write_text("just text")
     assert main(["summary", str(notes)]) == 2
-    assert "is not a workbench trace" in capsys.readouterr().err
+    assert "notes.wbtrace: not a format the workbench reads" in capsys.readouterr().err
 
 
 def test_config_round_trips_through_save_and_load(tmp_path, capsys):

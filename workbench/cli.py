@@ -1,11 +1,13 @@
 """The `workbench` command. Only this module (and notebook helpers) touch stdout and files.
 
-Exit codes: 0 done, 1 a phase failed (trace saved), 2 bad input, 130 interrupted (trace saved).
+Exit codes: 0 done, 1 a phase failed (trace saved), 2 bad input, 130 interrupted (a run saves
+its trace), 141 the reader of stdout went away (`workbench diagnose X | head`).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -15,8 +17,9 @@ from typing import Any, NoReturn
 
 from workbench.config import BACKENDS, LOCK_SCOPES, MEMORY_MODES, SYNTHESIS_MODES, ConfigError, RunConfig
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_PIPE = 0, 1, 2, 130, 141
 
+EXPORTS = ("chrome", "cuzk")
 _CHOICES = {"backend": BACKENDS, "memory_mode": MEMORY_MODES, "lock_scope": LOCK_SCOPES,
             "synthesis": SYNTHESIS_MODES}
 _HELP = {
@@ -82,13 +85,20 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--inject-fault", metavar="PHASE:PARTITION",
                      help="make PHASE raise on PARTITION (to see how failures are handled)")
 
-    summary = commands.add_parser("summary", help="print the summary of a saved trace")
-    summary.add_argument("trace_file", type=Path)
+    from workbench.commands._inputs import add_input, add_roles
 
-    export = commands.add_parser("export", help="convert a saved trace")
-    export.add_argument("format", choices=("chrome", "cuzk"))
-    export.add_argument("trace_file", type=Path)
-    export.add_argument("-o", "--output", type=Path, help="output file (default: stdout)")
+    summary = commands.add_parser("summary", help="print the summary of a trace, log or export")
+    add_input(summary, "trace_file")
+    add_roles(summary)
+
+    export = commands.add_parser("export", help="convert a trace, log or export to another format")
+    export.add_argument("format", choices=EXPORTS, metavar="FORMAT",
+                        help="chrome: Chrome trace JSON (Perfetto, chrome://tracing, Holistic Trace "
+                             "Analysis); cuzk: cuzk daemon CUZK_TIMING / TIMELINE lines")
+    add_input(export, "trace_file")
+    export.add_argument("-o", "--output", type=Path,
+                        help="output file (default: stdout); chrome output ending in .gz is gzipped")
+    add_roles(export)
 
     run.set_defaults(func=_run)
     summary.set_defaults(func=_summary)
@@ -109,22 +119,54 @@ def command_modules() -> list[Any]:
     return [
         importlib.import_module(f"{package.__name__}.{info.name}")
         for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name)
+        if not info.name.startswith("_")  # helpers shared by the commands
     ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Every way out of a command is an exit code and at most one line on stderr."""
+    try:
+        code = _dispatch(argv)
+        sys.stdout.flush()  # a reader that went away shows here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_PIPE
+    except KeyboardInterrupt:
+        print("workbench: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _dispatch(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
     except (ConfigError, UsageError) as err:
-        print(f"workbench: error: {err}", file=sys.stderr)
-        return EXIT_USAGE
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as err:
-        print(f"workbench: error: {err}", file=sys.stderr)
-        return EXIT_USAGE
-    except ValueError as err:  # a malformed trace or config file
-        print(f"workbench: error: {err}", file=sys.stderr)
-        return EXIT_USAGE
+        return _refuse(str(err))
+    except OSError as err:  # missing file, a directory, no permission, disk full, ...
+        if isinstance(err, BrokenPipeError):
+            raise
+        if err.filename is not None and err.strerror:
+            return _refuse(f"{err.filename}: {err.strerror}")
+        return _refuse(str(err))
+    except ValueError as err:  # a malformed trace, log, export, role mapping or config file
+        return _refuse(str(err))
+
+
+def _refuse(message: str) -> int:
+    first = message.strip().splitlines()[0] if message.strip() else "failed"
+    print(f"workbench: error: {first}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's last flush does not complain again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout without a file descriptor (captured in a test)
+        pass
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
@@ -225,18 +267,18 @@ def _announce(config: RunConfig, backend: str) -> None:
 
 def _summary(args: argparse.Namespace) -> int:
     from workbench.analysis.summary import summarize
+    from workbench.commands._inputs import load_inputs
     from workbench.render.text import render_summary
-    from workbench.trace import store
 
-    trace = store.load(args.trace_file)
+    (trace,) = load_inputs(args, "trace_file")
     print(render_summary(summarize(trace), trace.config))
     return EXIT_OK
 
 
 def _export(args: argparse.Namespace) -> int:
-    from workbench.trace import store
+    from workbench.commands._inputs import load_inputs
 
-    trace = store.load(args.trace_file)
+    (trace,) = load_inputs(args, "trace_file")
     if args.format == "chrome":
         from workbench.export.chrome import to_chrome_json
 
@@ -247,6 +289,10 @@ def _export(args: argparse.Namespace) -> int:
         text = "".join(line + "\n" for line in cuzk_lines(trace))
     if args.output is None:
         sys.stdout.write(text)
+    elif args.output.suffix == ".gz":
+        import gzip
+
+        args.output.write_bytes(gzip.compress(text.encode()))
     else:
         args.output.write_text(text)
     return EXIT_OK
