@@ -166,3 +166,19 @@ def test_ctrl_c_during_an_import_exits_130_with_one_line(tmp_path):
     finally:
         os.close(writer)
     assert (proc.returncode, err) == (EXIT_INTERRUPTED, "workbench: interrupted\n")
+
+
+def test_a_defect_is_one_line_too_and_the_traceback_comes_on_request(monkeypatch, capsys):
+    import workbench.analysis.verdict as verdict
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a defect")
+
+    monkeypatch.setattr(verdict, "diagnose", broken)
+    assert main(["diagnose", str(SEED_LOG)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("workbench: internal error: RuntimeError: a defect (at test_cli_inputs.py:")
+    assert err.count("\n") == 1
+    monkeypatch.setenv("WORKBENCH_DEBUG", "1")
+    with pytest.raises(RuntimeError, match="a defect"):
+        main(["diagnose", str(SEED_LOG)])

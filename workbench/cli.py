@@ -1,7 +1,8 @@
 """The `workbench` command. Only this module (and notebook helpers) touch stdout and files.
 
-Exit codes: 0 done, 1 a phase failed (trace saved), 2 bad input, 130 interrupted (a run saves
-its trace), 141 the reader of stdout went away (`workbench diagnose X | head`).
+Exit codes: 0 done, 1 a phase failed (trace saved) or an internal error, 2 bad input,
+130 interrupted (a run saves its trace), 141 the reader of stdout went away (`... | head`).
+Whatever happens, stderr gets one line, never a traceback (WORKBENCH_DEBUG=1 shows one).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import argparse
 import os
 import sys
 import time
+import traceback
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -135,6 +137,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("workbench: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Exception as err:  # a defect, not bad input: one line still, the traceback on request
+        if os.environ.get("WORKBENCH_DEBUG"):
+            raise
+        where = traceback.extract_tb(err.__traceback__)[-1]
+        print(f"workbench: internal error: {type(err).__name__}: {err} (at {Path(where.filename).name}:"
+              f"{where.lineno}; WORKBENCH_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return EXIT_FAILED
 
 
 def _dispatch(argv: Sequence[str] | None) -> int:
