@@ -44,7 +44,7 @@ def test_run_writes_trace_summary_chrome_and_cuzk_lines(tmp_path, capsys):
     timeline = [line for line in lines if line.startswith("TIMELINE")]
     assert len(timeline) == 4 * 6 and all(re.fullmatch(TIMELINE, line) for line in timeline)
     events = json.loads(chrome.read_text())["traceEvents"]
-    assert {e["ph"] for e in events} >= {"M", "X", "b", "e", "i"}
+    assert {e["ph"] for e in events} >= {"M", "X", "i", "s", "f"}  # flows: hand-offs
     names = {e["args"]["name"] for e in events if e["name"] == "thread_name"}
     assert "mutex/gpu0" in names and any(n.startswith("worker/0 (gpu-worker-0") for n in names)
 

@@ -1,11 +1,25 @@
-"""Chrome trace event JSON, which Perfetto and chrome://tracing open.
+"""Chrome trace event JSON, which Perfetto, chrome://tracing and Holistic Trace Analysis read.
 
-One process, one thread per track (named by `M` metadata events). Duration events on one
-thread must nest, so a track whose spans overlap without nesting (mutex waits of two
-workers, two barrier parties) goes out as async events (`b`/`e` pairs with an id).
-Times are microseconds from the trace's first event; `otherData` carries that origin in
-nanoseconds, the run's configuration and facts, and each thread's metadata names its track,
-so the importer (importers/chrome.py) rebuilds the trace exactly.
+Layout. Device work sits in one process per GPU (pid = the GPU's index, as the PyTorch
+profiler writes it), kernels on a thread per stream (tid = the stream); everything else in
+the host process (HOST_PID). Every event has a `cat`: the span's role as the PyTorch
+profiler names it where it has a name (kernel, gpu_memcpy, gpu_memset, cuda_runtime,
+cpu_op, user_annotation), else the role (lock, barrier, os_runtime, ...). Device events
+carry `device`, `stream` and a `correlation` id in their args, and copies and memsets the
+profiler's names ("Memcpy HtoD (Pageable -> Device)"), which is what the kernel breakdowns
+of other tools key on.
+
+Trace-event rules. Duration events on one thread must nest: a track whose spans do not is
+split, each span name that nests on its own getting a thread of its own (a mutex's holds),
+device tracks into lanes that do (concurrent copies: one stream each); what still overlaps
+goes out as async events (`b`/`e` pairs with an id). Hand-offs (export/flows.py) become flow
+events, `s` inside the releasing slice and `f` (bound to the enclosing slice) at the start
+of the acquiring one, each with its own id. Times are microseconds from the first event.
+
+Round trip. `otherData` carries the origin in nanoseconds, the configuration and run facts,
+and each thread's metadata names its track; what the export adds to an event for other
+tools is listed in its `derived` arg, so the importer (importers/chrome.py) takes it off
+again and rebuilds the trace exactly.
 """
 
 from __future__ import annotations
@@ -15,86 +29,215 @@ from typing import Any
 
 import numpy as np
 
+from workbench.export.flows import handoffs
+from workbench.model import tracks as tr
+from workbench.model.roles import ROLE_NAMES, span_roles
 from workbench.trace.container import Trace
 
-PID = 1
+HOST_PID = 1_000_000  # above any GPU index, as an OS process id would be
 FORMAT = "workbench"
+DERIVED = "derived"  # the arg that lists what the export added
+CATEGORIES = {
+    "kernel": "kernel", "copy": "gpu_memcpy", "memset": "gpu_memset", "sync": "cuda_runtime",
+    "launch": "cuda_runtime", "runtime": "cuda_runtime", "lock_wait": "lock", "lock_hold": "lock",
+    "cond_wait": "wait", "barrier_wait": "barrier", "producer": "cpu_op", "prep": "cpu_op",
+    "consumer": "cpu_op", "unit": "user_annotation", "os_call": "os_runtime", "host": "cpu_op",
+    "other": "other",
+}
+DIRECTIONS = {"h2d": "HtoD", "d2h": "DtoH", "d2d": "DtoD", "p2p": "PtoP"}
+MAX_LANES = 16  # threads a device track may be split into before the rest goes async
 
 
 def to_chrome(trace: Trace) -> dict[str, Any]:
     origin, _ = trace.time_range()
     text = trace.strings.values
-    tracks = trace.tracks()
-    tids = {track: i + 1 for i, track in enumerate(tracks)}
-    events: list[dict[str, Any]] = [
-        {"ph": "M", "pid": PID, "name": "process_name", "args": {"name": "workbench"}}
-    ]
-    for track, tid in tids.items():
-        label = track
-        if track in trace.thread_names:
-            label = f"{track} ({trace.thread_names[track]})"
-        args = {"name": label, "track": track}
-        if track in trace.thread_names:
-            args["thread"] = trace.thread_names[track]
-        events.append({"ph": "M", "pid": PID, "tid": tid, "name": "thread_name", "args": args})
-        events.append(
-            {"ph": "M", "pid": PID, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}}
-        )
-
     spans = trace.spans
-    async_tracks = {t for t in np.unique(spans.track).tolist() if not _nests(trace, t)}
-    next_id = 0
+    codes = span_roles(trace)
+    threads = _Threads(trace)
+    lanes = _layout(trace)
+    events: list[dict[str, Any]] = []
+    bound: dict[int, tuple[int, int]] = {}  # span index -> (pid, tid) of its duration event
+    next_async = next_correlation = 0
     for i in range(len(spans)):
-        track_id = int(spans.track[i])
-        track = text[track_id]
+        track, name = text[spans.track[i]], text[spans.name[i]]
+        role = ROLE_NAMES[codes[i]]
         start_us = (int(spans.start_ns[i]) - origin) / 1e3
-        end_us = (int(spans.end_ns[i]) - origin) / 1e3
         # From the integer length, so start + duration rounds back to the exact end.
         dur_us = (int(spans.end_ns[i]) - int(spans.start_ns[i])) / 1e3
         args = _args(spans.partition[i], spans.worker[i], spans.attrs[i])
-        name = text[spans.name[i]]
-        if track_id in async_tracks:
-            next_id += 1
-            common = {"pid": PID, "tid": tids[track], "cat": track, "name": name, "id": next_id}
-            events.append({**common, "ph": "b", "ts": start_us, "args": args})
-            events.append({**common, "ph": "e", "ts": end_us})
+        lane = int(lanes[i])
+        pid, tid = threads.of(track, max(lane, 0), name if lane == _OWN_THREAD else "")
+        event: dict[str, Any] = {"pid": pid, "tid": tid, "cat": CATEGORIES[role], "name": name}
+        parsed = tr.parse(track)
+        if parsed.on_device:
+            next_correlation += 1
+            event["name"] = _device_args(parsed, role, name, args, tid, next_correlation)
+        if lane == _ASYNC:
+            next_async += 1
+            events.append({**event, "ph": "b", "ts": start_us, "id": next_async, "args": args})
+            events.append({**event, "ph": "e", "ts": start_us + dur_us, "id": next_async})
         else:
-            events.append({
-                "ph": "X", "pid": PID, "tid": tids[track], "name": name, "ts": start_us,
-                "dur": dur_us, "args": args,
-            })
+            events.append({**event, "ph": "X", "ts": start_us, "dur": dur_us, "args": args})
+            bound[i] = (pid, tid)
+    events.extend(_flows(trace, codes, bound, origin))
     for instant in trace.iter_instants():
+        pid, tid = threads.of(instant.track)
         events.append({
-            "ph": "i", "s": "t", "pid": PID, "tid": tids[instant.track], "name": instant.name,
+            "ph": "i", "s": "t", "pid": pid, "tid": tid, "cat": "instant", "name": instant.name,
             "ts": (instant.ts_ns - origin) / 1e3,
             "args": _args(instant.partition, instant.worker, instant.attrs),
         })
     for sample in trace.iter_counters():
+        gpu = tr.parse(sample.track).gpu
         events.append({
-            "ph": "C", "pid": PID, "name": sample.track, "ts": (sample.ts_ns - origin) / 1e3,
-            "args": {sample.name: sample.value},
+            "ph": "C", "pid": gpu if gpu >= 0 else HOST_PID, "cat": "counter", "name": sample.track,
+            "ts": (sample.ts_ns - origin) / 1e3, "args": {sample.name: sample.value},
         })
     other = {"format": FORMAT, "origin_ns": origin, "config": trace.config, "meta": trace.meta}
-    return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": other}
+    return {
+        "schemaVersion": 1, "distributedInfo": {"rank": _rank(trace)},
+        "traceEvents": threads.metadata() + events, "displayTimeUnit": "ms", "otherData": other,
+    }
 
 
 def to_chrome_json(trace: Trace) -> str:
     return json.dumps(to_chrome(trace), default=str)
 
 
-def _nests(trace: Trace, track_id: int) -> bool:
-    """Whether every pair of spans on the track is disjoint or nested."""
-    mask = trace.spans.track == track_id
-    starts, ends = trace.spans.start_ns[mask], trace.spans.end_ns[mask]
-    order = np.lexsort((-ends, starts))
-    stack: list[int] = []
-    for s, e in zip(starts[order].tolist(), ends[order].tolist(), strict=True):
-        while stack and stack[-1] <= s:
-            stack.pop()
-        if stack and e > stack[-1]:
-            return False
-        stack.append(e)
-    return True
+_ASYNC, _OWN_THREAD = -1, -2  # lane codes beside lane numbers 0, 1, ...
+
+
+def _layout(trace: Trace) -> np.ndarray:
+    """Each span's lane on its track: a lane number, _OWN_THREAD or _ASYNC (see the module doc)."""
+    spans = trace.spans
+    lanes = np.zeros(len(spans), np.int64)
+    text = trace.strings.values
+    for track_id in np.unique(spans.track).tolist():
+        on_track = np.flatnonzero(spans.track == track_id)
+        if _nests(spans.start_ns[on_track], spans.end_ns[on_track]):
+            continue
+        if tr.parse(text[track_id]).on_device:
+            lanes[on_track] = _lanes(spans.start_ns[on_track], spans.end_ns[on_track])
+            continue
+        names = spans.name[on_track]
+        for name in np.unique(names).tolist():
+            group = on_track[names == name]
+            lanes[group] = _OWN_THREAD if _nests(spans.start_ns[group], spans.end_ns[group]) else _ASYNC
+    return lanes
+
+
+def _nests(starts: np.ndarray, ends: np.ndarray) -> bool:
+    """Whether every pair of spans is disjoint or nested."""
+    return bool(np.all(_lanes(starts, ends, max_lanes=1) == 0))
+
+
+def _lanes(starts: np.ndarray, ends: np.ndarray, max_lanes: int = MAX_LANES) -> np.ndarray:
+    """The first lane in which each span nests with those before it; _ASYNC past max_lanes."""
+    out = np.full(len(starts), _ASYNC, np.int64)
+    stacks: list[list[int]] = []
+    for i in np.lexsort((-ends, starts)).tolist():
+        s, e = int(starts[i]), int(ends[i])
+        for lane, stack in enumerate(stacks):
+            while stack and stack[-1] <= s:
+                stack.pop()
+            if not stack or e <= stack[-1]:
+                stack.append(e)
+                out[i] = lane
+                break
+        else:
+            if len(stacks) < max_lanes:
+                stacks.append([e])
+                out[i] = len(stacks) - 1
+            elif max_lanes == 1:
+                break
+    return out
+
+
+class _Threads:
+    """(pid, tid) of each (track, lane) and the metadata events that name them."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.ids: dict[tuple[str, int, str], tuple[int, int]] = {}
+        streams = [t.stream for t in map(tr.parse, trace.tracks()) if t.kind == tr.KERNELS]
+        self.next_tid = max(streams, default=0) + 1  # other threads never take a stream's number
+        for track in trace.tracks():
+            self.of(track)
+
+    def of(self, track: str, lane: int = 0, name: str = "") -> tuple[int, int]:
+        key = (track, lane, name)
+        if key not in self.ids:
+            parsed = tr.parse(track)
+            pid = parsed.gpu if parsed.on_device else HOST_PID
+            if parsed.kind == tr.KERNELS and lane == 0:
+                tid = parsed.stream
+            else:
+                tid, self.next_tid = self.next_tid, self.next_tid + 1
+            self.ids[key] = (pid, tid)
+        return self.ids[key]
+
+    def metadata(self) -> list[dict[str, Any]]:
+        meta = {"ph": "M", "cat": "__metadata"}
+        pids = sorted({pid for pid, _ in self.ids.values()})
+        events = [{**meta, "pid": pid, "name": "process_name",
+                   "args": {"name": "workbench" if pid == HOST_PID else f"GPU {pid}"}} for pid in pids]
+        events += [{**meta, "pid": pid, "name": "process_sort_index", "args": {"sort_index": n}}
+                   for n, pid in enumerate(pids)]
+        names = self.trace.thread_names
+        for (track, lane, name), (pid, tid) in self.ids.items():
+            label = f"{track} ({names[track]})" if track in names else track
+            if name or lane:
+                label += f" [{name or f'lane {lane}'}]"
+            args = {"name": label, "track": track}
+            if track in names:
+                args["thread"] = names[track]
+            events.append({**meta, "pid": pid, "tid": tid, "name": "thread_name", "args": args})
+            events.append({**meta, "pid": pid, "tid": tid, "name": "thread_sort_index",
+                           "args": {"sort_index": tid}})
+        return events
+
+
+def _device_args(track: tr.Track, role: str, name: str, args: dict[str, Any], tid: int,
+                 correlation: int) -> str:
+    """Add what other tools key device events on; return the name they expect."""
+    stream = track.stream if track.stream >= 0 else tid  # copies and memsets: their lane's number
+    added = []
+    for key, value in (("device", track.gpu), ("stream", stream), ("correlation", correlation)):
+        if key not in args:
+            args[key] = value
+            added.append(key)
+    shown = name
+    if role == "copy":
+        src, dst = (str(args.get(k, "unknown")).capitalize() for k in ("src_kind", "dst_kind"))
+        shown = f"Memcpy {DIRECTIONS.get(name, name)} ({src} -> {dst})"
+    elif role == "memset":
+        shown = f"Memset ({str(args.get('dst_kind', 'device')).capitalize()})"
+    derived: dict[str, Any] = {"args": added}
+    if shown != name:
+        derived["name"] = name
+    args[DERIVED] = derived
+    return shown
+
+
+def _flows(trace: Trace, codes: np.ndarray, bound: dict[int, tuple[int, int]], origin: int) -> list[dict]:
+    spans = trace.spans
+    events: list[dict[str, Any]] = []
+    for n, handoff in enumerate(handoffs(trace, codes), start=1):
+        if handoff.source not in bound or handoff.target not in bound:
+            continue  # an async span: flows bind to thread slices only
+        src_start = (int(spans.start_ns[handoff.source]) - origin) / 1e3
+        src_end = (int(spans.end_ns[handoff.source]) - origin) / 1e3
+        common = {"cat": handoff.kind, "name": handoff.label, "id": n}
+        (pid_a, tid_a), (pid_b, tid_b) = bound[handoff.source], bound[handoff.target]
+        events.append({**common, "ph": "s", "pid": pid_a, "tid": tid_a, "ts": max(src_start, src_end - 1e-3)})
+        events.append({**common, "ph": "f", "bp": "e", "pid": pid_b, "tid": tid_b,
+                       "ts": (int(spans.start_ns[handoff.target]) - origin) / 1e3})
+    return events
+
+
+def _rank(trace: Trace) -> int:
+    rank = trace.meta.get("rank", 0) if isinstance(trace.meta, dict) else 0
+    return rank if isinstance(rank, int) and rank >= 0 else 0
 
 
 def _args(partition: Any, worker: Any, attrs: dict[str, Any] | None) -> dict[str, Any]:

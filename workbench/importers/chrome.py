@@ -26,6 +26,7 @@ MAX_US = 1e15  # some 30 years: beyond it a timestamp is garbage (and overflows 
 SPAN_PHASES = {"X", "B", "E", "b", "e"}
 INSTANT_PHASES = {"i", "I", "n", "R"}
 IGNORED_PHASES = {"M"}
+OUR_DERIVED = {"s", "t", "f"}  # our export's hand-off flows: drawn from the spans, not data
 
 
 def load_chrome(path: str | os.PathLike[str]) -> Trace:
@@ -96,7 +97,7 @@ class _Builder:
                 self.report.skip(reason, where)
                 continue
             try:
-                if phase in IGNORED_PHASES:
+                if phase in IGNORED_PHASES or (self.ours and phase in OUR_DERIVED):
                     continue
                 if phase in SPAN_PHASES:
                     self._span_event(n, event, where)
@@ -198,8 +199,10 @@ class _Builder:
     def _add_span(self, order: int, event: dict[str, Any], start: int, end: int) -> None:
         if end < start:
             raise _Skip("span ends before it starts")
-        partition, worker, attrs = self._ids(event.get("args"))
-        name = event.get("name")
+        args, name = event.get("args"), event.get("name")
+        if self.ours:
+            args, name = _underive(args, name)
+        partition, worker, attrs = self._ids(args)
         label = str(name if name is not None else "?")
         row = (self._track(event), label, start, end, partition, worker, attrs)
         self.spans.append((order, row))
@@ -226,6 +229,17 @@ class _Builder:
 
 class _Skip(Exception):
     pass
+
+
+def _underive(args: Any, name: Any) -> tuple[Any, Any]:
+    """Our export adds args and names for other tools and lists them under `derived`."""
+    if not isinstance(args, dict) or not isinstance(args.get("derived"), dict):
+        return args, name
+    args = dict(args)
+    derived = args.pop("derived")
+    for key in derived.get("args", ()):
+        args.pop(key, None)
+    return args, derived.get("name", name)
 
 
 def _is_int(value: Any) -> bool:

@@ -1,0 +1,149 @@
+"""The Chrome export follows the trace-event rules, draws hand-offs, and other tools read it."""
+
+import importlib.util
+import json
+import sqlite3
+import subprocess
+import sys
+from collections import defaultdict
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+from golden import case
+
+from workbench.export.chrome import to_chrome, to_chrome_json
+from workbench.importers import load_any, parse_chrome
+from workbench.trace import load
+from workbench.trace.container import Trace
+
+DATA = Path(__file__).parent / "data"
+NSYS = DATA / "nsys" / "pipit_perlmutter-cloverleaf-cuda.sqlite"
+RUN = DATA / "whatif" / "g2w2.wbtrace"  # a recorded run: two GPUs, two workers each
+
+
+def _traces():
+    return {"nsys": load_any(NSYS), "run": load(RUN), "copy_bound": case("copy_bound")}
+
+
+def _check_rules(data: dict) -> None:
+    events = data["traceEvents"]
+    assert all("cat" in e and "pid" in e and "ph" in e for e in events)
+    named_pids = {e["pid"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    named_threads = {(e["pid"], e["tid"]) for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    slices = defaultdict(list)
+    for e in events:
+        if e["ph"] == "X":
+            assert e["dur"] >= 0
+            start = round(e["ts"] * 1e3)  # in nanoseconds, as readers take it: floats would add noise
+            slices[(e["pid"], e["tid"])].append((start, start + round(e["dur"] * 1e3)))
+        if e["ph"] != "M":
+            assert e["pid"] in named_pids
+        if e["ph"] in "Xbeisf":
+            assert (e["pid"], e["tid"]) in named_threads
+    for thread in slices.values():  # duration events on one thread nest
+        stack: list[int] = []
+        for start, end in sorted(thread, key=lambda s: (s[0], -s[1])):
+            while stack and stack[-1] <= start:
+                stack.pop()
+            assert not stack or end <= stack[-1]
+            stack.append(end)
+    begins = [(e["cat"], e["id"]) for e in events if e["ph"] == "b"]
+    assert len(set(begins)) == len(begins)
+    assert set(begins) == {(e["cat"], e["id"]) for e in events if e["ph"] == "e"}
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    ends = {e["id"]: e for e in events if e["ph"] == "f"}
+    assert len(starts) == sum(e["ph"] == "s" for e in events) and starts.keys() == ends.keys()
+    for flow in (*starts.values(), *ends.values()):  # each binds to the slice enclosing it
+        assert flow.get("bp", "e") == "e"
+        at = round(flow["ts"] * 1e3)
+        assert any(a <= at <= b for a, b in slices[(flow["pid"], flow["tid"])]), flow
+
+
+def test_every_export_keeps_the_trace_event_rules_and_round_trips():
+    for name, trace in _traces().items():
+        data = to_chrome(trace)
+        _check_rules(data)
+        again = parse_chrome(json.dumps(data), name)
+        assert list(again.iter_spans()) == list(trace.iter_spans()), name
+
+
+def test_overlapping_spans_get_threads_of_their_own_lanes_or_async_ids():
+    trace = Trace.from_rows([
+        ("gpu0/copy", "h2d", 0, 10, 0, 0, {"bytes": 8}), ("gpu0/copy", "h2d", 5, 15, 1, 1, {"bytes": 8}),
+        ("mutex/gpu0", "hold", 0, 10, 0, 0, None), ("mutex/gpu0", "wait", 2, 10, 1, 1, None),
+        ("mutex/gpu0", "wait", 3, 20, 2, 2, None), ("mutex/gpu0", "hold", 10, 20, 1, 1, None),
+    ])
+    events = to_chrome(trace)["traceEvents"]
+    copies = [e for e in events if e["cat"] == "gpu_memcpy"]
+    assert [e["ph"] for e in copies] == ["X", "X"] and copies[0]["tid"] != copies[1]["tid"]
+    assert {e["args"]["stream"] for e in copies} == {copies[0]["tid"], copies[1]["tid"]}
+    assert [e["name"] for e in copies] == ["Memcpy HtoD (Unknown -> Unknown)"] * 2
+    holds = [e for e in events if e["name"] == "hold"]
+    assert [e["ph"] for e in holds] == ["X", "X"] and holds[0]["tid"] == holds[1]["tid"]
+    assert sorted(e["ph"] for e in events if e["name"] == "wait") == ["b", "b", "e", "e"]
+    flows = [e for e in events if e["cat"] == "lock_handoff"]
+    assert [(e["ph"], e["tid"]) for e in flows] == [("s", holds[0]["tid"]), ("f", holds[0]["tid"])]
+    assert flows[1]["ts"] == holds[1]["ts"] and holds[0]["ts"] <= flows[0]["ts"] <= 10e-3
+    _check_rules(to_chrome(trace))
+    assert list(parse_chrome(to_chrome_json(trace)).iter_spans()) == list(trace.iter_spans())
+
+
+def test_hand_offs_join_each_release_to_the_next_acquire_and_synthesis_to_pickup():
+    trace = load(RUN)
+    events = to_chrome(trace)["traceEvents"]
+    expected_locks = 0
+    for track in ("mutex/gpu0", "mutex/gpu1"):
+        holds = sorted(trace.select(track=track, name="hold"), key=lambda s: s.start_ns)
+        expected_locks += sum(a.worker != b.worker for a, b in pairwise(holds))
+    synthesised = {s.partition for s in trace.select(name="synthesis")}
+    picked = {s.partition for s in trace.iter_spans() if s.track.startswith("worker/") and s.partition >= 0}
+    kinds = defaultdict(int)
+    for e in events:
+        if e["ph"] == "s":
+            kinds[e["cat"]] += 1
+    assert dict(kinds) == {"lock_handoff": expected_locks, "partition_handoff": len(synthesised & picked)}
+    assert expected_locks > 0 and synthesised & picked
+    cats = {(e["name"], e["cat"]) for e in events if e["ph"] == "X"}
+    assert {("hold", "lock"), ("wait", "lock"), ("synthesis", "cpu_op"), ("ntt_msm_h", "cpu_op")} <= cats
+    assert ("wait", "barrier") in cats
+
+
+HTA_SCRIPT = """
+import json, sys
+from hta.trace_analysis import TraceAnalysis
+analysis = TraceAnalysis(trace_dir=sys.argv[1])
+temporal = analysis.get_temporal_breakdown(visualize=False)
+kinds, kernels = analysis.get_gpu_kernel_breakdown(visualize=False, include_memory_kernels=True)
+print(json.dumps({"kinds": dict(zip(kinds["kernel_type"], kinds["sum"].astype(float))),
+                  "temporal": temporal.iloc[0].astype(float).to_dict(),
+                  "ranks": sorted(analysis.t.get_ranks())}))
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("hta") is None,
+                    reason="Holistic Trace Analysis is not installed (pip install holistictraceanalysis)")
+def test_holistic_trace_analysis_reads_the_export_and_breaks_down_its_kernels(tmp_path):
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    (folder / "rank-0.pt.trace.json").write_text(to_chrome_json(load_any(NSYS)))
+    done = subprocess.run([sys.executable, "-c", HTA_SCRIPT, str(folder)], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    with sqlite3.connect(NSYS) as db:
+        def totals(table: str) -> tuple[int, float]:
+            n, ns = db.execute(f"SELECT COUNT(*), SUM(end - start) FROM {table}").fetchone()
+            return n, ns / 1e3
+
+        kernels, kernel_us = totals("CUPTI_ACTIVITY_KIND_KERNEL")
+        copies, copy_us = totals("CUPTI_ACTIVITY_KIND_MEMCPY")
+        first, last = db.execute("SELECT MIN(start), MAX(end) FROM (SELECT start, end FROM "
+                                 "CUPTI_ACTIVITY_KIND_KERNEL UNION ALL SELECT start, end FROM "
+                                 "CUPTI_ACTIVITY_KIND_MEMCPY)").fetchone()
+    assert result["ranks"] == [0]
+    # The tool rounds each event to whole microseconds inwards (start up, end down): up to 2 us each.
+    assert kernel_us - 2 * kernels <= result["kinds"]["COMPUTATION"] <= kernel_us
+    assert copy_us - 2 * copies <= result["kinds"]["MEMORY"] <= copy_us
+    assert (last - first) / 1e3 - 2 <= result["temporal"]["kernel_time(us)"] <= (last - first) / 1e3
+    assert kernel_us - 2 * kernels <= result["temporal"]["compute_time(us)"] <= kernel_us
