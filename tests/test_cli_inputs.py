@@ -125,7 +125,8 @@ def test_a_bad_role_mapping_names_the_file_and_the_rule(tmp_path, capsys):
 def test_help_lists_the_allowed_values(capsys):
     for argv, listed in ((["export", "-h"], "chrome: Chrome trace JSON"),
                          (["whatif", "-h"], "{coarse,compute}"),
-                         (["import", "-h"], "Roles: kernel, copy, memset, sync")):
+                         (["import", "-h"], "Roles: kernel, copy, memset, sync"),
+                         (["run", "-h"], "(one of auto, cpu, gpu; default: auto)")):
         with pytest.raises(SystemExit):
             main(argv)
         assert listed in " ".join(capsys.readouterr().out.split()), argv

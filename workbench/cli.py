@@ -71,9 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
                              help=_HELP[f.name])
             continue
         kind = type(default)
+        choices = _CHOICES.get(f.name)
+        allowed = f"one of {', '.join(choices)}; " if choices else ""
         run.add_argument(
             option, dest=f.name, default=None, type=kind, metavar=f.name.upper(),
-            choices=_CHOICES.get(f.name), help=f"{_HELP[f.name]} (default: {default})",
+            choices=choices, help=f"{_HELP[f.name]} ({allowed}default: {default})",
         )
     run.add_argument("--config", type=Path, help="read settings from a JSON file (flags override)")
     run.add_argument("--save-config", type=Path, help="write the effective settings as JSON")
