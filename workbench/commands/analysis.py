@@ -140,7 +140,10 @@ def _whatif(args: argparse.Namespace) -> int:
         copies_at_link=args.zerocopy, synthesis_speedup=args.synthesis_speedup,
         prep_speedup=args.prep_speedup, compute_speedup=args.compute_speedup,
     )
-    p = WhatIf(trace, WhatIfOptions(link, options.copy_bytes, options.host_cores)).predict(change)
+    try:
+        p = WhatIf(trace, WhatIfOptions(link, options.copy_bytes, options.host_cores)).predict(change)
+    except ValueError as err:  # the trace cannot be replayed: say which one
+        raise ValueError(f"{args.path}: {err}") from None
     print(f"{p.change}: {p.gain:+.1%} throughput, {p.measured_per_min:.1f} -> {p.predicted_per_min:.1f} "
           f"partitions/min (mutex held {p.mutex_held:.0%} in the replay; the unchanged replay is "
           f"{p.replay_error:+.1%} from the measurement)")

@@ -58,17 +58,18 @@ def to_chrome(trace: Trace) -> dict[str, Any]:
     events: list[dict[str, Any]] = []
     bound: dict[int, tuple[int, int]] = {}  # span index -> (pid, tid) of its duration event
     next_async = next_correlation = 0
-    for i in range(len(spans)):
-        track, name = text[spans.track[i]], text[spans.name[i]]
-        role = ROLE_NAMES[codes[i]]
-        start_us = (int(spans.start_ns[i]) - origin) / 1e3
-        # From the integer length, so start + duration rounds back to the exact end.
-        dur_us = (int(spans.end_ns[i]) - int(spans.start_ns[i])) / 1e3
-        args = _args(spans.partition[i], spans.worker[i], spans.attrs[i])
-        lane = int(lanes[i])
+    columns = zip(spans.track.tolist(), spans.name.tolist(), spans.start_ns.tolist(),
+                  spans.end_ns.tolist(), spans.partition.tolist(), spans.worker.tolist(), spans.attrs,
+                  codes.tolist(), lanes.tolist(), strict=True)
+    for i, (track_id, name_id, start, end, partition, worker, attrs, code, lane) in enumerate(columns):
+        track, name = text[track_id], text[name_id]
+        role = ROLE_NAMES[code]
+        start_us = (start - origin) / 1e3
+        dur_us = (end - start) / 1e3  # from the integer length, so start + duration rounds to the end
+        args = _args(partition, worker, attrs)
         pid, tid = threads.of(track, max(lane, 0), name if lane == _OWN_THREAD else "")
         event: dict[str, Any] = {"pid": pid, "tid": tid, "cat": CATEGORIES[role], "name": name}
-        parsed = tr.parse(track)
+        parsed = threads.parsed(track)
         if parsed.on_device:
             next_correlation += 1
             event["name"] = _device_args(parsed, role, name, args, tid, next_correlation)
@@ -159,15 +160,21 @@ class _Threads:
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
         self.ids: dict[tuple[str, int, str], tuple[int, int]] = {}
-        streams = [t.stream for t in map(tr.parse, trace.tracks()) if t.kind == tr.KERNELS]
+        self._parsed: dict[str, tr.Track] = {}
+        streams = [t.stream for t in map(self.parsed, trace.tracks()) if t.kind == tr.KERNELS]
         self.next_tid = max(streams, default=0) + 1  # other threads never take a stream's number
         for track in trace.tracks():
             self.of(track)
 
+    def parsed(self, track: str) -> tr.Track:
+        if track not in self._parsed:
+            self._parsed[track] = tr.parse(track)
+        return self._parsed[track]
+
     def of(self, track: str, lane: int = 0, name: str = "") -> tuple[int, int]:
         key = (track, lane, name)
         if key not in self.ids:
-            parsed = tr.parse(track)
+            parsed = self.parsed(track)
             pid = parsed.gpu if parsed.on_device else HOST_PID
             if parsed.kind == tr.KERNELS and lane == 0:
                 tid = parsed.stream
@@ -178,7 +185,7 @@ class _Threads:
 
     def metadata(self) -> list[dict[str, Any]]:
         meta = {"ph": "M", "cat": "__metadata"}
-        pids = sorted({pid for pid, _ in self.ids.values()})
+        pids = sorted({pid for pid, _ in self.ids.values()}, key=lambda pid: (pid != HOST_PID, pid))
         events = [{**meta, "pid": pid, "name": "process_name",
                    "args": {"name": "workbench" if pid == HOST_PID else f"GPU {pid}"}} for pid in pids]
         events += [{**meta, "pid": pid, "name": "process_sort_index", "args": {"sort_index": n}}
@@ -208,8 +215,8 @@ def _device_args(track: tr.Track, role: str, name: str, args: dict[str, Any], ti
             added.append(key)
     shown = name
     if role == "copy":
-        src, dst = (str(args.get(k, "unknown")).capitalize() for k in ("src_kind", "dst_kind"))
-        shown = f"Memcpy {DIRECTIONS.get(name, name)} ({src} -> {dst})"
+        src, dst = str(args.get("src_kind", "unknown")), str(args.get("dst_kind", "unknown"))
+        shown = f"Memcpy {DIRECTIONS.get(name, name)} ({src.capitalize()} -> {dst.capitalize()})"
     elif role == "memset":
         shown = f"Memset ({str(args.get('dst_kind', 'device')).capitalize()})"
     derived: dict[str, Any] = {"args": added}
@@ -240,10 +247,10 @@ def _rank(trace: Trace) -> int:
     return rank if isinstance(rank, int) and rank >= 0 else 0
 
 
-def _args(partition: Any, worker: Any, attrs: dict[str, Any] | None) -> dict[str, Any]:
-    args: dict[str, Any] = dict(attrs or {})
-    if int(partition) >= 0:
+def _args(partition: int, worker: int, attrs: dict[str, Any] | None) -> dict[str, Any]:
+    args: dict[str, Any] = dict(attrs) if attrs else {}
+    if partition >= 0:
         args["partition"] = int(partition)
-    if int(worker) >= 0:
+    if worker >= 0:
         args["worker"] = int(worker)
     return args
