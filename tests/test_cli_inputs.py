@@ -112,6 +112,7 @@ def test_show_roles_counts_each_role_and_says_who_assigned_it(tmp_path, capsys):
     out = capsys.readouterr().out
     assert re.search(rf"^  unit +{synthesised} ", out, re.M) and "  producer" not in out
     assert re.search(rf"^ +{synthesised} +synth +synthesis +your rule 1$", out, re.M)
+    assert re.search(r"^  your rule 1 +unit +name='synthesis'$", out, re.M)
     assert f"trace: {written}" in out and written.exists()
 
 

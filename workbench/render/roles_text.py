@@ -76,6 +76,13 @@ def render_roles(trace: Trace, user_rules: int = 0) -> str:
             out.append(f"      ... and {len(group) - TOP} more pairs")
     if not pairs:
         out.append("  (no spans)")
+    rules = trace_rules(trace)
+    if rules:
+        out.append("rules, first match wins:")
+    for n, rule in enumerate(rules):
+        who = f"your rule {n + 1}" if n < user_rules else "importer rule"
+        fields = " ".join(f"{k}={v!r}" for k, v in rule.as_dict().items() if k != "role")
+        out.append(f"  {who:<14} {rule.role:<12} {fields}")
     out.append('to change one: a file with [[role]] tables (role = "lock_hold", name = "<regex>", '
                'track = "<regex>") passed as --roles FILE')
     return "\n".join(out)
