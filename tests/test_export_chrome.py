@@ -48,6 +48,10 @@ def _check_rules(data: dict) -> None:
                 stack.pop()
             assert not stack or end <= stack[-1]
             stack.append(end)
+    device = [e for e in events if e["ph"] in "Xb" and e["cat"] in ("kernel", "gpu_memcpy", "gpu_memset")]
+    assert all(e["pid"] == e["args"]["device"] and e["args"]["stream"] >= 0 for e in device)
+    correlations = [e["args"]["correlation"] for e in device]  # added ones never clash with recorded ones
+    assert len(set(correlations)) == len(correlations)
     begins = [(e["cat"], e["id"]) for e in events if e["ph"] == "b"]
     assert len(set(begins)) == len(begins)
     assert set(begins) == {(e["cat"], e["id"]) for e in events if e["ph"] == "e"}

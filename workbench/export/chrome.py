@@ -57,7 +57,7 @@ def to_chrome(trace: Trace) -> dict[str, Any]:
     lanes = _layout(trace)
     events: list[dict[str, Any]] = []
     bound: dict[int, tuple[int, int]] = {}  # span index -> (pid, tid) of its duration event
-    next_async = next_correlation = 0
+    next_async, next_correlation = 0, _recorded_correlations(spans.attrs)
     columns = zip(spans.track.tolist(), spans.name.tolist(), spans.start_ns.tolist(),
                   spans.end_ns.tolist(), spans.partition.tolist(), spans.worker.tolist(), spans.attrs,
                   codes.tolist(), lanes.tolist(), strict=True)
@@ -240,6 +240,12 @@ def _flows(trace: Trace, codes: np.ndarray, bound: dict[int, tuple[int, int]], o
         events.append({**common, "ph": "f", "bp": "e", "pid": pid_b, "tid": tid_b,
                        "ts": (int(spans.start_ns[handoff.target]) - origin) / 1e3})
     return events
+
+
+def _recorded_correlations(attrs: list[dict[str, Any] | None]) -> int:
+    """The highest correlation id the trace recorded, so those the export adds never clash."""
+    ids = [a["correlation"] for a in attrs if a and isinstance(a.get("correlation"), int)]
+    return max(ids, default=0)
 
 
 def _rank(trace: Trace) -> int:
