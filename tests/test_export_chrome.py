@@ -153,10 +153,13 @@ def test_holistic_trace_analysis_reads_the_export_and_breaks_down_its_kernels(tm
     assert kernel_us - 2 * kernels <= result["temporal"]["compute_time(us)"] <= kernel_us
 
 
-def test_the_export_command_writes_gzip_that_reads_back_to_the_same_spans(tmp_path):
+def test_the_export_command_writes_gzip_that_reads_back_to_the_same_spans(tmp_path, capsys):
     from workbench.cli import main
 
     written = tmp_path / "cloverleaf.json.gz"
     assert main(["export", "chrome", str(NSYS), "-o", str(written)]) == 0
     assert written.read_bytes()[:2] == b"\x1f\x8b"
     assert list(load_any(written).iter_spans()) == list(load_any(NSYS).iter_spans())
+    assert main(["export", "cuzk", str(NSYS)]) == 2  # a CUDA program without a proving pipeline
+    assert capsys.readouterr().err.endswith("nothing to write as cuzk lines (no GPU worker phases of a "
+                                            "proving pipeline in it)\n")

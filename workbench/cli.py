@@ -298,6 +298,9 @@ def _export(args: argparse.Namespace) -> int:
         from workbench.export.cuzk_log import cuzk_lines
 
         text = "".join(line + "\n" for line in cuzk_lines(trace))
+        if not text:
+            raise ValueError(f"{args.trace_file}: nothing to write as cuzk lines (no GPU worker phases of a "
+                             "proving pipeline in it)")
     if args.output is None:
         sys.stdout.write(text)
     elif args.output.suffix == ".gz":

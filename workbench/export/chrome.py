@@ -65,7 +65,7 @@ def to_chrome(trace: Trace) -> dict[str, Any]:
         track, name = text[track_id], text[name_id]
         role = ROLE_NAMES[code]
         start_us = (start - origin) / 1e3
-        dur_us = (end - start) / 1e3  # from the integer length, so start + duration rounds to the end
+        dur_us = max(end - start, 0) / 1e3  # from the integer length: start + duration rounds to the end
         args = _args(partition, worker, attrs)
         pid, tid = threads.of(track, max(lane, 0), name if lane == _OWN_THREAD else "")
         event: dict[str, Any] = {"pid": pid, "tid": tid, "cat": CATEGORIES[role], "name": name}
