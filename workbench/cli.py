@@ -143,7 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("WORKBENCH_DEBUG"):
             raise
         where = traceback.extract_tb(err.__traceback__)[-1]
-        print(f"workbench: internal error: {type(err).__name__}: {err} (at {Path(where.filename).name}:"
+        said = (str(err).strip().splitlines() or [""])[0]
+        print(f"workbench: internal error: {type(err).__name__}: {said} (at {Path(where.filename).name}:"
               f"{where.lineno}; WORKBENCH_DEBUG=1 shows the traceback)", file=sys.stderr)
         return EXIT_FAILED
 
