@@ -27,13 +27,14 @@ class RolePair:
     track_kind: str
     name: str
     spans: int
-    source: str  # "default", "your rule N", "importer rule"
+    source: str  # "default", "your rule N" (--roles) or "trace rule N" (the importer's, or saved)
 
 
 def role_pairs(trace: Trace, user_rules: int = 0) -> list[RolePair]:
     """Every (role, track kind, name, source) with its span count, most spans first.
 
-    The trace's rules are the user's `user_rules` first, then the importer's (model.roles)."""
+    The trace's rules are the user's `user_rules` first, then those it holds (an importer's, or
+    a mapping saved with it)."""
     spans = trace.spans
     if not len(spans):
         return []
@@ -50,7 +51,7 @@ def role_pairs(trace: Trace, user_rules: int = 0) -> list[RolePair]:
             role, source = default_role(track, name), "default"
         else:
             role = rules[matched].role
-            source = f"your rule {matched + 1}" if matched < user_rules else "importer rule"
+            source = _source(matched, user_rules)
         totals[(role, tr.parse(track).kind, name, source)] += count
     pairs = [RolePair(role, kind, name, n, source) for (role, kind, name, source), n in totals.items()]
     return sorted(pairs, key=lambda p: (-p.spans, p.role, p.track_kind, p.name))
@@ -80,9 +81,13 @@ def render_roles(trace: Trace, user_rules: int = 0) -> str:
     if rules:
         out.append("rules, first match wins:")
     for n, rule in enumerate(rules):
-        who = f"your rule {n + 1}" if n < user_rules else "importer rule"
+        who = _source(n, user_rules)
         fields = " ".join(f"{k}={v!r}" for k, v in rule.as_dict().items() if k != "role")
         out.append(f"  {who:<14} {rule.role:<12} {fields}")
     out.append('to change one: a file with [[role]] tables (role = "lock_hold", name = "<regex>", '
                'track = "<regex>") passed as --roles FILE')
     return "\n".join(out)
+
+
+def _source(rule: int, user_rules: int) -> str:
+    return f"your rule {rule + 1}" if rule < user_rules else f"trace rule {rule - user_rules + 1}"
