@@ -4,6 +4,7 @@ import gzip
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -114,6 +115,25 @@ def test_show_roles_counts_each_role_and_says_who_assigned_it(tmp_path, capsys):
     assert re.search(rf"^ +{synthesised} +synth +synthesis +your rule 1$", out, re.M)
     assert re.search(r"^  your rule 1 +unit +name='synthesis'$", out, re.M)
     assert f"trace: {written}" in out and written.exists()
+
+
+def test_show_roles_of_a_real_nsys_export_matches_its_tables(capsys):
+    nsys = Path(__file__).parent / "data" / "nsys" / "pipit_perlmutter-cloverleaf-cuda.sqlite"
+    with sqlite3.connect(nsys) as db:
+        def count(sql: str) -> int:
+            return int(db.execute(sql).fetchone()[0])
+
+        kernels = count("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+        h2d = count("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 1")
+        ioctl = count("SELECT COUNT(*) FROM OSRT_API JOIN StringIds ON StringIds.id = nameId "
+                      "WHERE value = 'ioctl'")
+        copies = count("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY")
+    assert main(["import", str(nsys), "--show-roles"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(rf"^  kernel +{kernels:,} +GPU kernel$", out, re.M), out
+    assert re.search(rf"^  copy +{copies:,} ", out, re.M)
+    assert re.search(rf"^ +{h2d:,} +copies +h2d +default$", out, re.M)
+    assert re.search(rf"^ +{ioctl:,} +os_api +ioctl +default$", out, re.M)
 
 
 def test_a_bad_role_mapping_names_the_file_and_the_rule(tmp_path, capsys):
