@@ -9,7 +9,7 @@ import numpy as np
 from workbench.model.pipeline import PROVER
 from workbench.trace.container import Trace
 
-GPU_ORDER = ("ntt_msm_h", "barrier_wait", "batch_add", "tail_msm", "b_g2_msm", "finish")
+GPU_ORDER = ("ntt_msm_h", "barrier_wait", "batch_add", "tail_msm", "b_g2_msm", "finish", "verify")
 
 
 def mutex_holds_never_overlap(trace: Trace) -> None:
@@ -20,11 +20,13 @@ def mutex_holds_never_overlap(trace: Trace) -> None:
             assert e0 <= s1, f"{track}: worker {w0}'s hold ends at {e0} after worker {w1}'s starts at {s1}"
 
 
-def every_partition_passes_every_phase_once_in_order(trace: Trace, partitions: int,
-                                                     b_g2_on_gpu: bool = False) -> None:
+def every_partition_passes_every_phase_once_in_order(trace: Trace, partitions: int, b_g2_on_gpu: bool = False,
+                                                     verified: bool = False) -> None:
     """b_g2_on_gpu: B's G2 sum ran inside batch_add and tail_msm (the GPU backend's MSM
-    kernels), so there is no b_g2_msm phase but a G2 span inside each of those two."""
-    phases = [ph for ph in PROVER.phases if not (b_g2_on_gpu and ph == "b_g2_msm")]
+    kernels), so there is no b_g2_msm phase but a G2 span inside each of those two.
+    verified: the run verified its proofs (a verify phase after finish)."""
+    phases = [ph for ph in PROVER.phases if not (b_g2_on_gpu and ph == "b_g2_msm")
+              and (verified or ph != "verify")]
     order = [ph for ph in GPU_ORDER if ph in phases]
     for p in range(partitions):
         spans = [s for s in trace.select(partition=p) if s.name in PROVER.phases]

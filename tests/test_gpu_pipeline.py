@@ -1,4 +1,5 @@
-"""The pipeline on the GPU backend: same traces' invariants, same proofs as the CPU backend."""
+"""The pipeline on the GPU backend: same traces' invariants, same proofs as the CPU backend,
+and those proofs verify."""
 
 import pytest
 
@@ -29,7 +30,7 @@ def test_gpu_run_matches_cpu_run_exactly(memory_mode, lock_scope, gpu_msm, synth
 
     config = RunConfig(backend="gpu", log2_constraints=10, partitions=4, memory_mode=memory_mode,
                        lock_scope=lock_scope, gpu_workers=2, synth_threads=2, seed=11,
-                       bool_fraction=0.7, synthesis=synthesis)
+                       bool_fraction=0.7, synthesis=synthesis, verify=True)
     gpu = Pipeline(config, GpuBackend(gpu_msm=gpu_msm), keep_outputs=True).run()
     assert gpu.ok, gpu.error
     cpu = Pipeline(config.replace(backend="cpu"), CpuBackend(), keep_outputs=True).run()
@@ -39,7 +40,8 @@ def test_gpu_run_matches_cpu_run_exactly(memory_mode, lock_scope, gpu_msm, synth
         assert gpu.proofs[p].to_bytes() == cpu.proofs[p].to_bytes()
     trace = gpu.trace
     mutex_holds_never_overlap(trace)
-    every_partition_passes_every_phase_once_in_order(trace, 4, b_g2_on_gpu=gpu_msm)
+    every_partition_passes_every_phase_once_in_order(trace, 4, b_g2_on_gpu=gpu_msm, verified=True)
+    assert len([s for s in trace.select(name="verify") if "error" not in (s.attrs or {})]) == 4
     barrier_release_never_precedes_prep_end(trace)
     lookahead_is_respected(trace, config.synth_lookahead)
     copies = trace.select(name="h2d_copy")
@@ -69,3 +71,12 @@ def test_two_gpus_give_the_cpu_runs_proofs():
            {p: proof.to_bytes() for p, proof in cpu.proofs.items()}
     mutex_holds_never_overlap(gpu.trace)
     assert {s.track for s in gpu.trace.select(name="hold")} == {"mutex/gpu0", "mutex/gpu1"}
+
+
+def test_verify_is_refused_where_the_gpu_key_is_random_points():
+    from workbench.config import ConfigError
+    from workbench.gpu.backend import GPU_KEY_FROM_LOG2, GpuBackend
+
+    config = RunConfig(backend="gpu", log2_constraints=GPU_KEY_FROM_LOG2, partitions=1, verify=True)
+    with pytest.raises(ConfigError, match="random points"):
+        Pipeline(config, GpuBackend())

@@ -88,7 +88,7 @@ def test_missing_tables_and_columns_are_named_not_fatal(run_trace, tmp_path):
     assert summarize(imported).partitions_done == 6
 
 
-def test_ranges_of_other_domains_and_broken_rows_are_skipped(run_trace, tmp_path):
+def test_ranges_of_other_domains_are_kept_on_their_thread_and_broken_rows_skipped(run_trace, tmp_path):
     path = export_like_nsys(run_trace, tmp_path / "mixed.sqlite")
     with sqlite3.connect(path) as conn:
         conn.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) "
@@ -99,9 +99,31 @@ def test_ranges_of_other_domains_and_broken_rows_are_skipped(run_trace, tmp_path
                      "VALUES (5, NULL, 59, 'open', 5, 7)")
         conn.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) "
                      "VALUES (5, 6, 61, 'payload', 5, 7)")
-    skipped = load_nsys(path).meta["import"]["skipped"]
-    assert skipped == {"NVTX event of another domain": 1, "NVTX_EVENTS row ending before it starts": 1,
-                       "NVTX range never closed": 1, "NVTX event type 61": 1}
+    imported = load_nsys(path)
+    assert imported.meta["import"]["skipped"] == {
+        "NVTX_EVENTS row ending before it starts": 1, "NVTX range never closed": 1, "NVTX event type 61": 1}
+    # A range of another domain (here one never registered by name) stays on its own thread;
+    # globalTid 5 is of process 0, beside the run's process, so the track names both ids.
+    (other,) = imported.select(name="other")
+    assert (other.track, other.attrs) == ("thread/0.5", {"domain": "#99"})
+    assert summarize(imported).partitions_done == 6
+
+
+def test_another_domains_ranges_on_a_pipeline_thread_stay_off_the_pipelines_tracks(run_trace, tmp_path):
+    path = export_like_nsys(run_trace, tmp_path / "library.sqlite")
+    with sqlite3.connect(path) as conn:
+        (worker_thread,) = conn.execute("SELECT globalTid FROM OSRT_API").fetchone()  # worker/0's thread
+        conn.execute("INSERT INTO NVTX_EVENTS (start, eventType, text, domainId) "
+                     "VALUES (0, 75, 'library', 8)")
+        conn.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) "
+                     "VALUES (?, ?, 59, 'gemm', ?, 8)", (*run_trace.time_range(), worker_thread))
+    imported = load_nsys(path)
+    (gemm,) = imported.select(name="gemm")
+    own = f"thread/{worker_thread & 0xFFFFFF}"
+    assert (gemm.track, gemm.attrs) == (own, {"domain": "library"})
+    assert imported.thread_names[own] == imported.thread_names["worker/0"]
+    a, b = summarize(run_trace), summarize(imported)
+    assert [p.count for p in b.phases] == [p.count for p in a.phases] and b.mutex == a.mutex
 
 
 def test_files_that_are_not_exports_are_refused(tmp_path):

@@ -24,10 +24,6 @@ def _ints(rows: np.ndarray) -> list[int]:
     return [sum(int(v) << (64 * q) for q, v in enumerate(row)) for row in rows]
 
 
-def _rows(values: list[int]) -> np.ndarray:
-    return np.array([[(v >> (64 * q)) & (2**64 - 1) for q in range(4)] for v in values], np.uint64)
-
-
 @needs_native
 @pytest.mark.parametrize(("log2", "bool_fraction", "terms"),
                          [(4, 0.9, 1), (9, 0.0, 3), (10, 1.0, 2), (11, 0.5, 7), (13, 0.9, 4)])
@@ -42,40 +38,36 @@ def test_native_synthesis_writes_the_bytes_numpy_writes(log2, bool_fraction, ter
 
 
 @needs_native
-def test_native_constraints_match_integer_arithmetic_at_the_edges():
-    """wb_constraints on a witness of edge values (0, 1, r-1, r-2, 2^254-1, random), checked in
-    Python integers: a = sum of the gathered entries, b = entry + 1, c = a b (values, not
-    Montgomery forms: a Montgomery product of Montgomery forms is the form of the product)."""
-    lib = native.library()
-    rng = np.random.default_rng(1)
-    m, terms = 64, 5
-    values = [0, 1, R - 1, R - 2, 2**254 - 1, R // 2, *(int.from_bytes(rng.bytes(32), "little") % R
-                                                        for _ in range(m - 6))]
-    forms = [v * MONT % R for v in values]
-    w = _rows(forms)
-    mul = (rng.integers(0, m, terms + 1).astype(np.uint64) | np.uint64(1))
-    off = rng.integers(0, m, terms + 1).astype(np.uint64)
-    a, b, c = (np.zeros((m, 4), np.uint64) for _ in range(3))
-    rc = lib.wb_constraints(w.ctypes.data, m - 1, mul.ctypes.data, off.ctypes.data, terms, 0, m,
-                            a.ctypes.data, b.ctypes.data, c.ctypes.data)
-    assert rc == 0
+@pytest.mark.parametrize("k_b", [0, 1, R - 1, R - 2, 2**254 - 1])
+def test_native_synthesis_matches_integer_arithmetic_at_the_edges(k_b):
+    """wb_synthesize with B's constant at an edge of the field (0, 1, r-1, r-2, 2^254-1): the
+    rows it writes checked in Python integers from the matrices (values, not Montgomery forms:
+    a Montgomery product of Montgomery forms is the form of the product), and the same bytes
+    as numpy's."""
+    circuits = [SyntheticCircuit(6, 0.3, 5, seed=2, native_code=code) for code in (True, False)]
+    for c in circuits:
+        c.k_b, c._kb = k_b, field.to_mont([k_b])[0]
+    got, want = _target(64), _target(64)
+    circuits[0].synthesize(3, got)
+    circuits[1].synthesize(3, want)
     inv = pow(MONT, -1, R)
-    for i, (ai, bi, ci) in enumerate(zip(_ints(a), _ints(b), _ints(c), strict=True)):
-        pick = [values[(i * int(mul[j]) + int(off[j])) % m] for j in range(terms + 1)]
-        want_a = sum(pick[:terms]) % R
-        want_b = (pick[terms] + 1) % R
-        assert ai * inv % R == want_a and ai < R
-        assert bi * inv % R == want_b and bi < R
-        assert ci * inv % R == want_a * want_b % R and ci < R
+    z = [v * inv % R for v in _ints(got.witness)]
+    system = circuits[0].r1cs()
+    for name, matrix in (("a", system.a), ("b", system.b), ("c", system.c)):
+        forms = _ints(getattr(got, name))
+        assert all(f < R for f in forms)
+        assert [f * inv % R for f in forms] == matrix.times(z, 64), name
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
 
 
 @needs_native
-def test_native_constraints_refuse_a_bad_term_count():
+def test_native_synthesis_refuses_a_bad_term_count():
     lib = native.library()
     z = np.zeros((4, 4), np.uint64)
     one = np.ones(1, np.uint64)
-    assert lib.wb_constraints(z.ctypes.data, 3, one.ctypes.data, one.ctypes.data, 0, 0, 4,
-                              z.ctypes.data, z.ctypes.data, z.ctypes.data) == -1
+    args = (z.ctypes.data,) * 5
+    assert lib.wb_synthesize(0, 0, 0, 0, 2, one.ctypes.data, one.ctypes.data, 0, one.ctypes.data, 0, 4,
+                             *args) == -1
 
 
 @needs_native

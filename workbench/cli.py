@@ -42,6 +42,7 @@ _HELP = {
     "trace": "record events (false: run uninstrumented)",
     "gpu_trace": "also record device activity and sample GPU counters (needs the gpu extra)",
     "sample_interval_ms": "period of the GPU counter sampler",
+    "verify": "verify every proof (a span of its own after finish); a proof that fails fails the run",
 }
 
 
@@ -85,6 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--chrome", type=Path, help="also write Chrome trace JSON (opens in Perfetto)")
     run.add_argument("--cuzk-log", action="store_true",
                      help="print cuzk-compatible CUZK_TIMING / TIMELINE lines to stderr")
+    run.add_argument("--proofs", type=Path, metavar="FILE",
+                     help="write the proofs, public inputs and verifying key as JSON (compressed points)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--inject-fault", metavar="PHASE:PARTITION",
                      help="make PHASE raise on PARTITION (to see how failures are handled)")
@@ -259,12 +262,29 @@ def _run(args: argparse.Namespace) -> int:
         from workbench.export.cuzk_log import cuzk_lines
 
         sys.stderr.write("".join(line + "\n" for line in cuzk_lines(result.trace)))
+    if args.proofs is not None and not _write_proofs(args.proofs, pipeline, result.proofs):
+        return EXIT_USAGE
     if interrupted:
         return EXIT_INTERRUPTED
     if result.outcome == "failed":
         print(f"workbench: run failed: {result.error}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _write_proofs(path: Path, pipeline: Any, proofs: dict[int, Any]) -> bool:
+    from workbench.prover import proof_json
+    from workbench.prover.verify import VerifyingKey
+
+    try:
+        vk = VerifyingKey.of(pipeline.backend.key)
+    except (AttributeError, ValueError) as err:
+        print(f"workbench: error: --proofs {path}: {err}", file=sys.stderr)
+        return False
+    entries = [(proofs[p], pipeline.circuit.public_inputs(p)) for p in sorted(proofs)]
+    path.write_text(proof_json.dumps(proof_json.document(vk, entries)))
+    print(f"proofs: {path} ({len(entries)} proofs)")
+    return True
 
 
 def _announce(config: RunConfig, backend: str) -> None:

@@ -57,6 +57,8 @@ class RunConfig:
     gpu_trace: bool = False
     # Period of the counter sampler, in milliseconds.
     sample_interval_ms: int = 100
+    # Verify every proof (prover/verify.py) in a phase of its own after finish, outside the mutex.
+    verify: bool = False
 
     def __post_init__(self) -> None:
         _check_choice("backend", self.backend, BACKENDS)
@@ -76,7 +78,7 @@ class RunConfig:
             raise ConfigError("bool_fraction", self.bool_fraction, "a number from 0 to 1")
         if not 0.0 <= float(self.bool_fraction) <= 1.0:
             raise ConfigError("bool_fraction", self.bool_fraction, "a number from 0 to 1")
-        for name in ("trace", "gpu_trace"):
+        for name in ("trace", "gpu_trace", "verify"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(name, getattr(self, name), "true or false")
         _check_int("sample_interval_ms", self.sample_interval_ms, 10, 60_000)

@@ -7,19 +7,24 @@ made it fire.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from workbench.analysis.contention import HostContention
+from workbench.analysis.copy_kinds import CopyKinds
+from workbench.analysis.device_idle import DeviceIdle
 from workbench.analysis.finding import Evidence, Finding
 from workbench.analysis.idle import IdleCause, IdleReport
+from workbench.analysis.lock_waits import LockWaits
 from workbench.analysis.locks import BarrierReport, MutexReport
 from workbench.analysis.phases import PhaseReport
 from workbench.analysis.summary import RunSummary
 from workbench.analysis.tracks import GPU_PHASES
 from workbench.analysis.transfers import TransferReport
+from workbench.analysis.units import UnitReport
 from workbench.analysis.utilisation import GpuShare, GpuUtilisation, gpu_utilisation, steady_window_ns
 from workbench.analysis.whatif import ZEROCOPY, Change, Prediction, WhatIf, WhatIfError
+from workbench.model.roles import ROLES
 from workbench.trace.container import Trace
 
 SLOW_COPY = 0.5  # copies below this share of the reference rate are slow
@@ -61,6 +66,13 @@ class Context:
     memo: dict[str, Prediction] = field(default_factory=dict)
     gpu_shares: tuple[GpuShare, ...] = ()
     contention: HostContention | None = None
+    # What any GPU program's trace shows (analysis/device_idle.py, copy_kinds.py, units.py,
+    # lock_waits.py), and how many spans of each role it holds (what the detectors may ask for).
+    roles: dict[str, int] = field(default_factory=dict)
+    device: tuple[DeviceIdle, ...] = ()
+    copies: CopyKinds | None = None
+    units: UnitReport | None = None
+    locks: LockWaits | None = None
 
     def predict(self, *changes: Change) -> tuple[Prediction, ...]:
         if self.whatif is None:
@@ -229,7 +241,42 @@ def lock_serialised(ctx: Context) -> Finding | None:
     if not_compute / held < NOT_COMPUTE:
         return None
     wait_share = m.waits.total_ms / (ctx.workers * ctx.window_ms) if ctx.window_ms else 0.0
-    sentence = (
+    # Where that time sits: each lock phase less the GPU compute inside it (its compute parts;
+    # a compute phase timed whole without its parts computes at most its fastest instance).
+    from workbench.model.pipeline import COMPUTE, PROVER, WAIT
+
+    outside: dict[str, float] = {}
+    for name in PROVER.lock_phases:
+        phase, prof = PROVER.phase(name), ctx.phases.get(name)
+        if prof is None or phase.does == WAIT:
+            continue  # barrier waits are prep_bound's
+        d = prof.durations
+        parts = [part.durations.total_ms for q in phase.parts if (part := ctx.phases.get(q)) is not None]
+        if phase.does != COMPUTE:
+            inside = 0.0
+        elif not phase.parts:
+            inside = d.total_ms
+        else:
+            inside = sum(parts) if parts else d.min_ms * d.count
+        outside[name] = max(d.total_ms - inside, 0.0)
+    carrier = max(outside, key=lambda n: outside[n], default=None)
+    carrier_share = outside[carrier] / sum(outside.values()) if carrier and sum(outside.values()) else 0.0
+    lead, title, numbers, spans = "", "The GPU mutex serialises work that is not GPU compute", {}, []
+    if carrier is not None and carrier_share >= 0.5 and (prof := ctx.phases.get(carrier)) is not None:
+        d = prof.durations
+        title = f"{carrier} holds the GPU mutex with work that is not GPU compute"
+        others = tuple(p for p in GPU_PHASES if p != carrier)
+        lead = f"{carrier} carries {carrier_share:.0%} of the time under the mutex that is not GPU compute "
+        if not prof.constant:
+            lead += (f"and varies: it swings {d.swing:.1f}x ({d.min_ms:.0f}-{d.max_ms:.0f} ms, "
+                     f"CV {d.cv:.0%}) and accounts for {prof.hold_variance_share or 0.0:.0%} of the "
+                     f"variation in how long the mutex is held{_constant_phrase(ctx, others)}. ")
+        else:
+            lead += f"and stays constant (~{d.median_ms:.0f} ms a partition). "
+        numbers = {"carrier_share": carrier_share, "carrier_swing": d.swing, "carrier_min_ms": d.min_ms,
+                   "carrier_max_ms": d.max_ms, "carrier_hold_variance_share": prof.hold_variance_share or 0.0}
+        spans = [prof.slowest, prof.fastest]
+    sentence = lead + (
         f"The mutex is held {m.held_fraction:.0%} of the run and workers spend {wait_share:.0%} of their "
         f"time waiting for it; {not_compute / held:.0%} of the time it is held is not GPU compute"
         + (f" ({copy / held:.0%} copying a, b, c)" if copy > 0 else "")
@@ -245,13 +292,13 @@ def lock_serialised(ctx: Context) -> Finding | None:
     if ctx.transfers is not None and ctx.transfers.excess_ms is not None:
         copy_bound_excess = ctx.transfers.excess_ms
     return Finding(
-        id="lock_serialised", title="The GPU mutex serialises work that is not GPU compute",
+        id="lock_serialised", title=title,
         sentence=sentence + _gain_sentence(scope, "Copying before the lock (lock_scope=compute)"),
         cost=ctx.share(max(not_compute - copy_bound_excess, 0.0)),
         numbers={"held_fraction": m.held_fraction, "wait_share": wait_share,
                  "not_compute_share": not_compute / held, "ceiling_per_min": m.ceiling_per_min,
-                 "achieved_per_min": m.achieved_per_min},
-        evidence=Evidence.of(ctx.trace, m.longest_waits + m.longest_holds),
+                 "achieved_per_min": m.achieved_per_min, **numbers},
+        evidence=Evidence.of(ctx.trace, spans + list(m.longest_waits + m.longest_holds)),
         suggestion="Take the copies out of the lock (lock_scope=compute) so one worker's copy overlaps "
                    "the other's kernels; more workers cannot beat the lock's ceiling.",
         predictions=predictions,
@@ -496,10 +543,70 @@ def host_contention(ctx: Context) -> Finding | None:
     )
 
 
-# Whole-run detectors for runs on several GPUs; the detectors above run once per GPU.
-RUN_DETECTORS: tuple[Detector, ...] = (gpu_imbalance, host_contention)
+@dataclass(frozen=True)
+class Registered:
+    """A detector with the roles it needs: it runs only on traces that have them, and a trace
+    without them gets a note that names what is absent instead of a finding about it."""
 
-DETECTORS: tuple[Detector, ...] = (
-    copy_bound, variable_lock_phase, lock_serialised, prep_bound, synthesis_starved, workers_short,
-    staging,
+    detect: Detector
+    about: str  # what it judges, in words a trace without its roles can read
+    needs: tuple[str, ...] = ()  # every one of these roles
+    any_of: tuple[str, ...] = ()  # at least one of these
+    # Skipped, without a note, when the trace has any of these: another detector reads them better.
+    without: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.needs + self.any_of + self.without) - set(ROLES))
+        if unknown:
+            raise ValueError(f"{self.detect.__name__}: no such role {', '.join(unknown)} (model/roles.py)")
+
+    @property
+    def id(self) -> str:
+        return self.detect.__name__
+
+    def absent(self, roles: Mapping[str, int]) -> tuple[str, ...]:
+        """The roles it needs that the trace lacks (empty: it can run)."""
+        lacking = tuple(r for r in self.needs if not roles.get(r))
+        if self.any_of and not any(roles.get(r) for r in self.any_of):
+            lacking += self.any_of
+        return lacking
+
+    def superseded(self, roles: Mapping[str, int]) -> bool:
+        return any(roles.get(r) for r in self.without)
+
+
+def runnable(detectors: tuple[Registered, ...], roles: Mapping[str, int]
+             ) -> tuple[tuple[Registered, ...], dict[tuple[str, ...], list[str]]]:
+    """The detectors a trace with these roles can feed, and the others grouped by what they lack."""
+    run: list[Registered] = []
+    skipped: dict[tuple[str, ...], list[str]] = {}
+    for d in detectors:
+        if d.superseded(roles):
+            continue
+        lacking = d.absent(roles)
+        if lacking:
+            skipped.setdefault(lacking, []).append(d.about)
+        else:
+            run.append(d)
+    return tuple(run), skipped
+
+
+# The pipeline's own findings: they read a consumer thread's spans, its lock and its barrier.
+PIPELINE = ("consumer",)
+LOCKED = ("consumer", "lock_hold")
+DETECTORS: tuple[Registered, ...] = (
+    Registered(copy_bound, "slow copies while a GPU lock is held", needs=LOCKED),
+    Registered(variable_lock_phase, "a step under a GPU lock that varies", needs=LOCKED),
+    Registered(lock_serialised, "a GPU lock held for work that is not GPU compute", needs=LOCKED),
+    Registered(prep_bound, "the GPU thread waiting at a barrier for preparation work",
+               needs=(*PIPELINE, "barrier_wait")),
+    Registered(synthesis_starved, "the GPU starved by its producers", needs=(*PIPELINE, "producer")),
+    Registered(workers_short, "the GPU idle while every consumer thread does host work", needs=PIPELINE),
+    Registered(staging, "copies staged through pinned host buffers", needs=PIPELINE),
+)
+BOUND = Registered(gpu_bound, "a GPU kept busy", any_of=("kernel", "consumer"))
+# Whole-run detectors for runs on several GPUs; the detectors above run once per GPU.
+RUN_DETECTORS: tuple[Registered, ...] = (
+    Registered(gpu_imbalance, "one GPU idle while another is saturated", needs=PIPELINE),
+    Registered(host_contention, "copies to different GPUs contending for host memory", needs=PIPELINE),
 )

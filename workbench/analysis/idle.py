@@ -181,6 +181,8 @@ def _without_partition(
 
 
 def _all_of(trace: Trace, mask: np.ndarray, workers: list[int], start: int, end: int) -> Intervals:
+    if not workers:
+        return Intervals.empty()  # no worker at all is not every worker doing something
     together = Intervals.of([start], [end])
     for w in workers:
         mine = mask & (trace.spans.worker == w)

@@ -121,3 +121,20 @@ def concurrency_ns(
         return out
 
     return integral_at(np.asarray(ends, dtype=np.int64)) - integral_at(np.asarray(starts, dtype=np.int64))
+
+
+def covered_ns(s: Intervals, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """How much of each [start, end) the set covers, for many intervals at once (a running
+    integral of the set, looked up at both ends)."""
+    if not len(s) or not len(starts):
+        return np.zeros(len(starts), dtype=np.float64)
+    cum = np.concatenate([[0], np.cumsum(s.ends - s.starts)])
+
+    def upto(t: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(s.starts, t, side="right")  # intervals starting at or before t
+        last = np.maximum(k - 1, 0)
+        beyond = np.where(k > 0, np.clip(s.ends[last] - t, 0, None), 0)
+        return cum[k] - beyond
+
+    done = upto(np.asarray(ends, dtype=np.int64)) - upto(np.asarray(starts, dtype=np.int64))
+    return done.astype(np.float64)

@@ -59,6 +59,7 @@ class RunSummary:
     mutex: tuple[MutexWorkerStats, ...]
     mutex_held_fraction: float  # share of wall time the GPU mutex was held by anyone
     barrier: tuple[BarrierPartyStats, ...]
+    proofs_verified: int | None = None  # proofs that passed the verify phase; None: not verified
 
 
 def phase_stats(trace: Trace, phase: str, track_prefix: str | None = None) -> PhaseStats | None:
@@ -98,7 +99,15 @@ def summarize(trace: Trace) -> RunSummary:
         mutex=mutex_by_worker(trace),
         mutex_held_fraction=_held_fraction(trace, start, end),
         barrier=barrier_by_party(trace),
+        proofs_verified=_verified(trace),
     )
+
+
+def _verified(trace: Trace) -> int | None:
+    mask = trace.span_mask(name="verify", track_prefix="worker/")
+    if not mask.any() and not trace.config.get("verify"):
+        return None
+    return sum(1 for a in np.array(trace.spans.attrs, dtype=object)[mask] if not (a and "error" in a))
 
 
 def mutex_by_worker(trace: Trace, track_prefix: str = "mutex/") -> tuple[MutexWorkerStats, ...]:

@@ -18,24 +18,32 @@ Contract: `diagnose(trace, options) -> Verdict`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from workbench.analysis.contention import HostContention, host_contention
-from workbench.analysis.detectors import DETECTORS, RUN_DETECTORS, Context, gpu_bound
+from workbench.analysis.copy_kinds import CopyKinds, copy_kinds
+from workbench.analysis.detectors import BOUND, DETECTORS, RUN_DETECTORS, Context, Registered, runnable
+from workbench.analysis.device_idle import DeviceIdle, device_idle
 from workbench.analysis.finding import Finding
 from workbench.analysis.idle import IdleReport, idle_report
+from workbench.analysis.lock_waits import LockWaits, lock_waits
 from workbench.analysis.locks import BarrierReport, MutexReport, barrier_reports, mutex_reports
 from workbench.analysis.phases import PhaseReport, phase_report
+from workbench.analysis.program_findings import IDLE, PROGRAM_DETECTORS, headline, idle_causes
 from workbench.analysis.summary import RunSummary, run_window_ns, summarize
 from workbench.analysis.tracks import worker_ids
 from workbench.analysis.transfers import TransferReport, transfer_report
+from workbench.analysis.units import UnitReport, unit_report
 from workbench.analysis.utilisation import GpuShare, GpuUtilisation, gpu_shares, utilisation, worker_gpus
 from workbench.analysis.whatif import WhatIf, WhatIfError, WhatIfOptions
+from workbench.model.roles import role_counts
 from workbench.trace.container import CounterTable, InstantTable, SpanTable, Trace
 
 MINOR = 0.05  # findings accounting for less of the run than this rank after the rest
+# The pipeline model replays a trace that has these roles (model/pipeline.py); others get no what-if.
+REPLAYABLE = ("consumer", "lock_hold")
 _GPU_TRACK = re.compile(r"^(?:mutex/gpu|gpu|nvml/gpu)(\d+)(?:/|$)")
 _WORKER_TRACK = re.compile(r"^(?:worker/|barrier/worker)(\d+)(?:/|$)")
 
@@ -63,6 +71,16 @@ class Verdict:
     notes: tuple[str, ...]  # what limits the verdict: emulated memory, reconstructed times, ...
     gpus: tuple[GpuShare, ...] = ()  # each GPU's partitions, throughput and busy share
     contention: HostContention | None = None  # copies to different GPUs (None: one GPU)
+    roles: dict[str, int] = field(default_factory=dict)  # spans of each role the trace holds
+    device: tuple[DeviceIdle, ...] = ()  # what each GPU waited for (any GPU program)
+    copies: CopyKinds | None = None  # device copies by direction and memory kind
+    units: UnitReport | None = None  # a repeated unit of work, constant against variable
+    locks: LockWaits | None = None  # lock, condition and barrier waits on host threads
+
+    @property
+    def pipeline(self) -> bool:
+        """Whether the trace holds a pipeline's consumer threads (our runs, cuzk logs)."""
+        return bool(self.roles.get("consumer"))
 
     def get(self, finding_id: str) -> Finding | None:
         """The finding with this id; on several GPUs a bare id ("copy_bound") also finds the
@@ -87,11 +105,16 @@ class Verdict:
 
 def diagnose(trace: Trace, options: DiagnoseOptions | None = None) -> Verdict:
     options = options or DiagnoseOptions()
+    roles = role_counts(trace)
     transfers = transfer_report(trace, options.link_gbps, options.copy_bytes)
     link = transfers.link.gbps if transfers and transfers.link else options.link_gbps
     whatif = None
     notes = list(_notes(trace))
-    if options.whatif:
+    lacking = [r for r in REPLAYABLE if not roles.get(r)]
+    if options.whatif and lacking:
+        notes.append(f"no what-if predictions: the pipeline replay needs spans of role "
+                     f"{' and '.join(REPLAYABLE)}; the trace has none of role {', '.join(lacking)}")
+    elif options.whatif:
         try:
             whatif = WhatIf(trace, WhatIfOptions(link, options.copy_bytes, options.host_cores))
             _ = whatif.baseline_per_min
@@ -105,22 +128,30 @@ def diagnose(trace: Trace, options: DiagnoseOptions | None = None) -> Verdict:
         if not any(c.synthesis_ns for c in whatif.shape.costs):
             notes.append("what-if: no synthesis times recorded, so the replay has partitions always ready")
     start, end = run_window_ns(trace)
-    ctx = _context(trace, transfers, whatif, end - start)
-    ctx.gpu_shares = gpu_shares(trace, ctx.utilisation)
+    ctx = _context(trace, transfers, whatif, end - start, roles, options)
+    pipeline = bool(roles.get("consumer"))
+    ctx.gpu_shares = gpu_shares(trace, ctx.utilisation) if pipeline else ()
     if len(ctx.gpu_shares) > 1:
         return _diagnose_gpus(trace, options, ctx, notes)
-    findings = _run_detectors(ctx)
+    findings = _run_detectors(ctx, notes)
     notes.extend(f"prediction skipped ({reason})" for reason in ctx.failed_predictions)
+    idle = ctx.idle if pipeline else tuple(d.report() for d in ctx.device)
+    if not pipeline:
+        unjudged = dict.fromkeys(reason for d in ctx.device for reason in d.not_judged)
+        if unjudged:
+            notes.append(f"GPU idle causes not judged: {'; '.join(unjudged)}")
     return Verdict(
         headline=_headline(findings, ctx), findings=findings, summary=ctx.summary,
         utilisation=ctx.utilisation, mutex=ctx.mutex, barriers=ctx.barriers, phases=ctx.phases,
-        transfers=transfers, idle=ctx.idle, replay_error=_replay_error(whatif), notes=tuple(notes),
-        gpus=ctx.gpu_shares,
+        transfers=transfers, idle=idle, replay_error=_replay_error(whatif), notes=tuple(notes),
+        gpus=ctx.gpu_shares, roles=roles, device=ctx.device, copies=ctx.copies, units=ctx.units,
+        locks=ctx.locks,
     )
 
 
 def _context(
     trace: Trace, transfers: TransferReport | None, whatif: WhatIf | None, window_ns: int,
+    roles: dict[str, int], options: DiagnoseOptions,
 ) -> Context:
     workers = int(trace.config.get("gpu_workers") or len(worker_ids(trace)) or 1)
     scope = str(trace.config.get("lock_scope") or ("compute" if trace.span_mask(name="upload").any()
@@ -129,19 +160,46 @@ def _context(
         trace=trace, summary=summarize(trace), utilisation=utilisation(trace),
         mutex=mutex_reports(trace), barriers=barrier_reports(trace), phases=phase_report(trace),
         transfers=transfers, idle=idle_report(trace), whatif=whatif,
-        window_ms=window_ns / 1e6, workers=workers, lock_scope=scope,
+        window_ms=window_ns / 1e6, workers=workers, lock_scope=scope, roles=roles,
+        device=device_idle(trace), copies=copy_kinds(trace, options.link_gbps), units=unit_report(trace),
+        locks=lock_waits(trace),
     )
 
 
-def _run_detectors(ctx: Context) -> tuple[Finding, ...]:
+ALL_DETECTORS: tuple[Registered, ...] = (*DETECTORS, *PROGRAM_DETECTORS)
+
+
+def _run_detectors(ctx: Context, notes: list[str]) -> tuple[Finding, ...]:
     found: list[Finding] = []
-    for detector in DETECTORS:
-        finding = detector(ctx)
+    run, skipped = runnable((*ALL_DETECTORS, IDLE, BOUND), ctx.roles)
+    notes.extend(_skip_notes(skipped))
+    for registered in run:
+        if registered is BOUND:
+            continue
+        if registered is IDLE:
+            found.extend(idle_causes(ctx))
+            continue
+        finding = registered.detect(ctx)
         if finding is not None:
             found.append(finding)
             ctx.fired.add(finding.id)
-    bound = gpu_bound(ctx)
+    bound = BOUND.detect(ctx) if BOUND in run else None
     return _rank(found, [bound] if bound else [])
+
+
+def _skip_notes(skipped: dict[tuple[str, ...], list[str]]) -> list[str]:
+    """A note per group of skipped detectors that lack a role in common, naming the absent
+    roles and what could not be judged."""
+    groups: list[tuple[list[str], list[str]]] = []
+    for lacking, about in skipped.items():
+        group = next((g for g in groups if set(g[0]) & set(lacking)), None)
+        if group is None:
+            groups.append((list(lacking), list(about)))
+        else:
+            group[0].extend(r for r in lacking if r not in group[0])
+            group[1].extend(about)
+    return [f"not judged (the trace has no spans of role {', '.join(lacking)}): {'; '.join(about)}"
+            for lacking, about in groups]
 
 
 def _rank(found: list[Finding], bound: list[Finding]) -> tuple[Finding, ...]:
@@ -166,18 +224,21 @@ def _diagnose_gpus(trace: Trace, options: DiagnoseOptions, run: Context, notes: 
     for share in run.gpu_shares:
         sub, index = gpu_trace(trace, share.gpu, owner)
         sub_transfers = transfer_report(sub, options.link_gbps, options.copy_bytes)
-        ctx = _context(sub, sub_transfers, run.whatif, int(run.window_ms * 1e6))
+        ctx = _context(sub, sub_transfers, run.whatif, int(run.window_ms * 1e6), role_counts(sub), options)
         ctx.memo = run.memo
-        for detector in DETECTORS:
-            finding = detector(ctx)
+        per_gpu, _ = runnable(DETECTORS, ctx.roles)
+        for registered in per_gpu:
+            finding = registered.detect(ctx)
             if finding is not None:
                 found.append(_on_gpu(finding, share.gpu, n, index))
                 ctx.fired.add(finding.id)
-        if (b := gpu_bound(ctx)) is not None:
+        if not BOUND.absent(ctx.roles) and (b := BOUND.detect(ctx)) is not None:
             bound.append(_on_gpu(b, share.gpu, n, index))
         failed += ctx.failed_predictions
-    for detector in RUN_DETECTORS:
-        finding = detector(run)
+    whole_run, skipped = runnable(RUN_DETECTORS, run.roles)
+    notes.extend(_skip_notes(skipped))
+    for registered in whole_run:
+        finding = registered.detect(run)
         if finding is not None:
             found.append(finding)
     failed += run.failed_predictions
@@ -189,7 +250,8 @@ def _diagnose_gpus(trace: Trace, options: DiagnoseOptions, run: Context, notes: 
         headline=_headline(findings, run), findings=findings, summary=run.summary,
         utilisation=run.utilisation, mutex=run.mutex, barriers=run.barriers, phases=run.phases,
         transfers=run.transfers, idle=run.idle, replay_error=_replay_error(run.whatif), notes=tuple(notes),
-        gpus=run.gpu_shares, contention=run.contention,
+        gpus=run.gpu_shares, contention=run.contention, roles=run.roles, device=run.device, copies=run.copies,
+        units=run.units, locks=run.locks,
     )
 
 
@@ -241,6 +303,14 @@ def gpu_trace(trace: Trace, gpu: int, owner: dict[int, int] | None = None) -> tu
 
 
 def _headline(findings: tuple[Finding, ...], ctx: Context) -> str:
+    if not ctx.roles.get("consumer"):
+        # Any GPU program: what its GPU waited for, whatever finding ranks first.
+        said = headline(ctx)
+        if said is not None:
+            return said
+        if not findings:
+            held = ", ".join(f"{n} {role}" for role, n in ctx.roles.items()) or "no spans"
+            return f"No GPU kernels in the trace ({held}): nothing to say about what a GPU waited for."
     if findings:
         top = findings[0]
         gpu = top.numbers.get("gpu")
@@ -278,8 +348,10 @@ def _notes(trace: Trace) -> list[str]:
             notes.append(f"times reconstructed from durations: {imported['reconstructed']}")
         for missing in imported.get("missing", ()):
             notes.append(f"missing from the export: {missing}")
-    if trace.meta.get("outcome") not in (None, "completed"):
-        notes.append(f"the run did not complete ({trace.meta.get('outcome')}): {trace.meta.get('error')}")
+    outcome, error = trace.meta.get("outcome"), trace.meta.get("error")
+    # "unknown" is an importer saying it cannot tell (a foreign trace records no outcome), not a failure.
+    if outcome not in (None, "completed", "unknown"):
+        notes.append(f"the run did not complete ({outcome})" + (f": {error}" if error else ""))
     threads = trace.config.get("synth_threads")
     in_threads = trace.config.get("synthesis") == "threads"
     if in_threads and isinstance(threads, int) and threads >= SHARED_LOCK_THREADS:

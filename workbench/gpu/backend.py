@@ -31,8 +31,9 @@ from workbench.prover.host_curve import HostCurvePhases
 HOST_TO_DEVICE = 1  # cudaMemcpyHostToDevice
 G1_QUERIES = "g1_queries"  # key of the joined table of the G1 queries' points
 MAX_LOG2_GPU = 26
-# From this size the G1 query points are made on the GPU (fixed-base multiplication of
-# random scalars); below it the host's grid method is quicker than starting the kernels.
+# Below this size the key is the circuit's Groth16 key (prover/trusted_setup.py, on the host),
+# the CPU backend's own; from it, a synthetic key whose G1 points the GPU makes (fixed-base
+# multiplication of random scalars), and proofs do not verify.
 GPU_KEY_FROM_LOG2 = 16
 
 
@@ -62,6 +63,7 @@ class GpuBackend(HostCurvePhases, Backend):
         self.gpus = 1
         self.host = CudaHostMemory()
         self.key: srs.Srs | None = None
+        self.setup_notices: list[str] = []
         self.log2 = 0
         self.link_gbps: dict[int, float] = {}
 
@@ -69,6 +71,9 @@ class GpuBackend(HostCurvePhases, Backend):
         if config.log2_constraints > MAX_LOG2_GPU:
             raise ConfigError("log2_constraints", config.log2_constraints,
                               f"at most {MAX_LOG2_GPU} on the GPU backend")
+        if config.verify and config.log2_constraints >= GPU_KEY_FROM_LOG2:
+            raise ConfigError("verify", True, f"only below 2^{GPU_KEY_FROM_LOG2} constraints on the GPU "
+                              "backend: its key from there up is random points, whose proofs cannot verify")
         visible = self._cp.cuda.runtime.getDeviceCount()
         if config.gpus > visible:
             raise ConfigError("gpus", config.gpus, f"at most {visible} (the GPUs visible here)")
@@ -88,15 +93,17 @@ class GpuBackend(HostCurvePhases, Backend):
         self.log2 = config.log2_constraints
         self.gpus = config.gpus
         n = 1 << config.log2_constraints
-        with scope.span("proving_key", log2=config.log2_constraints) as span:
-            if config.log2_constraints >= GPU_KEY_FROM_LOG2:
+        if config.log2_constraints < GPU_KEY_FROM_LOG2:
+            self.load_groth16_key(config, scope)  # the CPU backend's key: the same proofs
+        else:
+            # Random points: the CPU's Groth16 setup takes minutes from here (G2 above all).
+            # The GPU's fixed-base setup would plug in as load_groth16_key(config, scope,
+            # g1_fixed_base=srs_gen.generate_g1_from_scalars), with a G2 kernel still to write.
+            with scope.span("proving_key", log2=config.log2_constraints, g1_method="gpu"):
                 from workbench.gpu import srs_gen
 
-                span.set("g1_method", "gpu")
                 self.key = srs.load_or_generate(config.log2_constraints, n, config.seed,
                                                 g1_generator=srs_gen.generate_g1, method="gpu")
-            else:
-                self.key = srs.load_or_generate(config.log2_constraints, n, config.seed)
         if not self.gpu_msm:
             self.parse_key_points(scope)
         for gpu in range(config.gpus):

@@ -1,41 +1,72 @@
-"""Reading cuzk daemon log lines: CUZK_TIMING, CUZK_NTT_H and TIMELINE, wherever they sit in
-a line (after timestamps and level prefixes), with everything else counted and skipped.
+"""Reading cuzk daemon log lines, wherever they sit in a line (after timestamps, level
+prefixes, terminal colour codes), with everything else counted and skipped by line number.
 
-Each TIMING line is recognised by the field that names it (prep_msm_ms, b_g2_msm_ms,
-mutex_wait_ms, ntt_msm_h_ms, barrier_wait_ms, batch_add_ms, tail_msm_ms, mutex_held_ms), so
-a line that gains fields in another daemon version is still read; values are integer
-milliseconds (`ms` suffix allowed, as CUZK_NTT_H writes them).
+The line kinds, as the daemon prints them (tests/test_importers_cuzk_formats.py lists the
+source of each):
+- the prover's `CUZK_TIMING:` lines, each recognised by the field that names it (so a line
+  that gains fields in another daemon version is still read), plus two worded ones (the
+  memory pool threshold, the cached d_a buffer) and the pre-staging outcome, whose values
+  are words (`prestage_setup=ok`);
+- `CUZK_NTT_H:` with the parts of ntt_msm_h (`ms` suffix on every value);
+- `TIMELINE,<offset_ms>,<event>,<job>,<detail>` from the engine, where a detail is
+  `key=value` pairs or a bare word (`monolithic`) and a value may be a word (`kind=...`);
+- the engine's tracing lines `GPU_TIMING <what> key=value ...` and `FIN_TIMING <what> ...`,
+  whose `partition` is written `Some(3)`.
+Durations are integer milliseconds; a duration past `MAX_MS` is garbage, not a phase.
 """
 
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import dataclass, field
 
 from workbench.importers.report import ImportReport
 
-TIMING = re.compile(r"CUZK_TIMING:\s*(.*)")
-NTT_H = re.compile(r"CUZK_NTT_H:\s*(.*)")
-TIMELINE = re.compile(r"TIMELINE,([^,]*),([^,]*),([^,]*),?(.*)")
+TIMING_MARK, NTT_H_MARK, TIMELINE_MARK = "CUZK_TIMING:", "CUZK_NTT_H:", "TIMELINE,"
+TRACING = re.compile(r"\b((?:GPU|FIN)_TIMING) ([^=]*?)(?: +(\w+=.*))?$")
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 FIELD = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(\S*)")
-VALUE = re.compile(r"(-?\d+)(?:ms)?,?")
-MAX_MS = 10**9  # eleven days: a larger figure is garbage, not a phase
+INT = re.compile(r"(-?\d+)(ms)?,?")
+SOME = re.compile(r"Some\((\d+)\)")  # how tracing writes an Option
+MAX_MS = 10**9  # eleven days
+MAX_VALUE = 2**63
+DIGITS = 19  # more digits than this is not a figure the daemon prints
+KEPT_LINE_NUMBERS = 20  # line numbers kept per skip reason (the count covers them all)
 
-# The field that names each TIMING line, and the kind the line is filed under.
+# The field that names each CUZK_TIMING line, and the kind the line is filed under.
 KINDS = (
-    ("prep_msm_ms", "prep"), ("b_g2_msm_ms", "b_g2"), ("mutex_wait_ms", "prelock"),
-    ("pre_lock_cpu_ms", "prelock"), ("ntt_msm_h_ms", "ntt"), ("barrier_wait_ms", "barrier"),
-    ("batch_add_ms", "batch"), ("tail_msm_ms", "tail"), ("mutex_held_ms", "held"),
-    ("total_start_fn_ms", "held"),
+    ("split_vectors_ms", "split"), ("setup_to_split_ms", "split"), ("prep_msm_ms", "prep"),
+    ("b_g2_msm_ms", "b_g2"), ("mutex_wait_ms", "prelock"), ("pre_lock_cpu_ms", "prelock"),
+    ("ntt_msm_h_ms", "ntt"), ("barrier_wait_ms", "barrier"), ("batch_add_ms", "batch"),
+    ("tail_msm_ms", "tail"), ("mutex_held_ms", "held"), ("total_start_fn_ms", "held"),
+    ("async_dealloc_ms", "dealloc"), ("host_register", "host_register"), ("free_mib", "prestage_vram"),
+    ("prestage_setup", "prestage_setup"),
 )
-TIMELINE_EVENTS = ("SYNTH_START", "SYNTH_END", "GPU_QUEUE", "GPU_PICKUP", "GPU_START", "GPU_END")
+# Fields whose values are words, not numbers.
+WORD_FIELDS = frozenset({"host_register", "prestage_setup", "job_id", "kind"})
+# CUZK_TIMING lines that are sentences, with the fields their numbers fill.
+WORDED = (
+    (re.compile(r"set pool release threshold to (\w+) on gpu (\d+)"), "pool",
+     ("pool_release_threshold", "gpu")),
+    (re.compile(r"d_a_cache allocated (\d+) MiB on gpu (\d+)"), "d_a_cache", ("d_a_cache_mib", "gpu")),
+)
+TIMELINE_EVENTS = ("SYNTH_START", "SYNTH_END", "CHAN_SEND", "GPU_QUEUE", "GPU_PICKUP", "GPU_START", "GPU_END")
+TIMELINE_NUMBERS = frozenset({"partition", "worker", "synth_ms", "gpu_ms"})
+# The engine's tracing lines that time its worker loop and finaliser.
+TRACING_KINDS = frozenset({
+    "GPU_TIMING hot_path pre-prove overhead", "GPU_TIMING spawn_blocking prove_start",
+    "GPU_TIMING prove_start returned", "FIN_TIMING finalizer partition", "FIN_TIMING finalizer monolithic",
+    "FIN_TIMING malloc_trim (success path)", "FIN_TIMING malloc_trim (discard path)",
+})
 
 
 @dataclass(frozen=True)
 class TimingLine:
-    kind: str  # prep | b_g2 | prelock | ntt | barrier | batch | tail | held | ntt_h
+    kind: str  # a KINDS or WORDED kind, "ntt_h" (CUZK_NTT_H) or a TRACING_KINDS message
     fields: dict[str, int]
     line: int
+    words: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -45,69 +76,133 @@ class TimelineEvent:
     job: str
     detail: dict[str, int]
     line: int
+    words: dict[str, str] = field(default_factory=dict)  # kind=..., or a bare word such as monolithic
 
 
 @dataclass
 class LogLines:
     timings: list[TimingLine] = field(default_factory=list)
     timeline: list[TimelineEvent] = field(default_factory=list)
+    figures: list[TimingLine] = field(default_factory=list)  # the tracing lines
+
+
+def skip_line(report: ImportReport, reason: str, number: int) -> None:
+    """Count a skipped line under its reason, keeping the first line numbers of each."""
+    report.skip(reason, f"line {number}")
+    kept = report.extra.setdefault("skipped_lines", {}).setdefault(reason, [])
+    if len(kept) < KEPT_LINE_NUMBERS:
+        kept.append(number)
 
 
 def read_lines(text: str, report: ImportReport) -> LogLines:
     out = LogLines()
-    for number, line in enumerate(text.splitlines(), start=1):
-        report.read += 1
-        where = f"line {number}"
-        if (m := TIMING.search(line)) is not None:
-            fields = _fields(m.group(1))
-            kind = next((k for key, k in KINDS if key in (fields or {})), None)
-            if fields is None:
-                report.skip("CUZK_TIMING line with a malformed value", where)
-            elif kind is None:
-                report.skip("CUZK_TIMING line of an unknown kind", where)
+
+    def skip(reason: str, number: int) -> None:
+        skip_line(report, reason, number)
+
+    number = 0
+    for number, raw in enumerate(io.StringIO(text), start=1):
+        line = raw.rstrip("\r\n")
+        if "\x1b" in line:
+            line = ANSI.sub("", line)
+        if (at := line.find(TIMING_MARK)) >= 0:
+            parsed = _timing(line[at + len(TIMING_MARK):], number)
+            if isinstance(parsed, str):
+                skip(parsed, number)
             else:
-                out.timings.append(TimingLine(kind, fields, number))
-        elif (m := NTT_H.search(line)) is not None:
-            fields = _fields(m.group(1))
-            if fields is None or not fields:
-                report.skip("CUZK_NTT_H line with a malformed value", where)
+                out.timings.append(parsed)
+        elif (at := line.find(NTT_H_MARK)) >= 0:
+            fields, words = _fields(line[at + len(NTT_H_MARK):]) or ({}, {})
+            if not fields or words:
+                skip("CUZK_NTT_H line with a malformed value", number)
             else:
                 out.timings.append(TimingLine("ntt_h", fields, number))
-        elif (m := TIMELINE.search(line)) is not None:
-            event = _timeline(m, number)
-            if event is None:
-                report.skip("malformed TIMELINE line", where)
-            elif event.event not in TIMELINE_EVENTS:
-                report.skip("TIMELINE event of an unknown kind", where)
+        elif (at := line.find(TIMELINE_MARK)) >= 0:
+            event = _timeline(line[at + len(TIMELINE_MARK):], number)
+            if isinstance(event, str):
+                skip(event, number)
             else:
                 out.timeline.append(event)
+        elif "_TIMING " in line and (m := TRACING.search(line)) is not None:
+            kind = f"{m.group(1)} {m.group(2).strip()}"
+            parsed_fields = _fields(m.group(3) or "")
+            if kind not in TRACING_KINDS:
+                skip(f"{m.group(1)} line of an unknown kind", number)
+            elif parsed_fields is None:
+                skip(f"{m.group(1)} line with a malformed value", number)
+            else:
+                out.figures.append(TimingLine(kind, parsed_fields[0], number, parsed_fields[1]))
         elif line.strip():
-            report.skip("not a cuzk timing line", where)
+            skip("not a cuzk timing line", number)
+    report.read = number
     return out
 
 
-def _fields(text: str) -> dict[str, int] | None:
+def _timing(body: str, number: int) -> TimingLine | str:
+    for pattern, kind, names in WORDED:
+        if (m := pattern.search(body)) is not None:
+            words = dict(zip(names, m.groups(), strict=True))
+            fields = {k: int(v) for k, v in words.items() if _digits(v)}
+            return TimingLine(kind, fields, number, {k: v for k, v in words.items() if k not in fields})
+    parsed = _fields(body)
+    if parsed is None:
+        return "CUZK_TIMING line with a malformed value"
+    fields, words = parsed
+    named = next((k for key, k in KINDS if key in fields or key in words), None)
+    if named is None:
+        return "CUZK_TIMING line of an unknown kind"
+    return TimingLine(named, fields, number, words)
+
+
+def _fields(text: str) -> tuple[dict[str, int], dict[str, str]] | None:
+    """Numbers and words by key; None when a number is malformed or out of range."""
     fields: dict[str, int] = {}
+    words: dict[str, str] = {}
     for key, raw in FIELD.findall(text):
-        m = VALUE.fullmatch(raw)
+        m = INT.fullmatch(raw)
         if m is None:
+            some = SOME.fullmatch(raw)
+            if some is not None:
+                m = INT.fullmatch(some.group(1))
+            elif key in WORD_FIELDS or raw == "None":
+                words[key] = raw
+                continue
+            else:
+                return None
+        assert m is not None
+        if len(m.group(1)) > DIGITS:
             return None
         value = int(m.group(1))
-        if not 0 <= value <= MAX_MS:
+        duration = key.endswith("_ms") or m.group(2) is not None
+        if not (0 <= value <= MAX_MS if duration else abs(value) <= MAX_VALUE):
             return None
         fields[key] = value
-    return fields
+    return fields, words
 
 
-def _timeline(m: re.Match[str], number: int) -> TimelineEvent | None:
-    offset, event, job, detail_text = (g.strip() for g in m.groups())
-    if not re.fullmatch(r"-?\d+", offset) or abs(int(offset)) > MAX_MS * 100:
-        return None
+def _timeline(body: str, number: int) -> TimelineEvent | str:
+    offset, _, rest = body.partition(",")
+    event, _, rest = rest.partition(",")
+    job, _, detail_text = rest.partition(",")
+    offset, event, job = offset.strip(), event.strip(), job.strip()
+    if not _digits(offset) or int(offset) > MAX_MS * 100 or not event:
+        return "malformed TIMELINE line"
+    if event not in TIMELINE_EVENTS:
+        return "TIMELINE event of an unknown kind"
     detail: dict[str, int] = {}
-    for part in filter(None, detail_text.split(",")):
+    words: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in detail_text.split(","))):
         key, sep, value = part.partition("=")
         value = value.removesuffix("ms")
-        if not sep or not re.fullmatch(r"\d+", value) or int(value) > MAX_MS:
-            return None
-        detail[key.strip()] = int(value)
-    return TimelineEvent(int(offset), event, job, detail, number)
+        if sep and _digits(value) and int(value) <= MAX_MS:
+            detail[key.strip()] = int(value)
+        elif key.strip() in TIMELINE_NUMBERS or (sep and not value):
+            return "malformed TIMELINE line"
+        else:
+            words[key.strip()] = value
+    return TimelineEvent(int(offset), event, job, detail, number, words)
+
+
+def _digits(text: str) -> bool:
+    """A plain decimal number short enough to be a figure (int() refuses thousands of digits)."""
+    return text.isascii() and text.isdigit() and len(text) <= DIGITS

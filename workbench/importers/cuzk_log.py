@@ -2,12 +2,15 @@
 
 Grouping. The timing lines carry no partition number, so lines are filed into calls by the
 order the daemon prints them: the GPU thread's lines of one call come in sequence
-(mutex_wait, ntt_msm_h, barrier_wait, batch_add, tail_msm, then mutex_held at the end) and
-the mutex keeps calls from overlapping there, so each such line goes to the oldest call
-still waiting for it and not already past it. prep_msm is printed before the GPU thread can
-pass the barrier (so before that call's batch_add line) and b_g2_msm after tail_msm; the
-CUZK_NTT_H line goes to the oldest call without one. Calls missing lines (a truncated log)
-keep what they have.
+(split_vectors, host registration, mutex_wait, then under the mutex the pool threshold, the
+d_a cache and pre-staging, ntt_msm_h, barrier_wait, batch_add, tail_msm, and mutex_held at
+the end) and the mutex keeps calls from overlapping there, so each such line goes to the
+oldest call still waiting for it and not already past it. prep_msm is printed before the
+GPU thread can pass the barrier (so before that call's batch_add line) and b_g2_msm after
+tail_msm; the CUZK_NTT_H line goes to the oldest call without one; async_dealloc, printed
+after the call is finalised, to the oldest call with b_g2_msm and no dealloc yet. Calls missing lines (a
+truncated log) keep what they have. Each kind keeps a queue of the calls it may still go to,
+and a call leaves a queue for good once it is past that kind, so filing is linear.
 
 Placement. With TIMELINE lines, each call is matched to a GPU_START/GPU_END pair (the
 closest gpu_ms among the next few, in order), which anchors it in time and names its
@@ -15,7 +18,13 @@ partition and worker; whether that pair brackets the mutex hold or the whole cal
 decided by which of mutex_held_ms and total_start_fn_ms gpu_ms matches better. Without
 TIMELINE the calls are chained: each takes the mutex when the previous one releases it, and
 workers are the fewest lanes that fit the calls; every span so placed says
-`reconstructed=True`. Inside a call the phases follow one another as the daemon runs them.
+`reconstructed=True`. Inside a call the phases follow one another as the daemon runs them
+(importers/cuzk_placement.py).
+
+The engine's GPU_TIMING and FIN_TIMING lines time its worker loop around the prover call;
+their only clock is the log's wall-clock prefix, which no other line shares, so they are
+kept as figures of the run (`meta["import"]["figures"]`: count, median and maximum of each
+field), not as spans.
 
 Contract: `load_cuzk_log(path) -> Trace`, `parse_cuzk_log(text, source) -> Trace`.
 """
@@ -23,20 +32,31 @@ Contract: `load_cuzk_log(path) -> Trace`, `parse_cuzk_log(text, source) -> Trace
 from __future__ import annotations
 
 import os
+import statistics
+from collections import deque
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from workbench.importers.cuzk_lines import LogLines, TimelineEvent, TimingLine, read_lines
+from workbench.importers.cuzk_lines import LogLines, TimelineEvent, TimingLine, read_lines, skip_line
 from workbench.importers.cuzk_placement import Call, place_calls
 from workbench.importers.report import ImportFailed, ImportReport
+from workbench.model.tracks import worker_track
 from workbench.trace.container import Trace
 
-CHAIN = ("prelock", "ntt", "barrier", "batch", "tail", "held")
+# The lines of one call in the order the daemon prints them (each daemon version prints some).
+CHAIN = ("split", "host_register", "prelock", "pool", "d_a_cache", "prestage_vram", "prestage_setup", "ntt",
+         "barrier", "batch", "tail", "held")
 LOOKAHEAD = 4  # GPU_END events considered for each call
 
 
 def load_cuzk_log(path: str | os.PathLike[str]) -> Trace:
     path = Path(path)
-    return parse_cuzk_log(path.read_text(encoding="utf-8", errors="replace"), str(path))
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as err:
+        raise ImportFailed(f"{path}: cannot read the cuzk log ({err.strerror or err})") from None
+    return parse_cuzk_log(text, str(path))
 
 
 def parse_cuzk_log(text: str, source: str = "<text>") -> Trace:
@@ -48,83 +68,139 @@ def parse_cuzk_log(text: str, source: str = "<text>") -> Trace:
             f"{source}: no CUZK_TIMING, CUZK_NTT_H or TIMELINE lines found in {report.read} lines"
             + (f" ({reasons})" if reasons else "")
         )
-    calls = group_calls(lines.timings)
+    calls, unattached = group_calls(lines.timings)
+    for line in unattached:
+        skip_line(report, "async_dealloc line before any finished call", line.line)
     incomplete = sum(1 for c in calls if not c.complete)
     if incomplete:
         report.extra["incomplete_calls"] = incomplete
+    if lines.figures:
+        report.extra["figures"] = figures(lines.figures)
     _match_timeline(calls, lines.timeline, report)
     spans, instants = place_calls(calls, lines.timeline, report)
-    report.kept = len(lines.timings) + len(lines.timeline)
+    report.kept = len(lines.timings) + len(lines.timeline) + len(lines.figures) - len(unattached)
     meta = {"outcome": "completed", "import": report.as_meta()}
-    workers = len({s[5] for s in spans if s[0].startswith("worker/")})
+    workers = len({s[5] for s in spans if s[0] == worker_track(s[5])})
     config = {"gpu_workers": workers} if workers else {}
     return Trace.from_rows(spans, instants, (), config, meta)
 
 
-def group_calls(timings: list[TimingLine]) -> list[Call]:
-    calls: list[Call] = []
+class _Filing:
+    """The calls so far, and per kind the queue of calls that kind may still go to."""
+
+    def __init__(self) -> None:
+        self.calls: list[Call] = []
+        kinds = (*CHAIN, "prep", "b_g2", "ntt_h")
+        self.open: dict[str, deque[Call]] = {k: deque() for k in kinds}
+        self.tail_done: deque[Call] = deque()  # calls with tail_msm, for b_g2_msm
+        self.b_g2_done: deque[Call] = deque()  # calls with b_g2_msm, for async_dealloc
+
+    def new(self) -> Call:
+        call = Call(len(self.calls))
+        self.calls.append(call)
+        for queue in self.open.values():
+            queue.append(call)
+        return call
+
+    @staticmethod
+    def oldest(queue: deque[Call], fits: Callable[[Call], bool]) -> Call | None:
+        # A call that no longer fits never fits again: drop it for good.
+        while queue and not fits(queue[0]):
+            queue.popleft()
+        return queue[0] if queue else None
+
+    def target(self, kind: str) -> Call | None:
+        if kind in CHAIN:
+            later = CHAIN[CHAIN.index(kind):]
+            return self.oldest(self.open[kind], lambda c: not any(k in c.lines for k in later))
+        if kind == "prep":
+            return self.oldest(self.open[kind], lambda c: "prep" not in c.lines and "batch" not in c.lines)
+        if kind == "b_g2":
+            fitting = self.oldest(self.tail_done, lambda c: "held" not in c.lines and "b_g2" not in c.lines)
+            return fitting or self.oldest(self.open[kind], lambda c: "b_g2" not in c.lines)
+        return self.oldest(self.open[kind], lambda c: kind not in c.lines)
+
+
+def group_calls(timings: list[TimingLine]) -> tuple[list[Call], list[TimingLine]]:
+    """The calls the lines make, and the lines that had no call to go to."""
+    filing = _Filing()
+    unattached = []
     for line in timings:
-        target = _target(calls, line.kind)
-        if target is None:
-            target = Call(len(calls))
-            calls.append(target)
+        if line.kind == "dealloc":
+            call = filing.oldest(filing.b_g2_done, lambda c: "dealloc" not in c.lines)
+            if call is None:
+                unattached.append(line)
+            else:
+                call.lines["dealloc"] = line
+            continue
+        target = filing.target(line.kind) or filing.new()
         target.lines[line.kind] = line
-    return calls
+        if line.kind == "tail":
+            filing.tail_done.append(target)
+        elif line.kind == "b_g2":
+            filing.b_g2_done.append(target)
+    return filing.calls, unattached
 
 
-def _target(calls: list[Call], kind: str) -> Call | None:
-    open_calls = [c for c in calls if kind not in c.lines]
-    if kind in CHAIN:
-        after = CHAIN[CHAIN.index(kind) + 1:]
-        return next((c for c in open_calls if not any(k in c.lines for k in after)), None)
-    if kind == "prep":
-        return next((c for c in open_calls if "batch" not in c.lines), None)
-    if kind == "b_g2":
-        fitting = next((c for c in open_calls if "tail" in c.lines and "held" not in c.lines), None)
-        return fitting or next(iter(open_calls), None)
-    return next(iter(open_calls), None)
+def figures(lines: list[TimingLine]) -> dict[str, dict[str, Any]]:
+    """Per tracing line kind: how many, and the median and maximum of each of its figures."""
+    values: dict[str, dict[str, list[int]]] = {}
+    for line in lines:
+        per = values.setdefault(line.kind, {})
+        for key, value in line.fields.items():
+            if key.endswith("_ms"):
+                per.setdefault(key, []).append(value)
+    counts: dict[str, int] = {}
+    for line in lines:
+        counts[line.kind] = counts.get(line.kind, 0) + 1
+    return {kind: {"lines": counts[kind], **{key: {"median": statistics.median(v), "max": max(v)}
+                                             for key, v in per.items()}}
+            for kind, per in values.items()}
 
 
 def _match_timeline(calls: list[Call], timeline: list[TimelineEvent], report: ImportReport) -> None:
     ends = sorted((e for e in timeline if e.event == "GPU_END"), key=lambda e: (e.offset_ms, e.line))
     if not ends or not calls:
         return
+    starts_by_key: dict[tuple[str, int], TimelineEvent] = {}
+    for e in timeline:
+        if e.event == "GPU_START":
+            starts_by_key.setdefault((e.job, e.detail.get("partition", 0)), e)
     held = [c.ms("held", "mutex_held_ms") for c in calls]
     total = [c.ms("held", "total_start_fn_ms") for c in calls]
-    gpu = [_gpu_ms(e, timeline) for e in ends]
+    gpu = [_gpu_ms(e, starts_by_key) for e in ends]
     anchor = "hold"
     if _mismatch(total, gpu) < _mismatch(held, gpu):
         anchor = "call"
     report.extra["timeline_brackets"] = "the mutex hold" if anchor == "hold" else "the whole proving call"
     durations = held if anchor == "hold" else total
-    free = list(range(len(ends)))
+    upcoming = iter(range(len(ends)))
+    window: list[int] = []
     unmatched = []
     for call, duration in zip(calls, durations, strict=True):
-        window = free[:LOOKAHEAD]
+        while len(window) < LOOKAHEAD and (j := next(upcoming, None)) is not None:
+            window.append(j)
         if not window or ("held" not in call.lines and "tail" not in call.lines):
             unmatched.append(call)
             continue
         best = min(window, key=lambda j: (abs((gpu[j] or 0) - (duration or 0)) if duration is not None
                                           and gpu[j] is not None else 0, j))
-        free.remove(best)
+        window.remove(best)
         call.timeline_event = ends[best]
         call.anchor = anchor
     # A call still running when the log ends has its GPU_START but no GPU_END yet.
-    ended = {(e.job, e.detail.get("partition")) for e in ends}
-    starts = sorted(
-        (e for e in timeline if e.event == "GPU_START" and (e.job, e.detail.get("partition")) not in ended),
-        key=lambda e: (e.offset_ms, e.line),
-    )
+    ended = {(e.job, e.detail.get("partition", 0)) for e in ends}
+    starts = sorted((e for key, e in starts_by_key.items() if key not in ended),
+                    key=lambda e: (e.offset_ms, e.line))
     for call, start in zip(unmatched, starts, strict=False):
         call.timeline_event = start
         call.anchor = anchor
 
 
-def _gpu_ms(end: TimelineEvent, timeline: list[TimelineEvent]) -> int | None:
+def _gpu_ms(end: TimelineEvent, starts: dict[tuple[str, int], TimelineEvent]) -> int | None:
     if "gpu_ms" in end.detail:
         return end.detail["gpu_ms"]
-    start = next((e for e in timeline if e.event == "GPU_START" and e.job == end.job
-                  and e.detail.get("partition") == end.detail.get("partition")), None)
+    start = starts.get((end.job, end.detail.get("partition", 0)))
     return end.offset_ms - start.offset_ms if start is not None else None
 
 

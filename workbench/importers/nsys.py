@@ -1,36 +1,48 @@
-"""nsys SQLite exports in: NVTX ranges, kernels, memory copies, OS runtime calls, threads.
+"""nsys SQLite exports in: every span of any CUDA program, on the track grammar, with its role.
 
-Tables (schema of the 2024-2025 exporter; every one optional, each absence named in
-`meta["import"]["missing"]`): `NVTX_EVENTS` (eventType 59 push/pop and 60 start/end ranges,
-34 marks, 75 domain creation; text inline or via textId), `CUPTI_ACTIVITY_KIND_KERNEL`,
-`CUPTI_ACTIVITY_KIND_MEMCPY`, `OSRT_API`, `StringIds`, `ThreadNames`. A thread id is
-globalTid & 0xFFFFFF. Timestamps are nanoseconds.
+Tables read (schemas of the 2022-2025 exporters; every one optional, each absence named in
+`meta["import"]["missing"]`, each column found under a renamed name in
+`meta["import"]["schema"]`): `CUPTI_ACTIVITY_KIND_KERNEL`, `_MEMCPY` and `_MEMSET` (device
+tracks), `_RUNTIME`, `_DRIVER` and `_SYNCHRONIZATION` (`cuda/<caller>`), `OSRT_API`
+(`os/<caller>`), `NVTX_EVENTS` (every domain), `StringIds`, `ThreadNames`, `PROCESSES` and
+`TARGET_INFO_GPU` (names of processes and devices, in `meta`). Only real tables are read,
+never views (see nsys_tables.py). Timestamps are nanoseconds.
 
-A capture of a workbench run reads back onto the workbench's own tracks: threads are
-recognised by the ranges they hold (synthesis, prep_msm, ntt_msm_h), the mutex's and the
-barrier's own ranges become `mutex/gpu0` and `barrier/worker<w>` spans, and partitions are
-numbered as the queue hands them out (synthesis order, then pickup order).
+Threads: a globalTid carries the process and thread ids; a foreign program's thread is
+`thread/<tid>`, or `thread/<pid>.<tid>` when threads of several processes appear. A capture
+of a workbench run (NVTX domain `workbench`) reads back onto the pipeline's own tracks
+(nsys_roles.py), and its threads' CUDA and OS calls onto `cuda/worker/0` and the like.
 
-Contract: `load_nsys(path) -> Trace`.
+Contract: `load_nsys(path) -> Trace`; a file it cannot read raises `ImportFailed` naming the
+file and the table or row, never another error.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from workbench.importers import nsys_cuda as cuda
+from workbench.importers.nsys_nvtx import TABLE as NVTX
+from workbench.importers.nsys_nvtx import read_nvtx
 from workbench.importers.nsys_roles import assign_roles
+from workbench.importers.nsys_tables import INT, STRING, TEXT, Col, Export
 from workbench.importers.report import ImportFailed, ImportReport
+from workbench.model import tracks as tr
 from workbench.trace.container import Trace
 
-NVTX_PUSH_POP, NVTX_START_END, NVTX_MARK, NVTX_DOMAIN = 59, 60, 34, 75
-DOMAIN = "workbench"
-COPY_KINDS = {1: "h2d", 2: "d2h", 8: "d2d", 10: "p2p"}
-MEMORY_KINDS = {0: "pageable", 1: "pinned", 2: "device", 3: "array", 4: "managed"}
-KERNELS, MEMCPY = "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY"
+# What each table gives, said in the report when it is absent.
+TABLES = {
+    NVTX: "no NVTX ranges", cuda.KERNELS: "no kernel records", cuda.MEMCPY: "no memory copy records",
+    cuda.MEMSET: "no memset records", cuda.RUNTIME: "no CUDA runtime calls",
+    cuda.DRIVER: "no CUDA driver calls", cuda.SYNC: "no synchronisation records",
+    cuda.OSRT: "no OS runtime calls",
+    "StringIds": "names shown as ids", "ThreadNames": "threads named by id",
+    "PROCESSES": "processes named by id", "TARGET_INFO_GPU": "devices named by number",
+}
+CONTENT = (NVTX, cuda.KERNELS, cuda.MEMCPY, cuda.MEMSET, cuda.RUNTIME, cuda.DRIVER, cuda.SYNC, cuda.OSRT)
 
 
 def load_nsys(path: str | os.PathLike[str]) -> Trace:
@@ -42,173 +54,113 @@ def load_nsys(path: str | os.PathLike[str]) -> Trace:
     except sqlite3.Error as err:
         raise ImportFailed(f"{path}: cannot open as SQLite ({err})") from None
     try:
-        return _Reader(conn, str(path)).read()
-    except sqlite3.DatabaseError as err:
+        # Text that is not UTF-8 is read with replacement characters, never as an error; the
+        # schema's own SQL (views, triggers, defaults) is not trusted to run functions.
+        conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
+        conn.execute("PRAGMA trusted_schema = OFF")
+        conn.execute("PRAGMA query_only = ON")
+        return _read(Export(conn, ImportReport("nsys SQLite export", str(path))))
+    except sqlite3.Error as err:
         raise ImportFailed(f"{path}: not a readable nsys SQLite export ({err})") from None
     finally:
         conn.close()
 
 
-class _Reader:
-    def __init__(self, conn: sqlite3.Connection, source: str) -> None:
-        self.conn = conn
-        self.report = ImportReport("nsys SQLite export", source)
-        self.tables = {
-            name: self._columns(name)
-            for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
-        }
-        self.strings: dict[int, str] = {}
+def _read(export: Export) -> Trace:
+    report = export.report
+    if not any(export.has(t) for t in CONTENT):
+        found = ", ".join(sorted(export.tables.values())) or "none"
+        notes = "; ".join(export.schema_notes)
+        raise ImportFailed(f"{report.source}: no {', '.join(CONTENT[:-1])} or {CONTENT[-1]} table "
+                           f"(tables: {found}{'; ' + notes if notes else ''})")
+    report.missing.extend(f"table {t} ({what})" for t, what in TABLES.items() if not export.has(t))
+    export.strings = {r["id"]: r["value"] for r in export.rows(
+        "StringIds", (Col.of("id", required=True), Col.of("value", TEXT, required=True)))}
+    names = _thread_names(export)
+    nvtx = read_nvtx(export)
+    device = cuda.device_spans(export)
+    calls = cuda.host_calls(export)
 
-    def _columns(self, table: str) -> set[str]:
-        return {row[1] for row in self.conn.execute(f'PRAGMA table_info("{table}")')}
+    used = {c.thread for c in (*nvtx.foreign, *calls.cuda, *calls.os, *calls.os_markers)}
+    used |= set(nvtx.ours) | {m.thread for m, _ in nvtx.marks}
+    pids = {k >> 24 for k in used if k != cuda.UNKNOWN_THREAD}
 
-    def _rows(self, table: str, wanted: tuple[str, ...], needed: tuple[str, ...]) -> list[dict[str, Any]]:
-        columns = self.tables.get(table)
-        if columns is None:
-            return []
-        lacking = [c for c in needed if c not in columns]
-        if lacking:
-            self.report.missing.append(f"{table} has no column {', '.join(lacking)}: table skipped")
-            return []
-        for column in wanted:
-            if column not in columns and column not in needed:
-                self.report.missing.append(f"column {table}.{column}")
-        select = ", ".join(f'"{c}"' if c in columns else f"NULL AS {c}" for c in wanted)
-        cursor = self.conn.execute(f'SELECT rowid, {select} FROM "{table}"')
-        rows = [dict(zip(("rowid", *wanted), row, strict=True)) for row in cursor]
-        self.report.read += len(rows)
-        return rows
+    def thread_track(key: int) -> str:
+        if key == cuda.UNKNOWN_THREAD:
+            return tr.thread_track("unknown")
+        pid, tid = key >> 24, key & 0xFFFFFF
+        return tr.thread_track(f"{pid}.{tid}" if len(pids) > 1 else tid)
 
-    def read(self) -> Trace:
-        wanted = ("NVTX_EVENTS", KERNELS, MEMCPY)
-        if not any(t in self.tables for t in wanted):
-            found = ", ".join(sorted(self.tables)) or "none"
-            raise ImportFailed(
-                f"{self.report.source}: no NVTX_EVENTS, {KERNELS} or {MEMCPY} table (tables: {found})"
-            )
-        for table, what in (("NVTX_EVENTS", "no NVTX ranges"), (KERNELS, "no kernel records"),
-                            (MEMCPY, "no memory copy records"), ("OSRT_API", "no OS runtime calls"),
-                            ("StringIds", "names shown as ids"), ("ThreadNames", "threads named by id")):
-            if table not in self.tables:
-                self.report.missing.append(f"table {table} ({what})")
-        self.strings = {
-            int(r["id"]): str(r["value"]) for r in self._rows("StringIds", ("id", "value"), ("id", "value"))
-            if isinstance(r["id"], int)
-        }
-        threads = self._thread_names()
-        spans: list[tuple[Any, ...]] = []
-        instants: list[tuple[Any, ...]] = []
-        ranges = self._nvtx(instants)
-        roles = assign_roles(ranges, threads)
-        spans.extend(roles.spans)
-        instants.extend(roles.instants)
-        spans.extend(self._kernels())
-        spans.extend(self._memcpy())
-        spans.extend(self._osrt(roles.track_of, threads))
-        if not spans and not instants:
-            raise ImportFailed(f"{self.report.source}: the export holds no ranges, kernels or copies")
-        self.report.kept = len(spans) + len(instants)
-        if roles.partitions_inferred:
-            self.report.reconstructed = "partitions numbered in synthesis and pickup order (NVTX has no ids)"
-        meta = {"outcome": "completed" if roles.finished else "unknown", "import": self.report.as_meta()}
-        config = {"gpu_workers": roles.workers} if roles.workers else {}
-        return Trace.from_rows(spans, instants, (), config, meta, roles.thread_names)
+    roles = assign_roles(nvtx.ours, names, thread_track)
 
-    def _string(self, value: Any, fallback: str) -> str:
-        if isinstance(value, int):
-            return self.strings.get(value, f"{fallback}#{value}")
-        return fallback
+    def track(key: int) -> str:
+        return roles.track_of.get(key) or thread_track(key)
 
-    def _thread_names(self) -> dict[int, str]:
-        names: dict[int, str] = {}
-        for r in self._rows("ThreadNames", ("nameId", "globalTid"), ("nameId", "globalTid")):
-            if isinstance(r["globalTid"], int):
-                names[r["globalTid"] & 0xFFFFFF] = self._string(r["nameId"], "thread")
-        return names
+    # Another domain's ranges stay on the thread's own track even on a pipeline thread, so
+    # that a library's ranges never count as the pipeline's phases.
+    spans: list[tuple[Any, ...]] = [*roles.spans, *device]
+    spans.extend((thread_track(c.thread), c.name, c.start, c.end, -1, -1, c.attrs) for c in nvtx.foreign)
+    for on, of_threads in ((tr.cuda_track, calls.cuda), (tr.os_track, calls.os)):
+        spans.extend((on(track(c.thread)), c.name, c.start, c.end, -1, -1, c.attrs) for c in of_threads)
+    instants: list[tuple[Any, ...]] = list(roles.instants)
+    instants.extend(((track if mine else thread_track)(m.thread), m.name, m.start, -1, -1, m.attrs)
+                    for m, mine in nvtx.marks)
+    instants.extend((tr.os_track(track(c.thread)), c.name, c.start, -1, -1, None) for c in calls.os_markers)
+    if not spans and not instants:
+        raise ImportFailed(f"{report.source}: the export holds no ranges, kernels, copies or calls")
 
-    def _time(self, r: dict[str, Any], table: str) -> tuple[int, int] | None:
-        start, end = r.get("start"), r.get("end")
-        if not isinstance(start, int) or not isinstance(end, int) or abs(start) >= 2**62 or abs(end) >= 2**62:
-            self.report.skip(f"{table} row without integer times", f"{table} row {r['rowid']}")
-            return None
-        if end < start:
-            self.report.skip(f"{table} row ending before it starts", f"{table} row {r['rowid']}")
-            return None
-        return start, end
-
-    def _nvtx(self, instants: list[tuple[Any, ...]]) -> dict[int, list[tuple[int, int, str]]]:
-        rows = self._rows("NVTX_EVENTS", ("start", "end", "eventType", "text", "textId", "globalTid",
-                                          "domainId"), ("start", "eventType"))
-        domains = {r["domainId"]: r["text"] for r in rows if r["eventType"] == NVTX_DOMAIN}
-        ours = {d for d, name in domains.items() if name == DOMAIN}
-        if rows and not ours:
-            self.report.extra["nvtx_domains"] = "no workbench domain: ranges of every domain kept"
-        by_thread: dict[int, list[tuple[int, int, str]]] = defaultdict(list)
-        for r in rows:
-            kind = r["eventType"]
-            if kind == NVTX_DOMAIN:
-                continue
-            if ours and r["domainId"] not in ours:
-                self.report.skip("NVTX event of another domain", f"NVTX_EVENTS row {r['rowid']}")
-                continue
-            name = r["text"] if isinstance(r["text"], str) else self._string(r["textId"], "range")
-            tid = r["globalTid"] & 0xFFFFFF if isinstance(r["globalTid"], int) else 0
-            if kind == NVTX_MARK:
-                if isinstance(r["start"], int):
-                    instants.append((f"thread/{tid}", name, r["start"], -1, -1, None))
-                continue
-            if kind not in (NVTX_PUSH_POP, NVTX_START_END):
-                self.report.skip(f"NVTX event type {kind}", f"NVTX_EVENTS row {r['rowid']}")
-                continue
-            if r["end"] is None or r["end"] == -1:
-                self.report.skip("NVTX range never closed", f"NVTX_EVENTS row {r['rowid']}")
-                continue
-            times = self._time(r, "NVTX_EVENTS")
-            if times is not None:
-                by_thread[tid].append((times[0], times[1], name))
-        return by_thread
-
-    def _kernels(self) -> list[tuple[Any, ...]]:
-        out = []
-        for r in self._rows(KERNELS, ("start", "end", "deviceId", "streamId", "shortName", "demangledName",
-                                       "correlationId"), ("start", "end")):
-            times = self._time(r, KERNELS)
-            if times is None:
-                continue
-            name = self._string(r["shortName"], "") or self._string(r["demangledName"], "kernel")
-            attrs = {"correlation": r["correlationId"]} if isinstance(r["correlationId"], int) else None
-            track = f"gpu{_int(r['deviceId'])}/stream/{_int(r['streamId'])}"
-            out.append((track, name, *times, -1, -1, attrs))
-        return out
-
-    def _memcpy(self) -> list[tuple[Any, ...]]:
-        out = []
-        for r in self._rows(MEMCPY, ("start", "end", "deviceId", "streamId", "bytes", "copyKind", "srcKind",
-                                      "dstKind"), ("start", "end")):
-            times = self._time(r, MEMCPY)
-            if times is None:
-                continue
-            kind = COPY_KINDS.get(r["copyKind"], "copy") if isinstance(r["copyKind"], int) else "copy"
-            attrs: dict[str, Any] = {"stream": _int(r["streamId"])}
-            if isinstance(r["bytes"], int):
-                attrs["bytes"] = r["bytes"]
-            for key, column in (("src_kind", "srcKind"), ("dst_kind", "dstKind")):
-                if isinstance(r[column], int):
-                    attrs[key] = MEMORY_KINDS.get(r[column], str(r[column]))
-            out.append((f"gpu{_int(r['deviceId'])}/copy", kind, *times, -1, -1, attrs))
-        return out
-
-    def _osrt(self, track_of: dict[int, str], threads: dict[int, str]) -> list[tuple[Any, ...]]:
-        out = []
-        for r in self._rows("OSRT_API", ("start", "end", "nameId", "globalTid"), ("start", "end")):
-            times = self._time(r, "OSRT_API")
-            if times is None:
-                continue
-            tid = r["globalTid"] & 0xFFFFFF if isinstance(r["globalTid"], int) else 0
-            owner = track_of.get(tid) or f"thread/{tid}"
-            out.append((f"os/{owner}", self._string(r["nameId"], "call"), *times, -1, -1, None))
-        return out
+    thread_names = dict(roles.thread_names)
+    on_own_track = {c.thread for c in nvtx.foreign} | {m.thread for m, mine in nvtx.marks if not mine}
+    for key in used:
+        if key in names and (key not in roles.track_of or key in on_own_track):
+            thread_names[thread_track(key)] = names[key]
+    report.kept = len(spans) + len(instants)
+    if roles.partitions_inferred:
+        report.reconstructed = "partitions numbered in synthesis and pickup order (NVTX has no ids)"
+    _notes(export, calls, nvtx.domains)
+    meta: dict[str, Any] = {"outcome": "completed" if roles.finished else "unknown",
+                            "import": report.as_meta()}
+    meta.update(_names_of_processes_and_devices(export, pids, device))
+    config = {"gpu_workers": roles.workers} if roles.workers else {}
+    return Trace.from_rows(spans, instants, (), config, meta, thread_names)
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0
+def _thread_names(export: Export) -> dict[int, str]:
+    cols = (Col.of("nameId|name", STRING, required=True), Col.of("globalTid", required=True))
+    return {cuda.thread_key(r["globalTid"]): r["nameId"] for r in export.rows("ThreadNames", cols)}
+
+
+def _notes(export: Export, calls: cuda.HostCalls, domains: set[str]) -> None:
+    extra = export.report.extra
+    version = {r["name"]: r["value"] for r in export.rows(
+        "META_DATA_EXPORT", (Col.of("name", TEXT, required=True), Col.of("value", TEXT, required=True)))}
+    if "EXPORT_PRODUCT_VERSION" in version:
+        extra["exporter"] = (f"Nsight Systems {version['EXPORT_PRODUCT_VERSION']}, schema "
+                             f"{version.get('EXPORT_SCHEMA_VERSION', 'unknown')}")
+    if export.schema_notes:
+        extra["schema"] = list(export.schema_notes)
+    if export.unnamed:
+        extra["names_not_in_StringIds"] = dict(export.unnamed)
+    if calls.sync_without_call:
+        extra["sync_callers"] = (f"{calls.sync_without_call} synchronisation records without their API call: "
+                                 "placed on the process's main thread")
+    if domains:
+        extra["nvtx_foreign_domains"] = sorted(domains)
+
+
+def _names_of_processes_and_devices(export: Export, pids: set[int], device: list[cuda.SpanRow],
+                                    ) -> dict[str, Any]:
+    """Names of the processes and GPUs the trace holds work of, keyed by their ids as text."""
+    out: dict[str, Any] = {}
+    processes = {r["pid"]: r["name"] for r in export.rows(
+        "PROCESSES", (Col.of("pid", INT, required=True), Col.of("name", TEXT, required=True)))
+        if r["pid"] in pids}
+    if processes:
+        out["processes"] = {str(pid): name for pid, name in sorted(processes.items())}
+    gpus = {tr.gpu_of(track) for track in {s[0] for s in device}}
+    devices = {r["id"]: r["name"] for r in export.rows(
+        "TARGET_INFO_GPU", (Col.of("id", required=True), Col.of("name", TEXT, required=True)))
+        if r["id"] in gpus}
+    if devices:
+        out["devices"] = {str(g): name for g, name in sorted(devices.items())}
+    return out

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from workbench.model import tracks as tr
 
 WORKER_NAMES = {"ntt_msm_h", "batch_add", "tail_msm", "mutex_hold"}
 Range = tuple[int, int, str]
@@ -31,7 +34,10 @@ class Roles:
     finished: bool = False
 
 
-def assign_roles(by_thread: dict[int, list[Range]], names: dict[int, str]) -> Roles:
+def assign_roles(
+    by_thread: dict[int, list[Range]], names: dict[int, str], thread_track: Callable[[int], str],
+) -> Roles:
+    """Pipeline tracks for the threads it recognises; `thread_track` names the others."""
     roles = Roles()
     kinds: dict[str, list[int]] = {"worker": [], "prep": [], "synth": [], "run": [], "other": []}
     for tid, ranges in by_thread.items():
@@ -46,15 +52,15 @@ def assign_roles(by_thread: dict[int, list[Range]], names: dict[int, str]) -> Ro
     preps = _pair_preps(kinds["prep"], workers, by_thread, names, first)
     roles.workers = len(workers)
     for tid, w in workers.items():
-        roles.track_of[tid] = f"worker/{w}"
+        roles.track_of[tid] = tr.worker_track(w)
     for tid, w in preps.items():
-        roles.track_of[tid] = f"worker/{w}/prep"
+        roles.track_of[tid] = tr.prep_track(w)
     for tid, t in synths.items():
-        roles.track_of[tid] = f"synth/{t}"
+        roles.track_of[tid] = tr.synth_track(t)
     for tid in kinds["run"]:
-        roles.track_of[tid] = "run"
+        roles.track_of[tid] = tr.RUN_TRACK
     for tid in kinds["other"]:
-        roles.track_of[tid] = f"thread/{names.get(tid, tid)}"
+        roles.track_of[tid] = thread_track(tid)
     for tid, track in roles.track_of.items():
         if tid in names:
             roles.thread_names[track] = names[tid]
@@ -76,7 +82,7 @@ def assign_roles(by_thread: dict[int, list[Range]], names: dict[int, str]) -> Ro
         for start, end, name in by_thread[tid]:
             roles.spans.append((roles.track_of[tid], name, start, end, -1, -1, None))
             if name == "setup":
-                roles.instants.append(("run", "run_start", end, -1, -1, None))
+                roles.instants.append((tr.RUN_TRACK, "run_start", end, -1, -1, None))
     _barrier_releases(roles)
     return roles
 
@@ -125,9 +131,9 @@ def _synthesis_partitions(
             # Checkout and registration come just before the synthesis they serve.
             k = bisect.bisect_left(syn_starts, start)
             p = partition.get((tid, syn_ends[k]), -1) if k < len(syn_ends) else -1
-            roles.spans.append((f"synth/{t}", name, start, end, p, -1, None))
+            roles.spans.append((tr.synth_track(t), name, start, end, p, -1, None))
             if name == "synthesis":
-                roles.instants.append(("queue", "queued", end, p, -1, None))
+                roles.instants.append((tr.QUEUE_TRACK, "queued", end, p, -1, None))
     return {(tid, end): p for (tid, end), p in partition.items()}
 
 
@@ -159,11 +165,11 @@ def _worker_spans(
     for k, (start, end, name) in enumerate(ranges):
         p = partition_of.get((w, bisect.bisect_right(finish_ends, start)), -1)
         if name in ("mutex_wait", "mutex_hold"):
-            roles.spans.append(("mutex/gpu0", name.split("_")[1], start, end, p, w, None))
+            roles.spans.append((tr.mutex_track(0), name.split("_")[1], start, end, p, w, None))
         elif k in inner:
-            roles.spans.append((f"barrier/worker{w}", "wait", start, end, p, w, {"party": "gpu"}))
+            roles.spans.append((tr.barrier_track(w), "wait", start, end, p, w, {"party": "gpu"}))
         else:
-            roles.spans.append((f"worker/{w}", name, start, end, p, w, None))
+            roles.spans.append((tr.worker_track(w), name, start, end, p, w, None))
 
 
 def _prep_spans(roles: Roles, ranges: list[Range], w: int, partition_of: dict[tuple[int, int], int]) -> None:
@@ -172,15 +178,15 @@ def _prep_spans(roles: Roles, ranges: list[Range], w: int, partition_of: dict[tu
         k = bisect.bisect_right(prep_starts, start) - 1
         p = partition_of.get((w, max(k, 0)), -1)
         if name == "barrier_wait":
-            roles.spans.append((f"barrier/worker{w}", "wait", start, end, p, w, {"party": "prep"}))
+            roles.spans.append((tr.barrier_track(w), "wait", start, end, p, w, {"party": "prep"}))
         else:
-            roles.spans.append((f"worker/{w}/prep", name, start, end, p, w, None))
+            roles.spans.append((tr.prep_track(w), name, start, end, p, w, None))
 
 
 def _barrier_releases(roles: Roles) -> None:
     rounds: dict[tuple[str, int], dict[str, tuple[int, int, int]]] = {}  # party -> (start, end, worker)
     for track, _, start, end, p, w, attrs in roles.spans:
-        if track.startswith("barrier/") and attrs:
+        if tr.parse(track).kind == tr.BARRIER and attrs:
             rounds.setdefault((track, p), {})[attrs["party"]] = (start, end, w)
     for (track, p), parties in rounds.items():
         if "gpu" in parties and "prep" in parties:

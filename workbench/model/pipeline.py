@@ -129,6 +129,7 @@ PROVER = Pipeline(
         Phase("tail_msm", COMPUTE),
         Phase("b_g2_msm", HOST),
         Phase("finish", HOST),
+        Phase("verify", HOST),  # only with RunConfig.verify
     ),
     lock=Lock(per="gpu", phases=("ntt_msm_h", "barrier_wait", "batch_add", "tail_msm")),
     barrier=Barrier(parties=("gpu", "prep"), phase="barrier_wait", before="batch_add"),
@@ -137,7 +138,9 @@ PROVER = Pipeline(
 # The spans that copy a, b, c: inside ntt_msm_h (coarse) or the upload phase (compute).
 COPY_SPANS = ("h2d_copy", "staging_copy")
 
-# The cuzk daemon: the same structure; its log keys name the phases (CUZK_TIMING lines).
+# The cuzk daemon: the same structure; its log keys name the phases (CUZK_TIMING lines), the
+# parts of ntt_msm_h (CUZK_NTT_H), and the call's host work before it asks for the mutex
+# (pre_lock_cpu, with split_vectors inside it), which our prover does not time apart.
 CUZK = Pipeline(
     name="cuzk daemon",
     unit="partition",
@@ -148,5 +151,10 @@ CUZK = Pipeline(
     barrier=PROVER.barrier,
     aliases={"ntt_msm_h_ms": "ntt_msm_h", "barrier_wait_ms": "barrier_wait", "batch_add_ms": "batch_add",
              "tail_msm_ms": "tail_msm", "prep_msm_ms": "prep_msm", "b_g2_msm_ms": "b_g2_msm",
-             "synth_ms": "synthesis"},
+             "synth_ms": "synthesis", "pre_lock_cpu_ms": "pre_lock_cpu", "split_vectors_ms": "split_vectors",
+             # CUZK_NTT_H, in the order the daemon runs them inside ntt_msm_h
+             "d_b_alloc": "d_b_alloc", "ntt_kernels": "ntt", "coset_intt_sync": "coset_intt",
+             "msm_init": "msm_init", "msm_invoke": "msm_h", "msm_dtor": "msm_dtor"},
 )
+# The CUZK_NTT_H fields that name parts of ntt_msm_h, in order ("total" is the whole).
+CUZK_NTT_H_PARTS = ("d_b_alloc", "ntt_kernels", "coset_intt_sync", "msm_init", "msm_invoke", "msm_dtor")

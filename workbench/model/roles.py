@@ -56,11 +56,14 @@ ROLES: dict[str, str] = {
 ROLE_NAMES = tuple(ROLES)
 CODE = {name: i for i, name in enumerate(ROLE_NAMES)}
 
-# CUDA runtime and driver calls that block the calling thread until the GPU has caught up.
+# CUDA runtime and driver calls that block the calling thread until the GPU has caught up,
+# and the activity records of such waits, named for what was synchronised (an nsys export's
+# synchronisation table, the workbench's own activity collector).
 SYNC_CALLS = re.compile(
-    r"^(?:cuda|cu)(?:DeviceSynchronize|CtxSynchronize|StreamSynchronize|EventSynchronize|StreamWaitEvent"
+    r"^(?:(?:cuda|cu)(?:DeviceSynchronize|CtxSynchronize|StreamSynchronize|EventSynchronize|StreamWaitEvent"
     r"|Memcpy(?:2D|3D|Peer|ToSymbol|FromSymbol|HtoD|DtoH|DtoD)?(?:_v\d+)?|Memset(?:D8|D16|D32)?(?:_v\d+)?"
-    r"|Free|FreeHost|MemFree|MemFreeHost|StreamQuery|EventQuery)(?:_v\d+|_ptsz|_ptds)*$"
+    r"|Free|FreeHost|MemFree|MemFreeHost|StreamQuery|EventQuery)(?:_v\d+|_ptsz|_ptds)*"
+    r"|(?:event_|stream_|context_)?synchronize|stream_wait_event)$"
 )
 LAUNCH_CALLS = re.compile(r"^(?:cuda|cu)(?:LaunchKernel\w*|LaunchCooperativeKernel\w*|GraphLaunch\w*)$")
 LOCK_CALLS = re.compile(r"^(?:pthread_mutex_(?:timed)?lock|pthread_rwlock_(?:rd|wr|timedrd|timedwr)lock"

@@ -7,7 +7,7 @@ Per partition, as in the production prover:
     worker/w/prep:  prep_msm ............................ arrive at barrier
     worker/w:       [upload if lock_scope=compute] mutex wait | mutex hold:
                     ntt_msm_h (upload if coarse), barrier_wait, batch_add, tail_msm | release
-                    b_g2_msm, finish
+                    b_g2_msm, finish[, verify]
 
 Any phase that raises, a stop request or Ctrl-C stops every thread at its next step: the
 mutex and barriers are aborted so nobody hangs, and the trace keeps all that was recorded.
@@ -36,6 +36,7 @@ from workbench.prover import native
 from workbench.prover.backend import B_G2, Backend, DeviceBuffers, settle
 from workbench.prover.circuit import SynthesisCancelled, SyntheticCircuit
 from workbench.prover.prep import PrepResult, prep_msm
+from workbench.prover.verify import Verifier
 from workbench.trace.barrier import BarrierBroken, InstrumentedBarrier
 from workbench.trace.container import Trace
 from workbench.trace.mutex import InstrumentedMutex, MutexAborted
@@ -136,6 +137,7 @@ class Pipeline:
         self._preps: dict[int, PrepResult] = {}
         self._switching = False  # holds the short switch interval (pipeline/switching.py)
         self._processes: ProcessSynthesis | None = None
+        self._verifier: Verifier | None = None
 
     # -- control ------------------------------------------------------------------------------
     def stop(self, reason: str = "stopped by request") -> None:
@@ -197,6 +199,10 @@ class Pipeline:
         try:
             with setup_scope.span("setup", backend=self.backend.name):
                 self.backend.setup(config, setup_scope)
+                for line in getattr(self.backend, "setup_notices", ()):
+                    self._notice(line)
+                if config.verify:
+                    self._verifier = Verifier(getattr(self.backend, "key", None), self.circuit)
                 n, m = self.circuit.n, self.circuit.m
                 capacity = config.synth_lookahead + config.workers
                 self.memory = make_memory_mode(config.memory_mode, self.backend, n, m, capacity,
@@ -474,6 +480,8 @@ class Pipeline:
             if self.keep_outputs:
                 self.outputs[partition] = {**parts, "prep": prep, "h_vector": h_vector}
             self.progress.done += 1
+        if self._verifier is not None:  # after finish, outside the mutex: GPU timings stay as they are
+            self._phase(scope, "verify", self._verifier.check, proof, parts)
 
     def _finish(self, parts: dict[str, Any], partition: int, scope: Scope) -> tuple[Any, dict[str, Any]]:
         # The GPU phases' host-only last steps, now that the mutex is free for the other worker.

@@ -20,7 +20,8 @@ from workbench.prover.backend import Backend, DeviceBuffers, HostMemory
 from workbench.prover.host_curve import HostCurvePhases
 from workbench.prover.shared_arrays import shared_empty
 
-# Beyond this the CPU's MSMs and the key's generation take minutes per partition.
+# Beyond this the CPU's MSMs and the key's setup take minutes (the setup: 2^16 about a minute
+# on the 2-core development box, once; it is cached on disk).
 MAX_LOG2_CPU = 18
 
 
@@ -49,6 +50,7 @@ class CpuBackend(HostCurvePhases, Backend):
     def __init__(self) -> None:
         self.host = EmulatedHostMemory()
         self.key: srs.Srs | None = None
+        self.setup_notices: list[str] = []
         self.domain: ntt.Domain | None = None
 
     def check(self, config: RunConfig) -> None:
@@ -59,9 +61,7 @@ class CpuBackend(HostCurvePhases, Backend):
             )
 
     def setup(self, config: RunConfig, scope: Scope) -> None:
-        n = 1 << config.log2_constraints
-        with scope.span("proving_key", log2=config.log2_constraints):
-            self.key = srs.load_or_generate(config.log2_constraints, n, config.seed)
+        self.load_groth16_key(config, scope)
         self.parse_key_points(scope)
         with scope.span("twiddles"):
             self.domain = ntt.Domain(config.log2_constraints)

@@ -1,4 +1,5 @@
-"""The curve phases as computed on the host with the independent curve library.
+"""The curve phases as computed on the host with the independent curve library, and the
+Groth16 key both backends load.
 
 The CPU backend uses all of them; the GPU backend keeps finish here, and all of them when it
 runs without its MSM kernels (gpu_msm=False).
@@ -10,14 +11,26 @@ from typing import Any
 
 import numpy as np
 
+from workbench.config import RunConfig
 from workbench.pipeline.scope import Scope
-from workbench.prover import prep, srs
+from workbench.prover import key_cache, prep, srs
 from workbench.prover.backend import DeviceBuffers
+from workbench.prover.circuit import SyntheticCircuit
 from workbench.prover.proof import assemble_proof
 
 
 class HostCurvePhases:
     key: srs.Srs | None = None
+    setup_notices: list[str]  # lines for the run's notices, said during setup (set in __init__)
+
+    def load_groth16_key(self, config: RunConfig, scope: Scope, **options: Any) -> srs.Srs:
+        """The circuit's Groth16 key (prover/trusted_setup.py), through its cache; a cache
+        file that could not be used becomes a setup notice."""
+        circuit = SyntheticCircuit(config.log2_constraints, config.bool_fraction, config.synth_terms,
+                                   config.seed, native_code=False)
+        with scope.span("proving_key", log2=config.log2_constraints, setup="groth16"):
+            self.key = key_cache.load_or_setup(circuit, notice=self.setup_notices.append, **options)
+        return self.key
 
     def _key(self) -> srs.Srs:
         if self.key is None:

@@ -6,7 +6,10 @@
     C   = (batch_l + tail_l) + h_msm + s·A + r·B1 − r·s·delta        (G1)
 
 r and s are the blinding scalars, drawn per partition from the run's seed so a run repeats.
-The key has no trapdoor behind it, so proofs do not verify; the arithmetic is the real one.
+With the circuit's Groth16 key (prover/trusted_setup.py: every key the CPU backend uses, and
+the GPU backend's below 2^16) the proofs verify (prover/verify.py, under two independent
+libraries); with a synthetic key of random points (the GPU backend's from 2^16 up) the
+arithmetic is the same but the proofs cannot verify.
 """
 
 from __future__ import annotations

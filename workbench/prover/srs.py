@@ -1,4 +1,10 @@
-"""Synthetic Groth16 proving-key points, with an on-disk and in-process cache.
+"""The proving key's container, and synthetic key points with an on-disk and in-process cache.
+
+:class:`Srs` holds a key's queries. The Groth16 key of the circuit, whose proofs verify, is
+made by prover/trusted_setup.py (cached by prover/key_cache.py); it fills in IC, γ and the
+trapdoor too. This module also makes a *synthetic* key of random points, for sizes the real
+setup is too slow for (the GPU backend from 2^16) and for tests of the MSMs alone: proofs made
+with it do not verify.
 
 A real proving key needs one full scalar multiplication per point, which is
 far too slow to produce in a notebook at 2^16. Instead each query of ``count``
@@ -46,6 +52,7 @@ from workbench.prover.curve import (
 __all__ = [
     "FORMAT_VERSION",
     "Srs",
+    "Trapdoor",
     "cache_path",
     "clear_memory_cache",
     "default_cache_dir",
@@ -66,8 +73,35 @@ _STREAM_H, _STREAM_L, _STREAM_A, _STREAM_B_G1, _STREAM_B_G2, _STREAM_SINGLES = r
 
 
 @dataclass(frozen=True)
+class Trapdoor:
+    """The toxic waste of a Groth16 setup (canonical elements of Fr)."""
+
+    alpha: int
+    beta: int
+    gamma: int
+    delta: int
+    tau: int
+
+    def to_array(self) -> np.ndarray:
+        values = (self.alpha, self.beta, self.gamma, self.delta, self.tau)
+        raw = b"".join(v.to_bytes(32, "little") for v in values)
+        return np.frombuffer(raw, np.uint8).copy()
+
+    @classmethod
+    def from_array(cls, arr: np.ndarray) -> Trapdoor:
+        raw = np.asarray(arr, np.uint8).tobytes()
+        if len(raw) != 5 * 32:
+            raise ValueError(f"a trapdoor is 160 bytes, got {len(raw)}")
+        values = [int.from_bytes(raw[i : i + 32], "little") for i in range(0, 160, 32)]
+        if any(v >= R_MODULUS for v in values):
+            raise ValueError("a trapdoor element is not below r")
+        return cls(*values)
+
+
+@dataclass(frozen=True)
 class Srs:
-    """Query points for domain size ``n = 2^log2_size`` and ``m`` witness scalars."""
+    """Query points for domain size ``n = 2^log2_size`` and ``m`` witness scalars. A Groth16
+    key (prover/trusted_setup.py) also has IC, γ·G2 and its trapdoor; a synthetic key has not."""
 
     log2_size: int
     m: int
@@ -82,6 +116,14 @@ class Srs:
     beta_g2: G2Point
     delta_g1: G1Point
     delta_g2: G2Point
+    gamma_g2: G2Point | None = None
+    ic: G1Points | None = None
+    trapdoor: Trapdoor | None = None
+
+    @property
+    def verifiable(self) -> bool:
+        """Whether proofs made with this key can verify: a Groth16 key, not a synthetic one."""
+        return self.ic is not None and self.gamma_g2 is not None
 
     @property
     def n(self) -> int:
@@ -261,7 +303,8 @@ def load_or_generate(
         return srs
 
 
-def _to_arrays(srs: Srs) -> dict[str, np.ndarray]:
+def to_arrays(srs: Srs) -> dict[str, np.ndarray]:
+    """The queries and single points of a key as the cache file's arrays."""
     arrays = {name: getattr(srs, name).xy for name in _QUERY_KEYS}
     arrays["version"] = np.array(FORMAT_VERSION, dtype=np.int64)
     arrays["params"] = np.array([srs.log2_size, srs.m, srs.seed], dtype=np.int64)
@@ -287,12 +330,13 @@ def _read(path: Path, key: _Key) -> Srs | None:
                 return None
             names = (*_QUERY_KEYS, "singles_g1", "singles_g2")
             arrays = {name: np.array(z[name]) for name in names}
-        return _from_arrays(key, arrays)
+        return from_arrays(key, arrays)
     except Exception:
         return None
 
 
-def _from_arrays(key: _Key, arrays: dict[str, np.ndarray]) -> Srs | None:
+def from_arrays(key: _Key, arrays: dict[str, np.ndarray]) -> Srs | None:
+    """to_arrays' inverse for (log2_size, m, seed); None when a query has the wrong size."""
     log2_size, m, seed = key
     expected = {"h": 1 << log2_size, "l": m, "a": m, "b_g1": m, "b_g2": m}
     for name, count in expected.items():
@@ -328,7 +372,11 @@ def _from_arrays(key: _Key, arrays: dict[str, np.ndarray]) -> Srs | None:
 
 
 def _write(path: Path, srs: Srs) -> None:
-    arrays: dict[str, Any] = _to_arrays(srs)
+    write_arrays(path, to_arrays(srs))
+
+
+def write_arrays(path: Path, arrays: dict[str, Any]) -> None:
+    """Store arrays as an .npz file atomically; a failure to write is silently ignored."""
     tmp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

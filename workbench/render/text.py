@@ -23,6 +23,8 @@ def render_summary(summary: RunSummary, config: dict[str, Any] | None = None) ->
             f"= {summary.throughput_per_min:.1f} partitions/min; "
             f"GPU mutex held {summary.mutex_held_fraction:.0%} of wall time")
     out.append(head)
+    if summary.proofs_verified is not None:
+        out.append(f"{summary.proofs_verified} of {summary.partitions_done} proofs verified")
     if config:
         keys = ("backend", "gpus", "gpu_workers", "synth_threads", "synth_lookahead", "memory_mode",
                 "lock_scope", "log2_constraints", "bool_fraction")

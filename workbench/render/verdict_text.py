@@ -18,27 +18,37 @@ def _pct(value: float | None) -> str:
 def render_verdict(verdict: Verdict, trace: Trace | None = None, details: bool = True) -> str:
     s = verdict.summary
     out = [verdict.headline, ""]
-    out.append(f"{s.outcome}: {s.partitions_done} partitions in {s.wall_s:.2f} s = "
-               f"{s.throughput_per_min:.1f} partitions/min")
+    pipeline = verdict.pipeline
+    if pipeline:
+        out.append(f"{s.outcome}: {s.partitions_done} partitions in {s.wall_s:.2f} s = "
+                   f"{s.throughput_per_min:.1f} partitions/min")
+    else:
+        held = ", ".join(f"{role} {n}" for role, n in verdict.roles.items())
+        out.append(f"trace of {s.wall_s:.2f} s; " + (f"spans by role: {held}" if held else "no spans"))
     if len(verdict.gpus) > 1:
         out.extend(_gpus(verdict))
+    whole = "share of the run" if pipeline else "share of the trace"
     for u in () if len(verdict.gpus) > 1 else verdict.utilisation:
+        rows: list[tuple[str, float | None]] = [
+            ("mutex held", u.mutex_held),
+            (f"compute ({u.compute_source})", u.host_timed_compute),
+            ("kernel busy (device records)", u.kernel_busy),
+            ("copy busy (device records)", u.copy_busy),
+            ("NVML duty cycle", u.nvml_duty_cycle),
+        ]
         out.append("")
-        out.append(table([f"GPU {u.gpu}", "share of the run"], [
-            ["mutex held", _pct(u.mutex_held)],
-            [f"compute ({u.compute_source})", _pct(u.host_timed_compute)],
-            ["kernel busy (device records)", _pct(u.kernel_busy)],
-            ["copy busy (device records)", _pct(u.copy_busy)],
-            ["NVML duty cycle", _pct(u.nvml_duty_cycle)],
-        ]))
+        # A trace without the pipeline shows only the figures it has.
+        out.append(table([f"GPU {u.gpu}", whole],
+                         [[label, _pct(value)] for label, value in rows if pipeline or value is not None]))
         if u.held_over_compute is not None:
             out.append(f"the mutex is held {u.held_over_compute:.1f}x as long as the GPU computes")
     out.append("")
     out.append("Findings" if verdict.findings else "No findings.")
     for n, finding in enumerate(verdict.findings, start=1):
-        out.extend(_finding(n, finding, trace))
+        out.extend(_finding(n, finding, trace, "run" if pipeline else "trace"))
     if details:
         out.extend(_details(verdict))
+        out.extend(_program(verdict))
     if verdict.replay_error is not None:
         out.append("")
         out.append(f"what-if: the unchanged replay is {verdict.replay_error:+.1%} from the measured "
@@ -49,8 +59,8 @@ def render_verdict(verdict: Verdict, trace: Trace | None = None, details: bool =
     return "\n".join(out)
 
 
-def _finding(n: int, finding: Finding, trace: Trace | None) -> list[str]:
-    lines = [f"{n:2d}. {finding.title} [{finding.id}; {finding.cost:.0%} of the run]",
+def _finding(n: int, finding: Finding, trace: Trace | None, whole: str = "run") -> list[str]:
+    lines = [f"{n:2d}. {finding.title} [{finding.id}; {finding.cost:.0%} of the {whole}]",
              f"    {finding.sentence}", f"    change: {finding.suggestion}"]
     for p in finding.predictions:
         lines.append(f"    predicted: {p.change}: {p.gain:+.0%} ({p.measured_per_min:.1f} -> "
@@ -60,12 +70,56 @@ def _finding(n: int, finding: Finding, trace: Trace | None) -> list[str]:
         if trace is not None:
             for i in finding.evidence.spans[:EVIDENCE_SHOWN]:
                 span = trace.span(i)
-                shown.append(f"{span.track} {span.name} p{span.partition} {span.duration_ns / 1e6:.0f} ms")
+                partition = f" p{span.partition}" if span.partition >= 0 else ""
+                shown.append(f"{span.track} {span.name}{partition} {_ms(span.duration_ns / 1e6)}")
         partitions = ", ".join(str(p) for p in finding.evidence.partitions)
         lines.append(f"    evidence: spans {', '.join(map(str, finding.evidence.spans))}"
                      + (f" (partitions {partitions})" if partitions else "")
                      + (f"; e.g. {'; '.join(shown)}" if shown else ""))
     return lines
+
+
+def _ms(ms: float) -> str:
+    return f"{ms:.0f} ms" if ms >= 10 else f"{ms:.2g} ms"
+
+
+def _program(v: Verdict) -> list[str]:
+    """What any GPU program's trace shows: copies by kind, the repeated unit, lock waits."""
+    out: list[str] = []
+    c = v.copies
+    if c is not None and not v.pipeline:
+        link = f"{c.link.gbps:.1f} GB/s ({c.link.source})" if c.link else "unknown (give --link-gbps)"
+        out += ["", f"copies by direction and memory kind; link {link}"]
+        out.append(table(["copies", "count", "MB", "ms", "GB/s", "median GB/s", "of the link"], [
+            [k.label, str(k.count), f"{k.bytes / 1e6:.1f}", f"{k.ms:.2f}", _rate(k.gbps),
+             _rate(k.median_gbps), _pct(c.link_share(k))] for k in c.kinds
+        ]))
+    u = v.units
+    # A split that finds nothing but host time says nothing.
+    if u is not None and u.decomposed:
+        d = u.durations
+        out += ["", f"{u.name} ({u.source}): {d.count} instances, {d.min_ms:.1f}-{d.max_ms:.1f} ms, median "
+                    f"{d.median_ms:.1f}, CV {d.cv:.2f}"]
+        out.append(table(["part", "median ms", "min", "max", "CV", "share of the variation", "kind"], [
+            [p.name, f"{p.durations.median_ms:.1f}", f"{p.durations.min_ms:.1f}", f"{p.durations.max_ms:.1f}",
+             f"{p.durations.cv:.2f}", _pct(p.variance_share), "constant" if p.constant else "variable"]
+            for p in u.components
+        ]))
+    w = v.locks
+    if w is not None and not v.pipeline:
+        out += ["", f"lock, condition and barrier waits: {w.waits.count}, {w.waits.total_ms:.1f} ms in all, "
+                    f"longest {w.waits.max_ms:.2f} ms"]
+        out.append(table(["thread", "waits", "ms", "longest ms"], [
+            [g.key, str(g.waits.count), f"{g.waits.total_ms:.2f}", f"{g.waits.max_ms:.2f}"] for g in w.threads
+        ]))
+        out.append(table(["lock", "waits", "ms", "longest ms"], [
+            [g.key, str(g.waits.count), f"{g.waits.total_ms:.2f}", f"{g.waits.max_ms:.2f}"] for g in w.locks
+        ]))
+    return out
+
+
+def _rate(gbps: float | None) -> str:
+    return "-" if gbps is None else f"{gbps:.2f}"
 
 
 def _gpus(v: Verdict) -> list[str]:

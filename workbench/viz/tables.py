@@ -44,9 +44,11 @@ def _cell(value: Any, first: bool) -> str:
 
 
 def headline(summary: RunSummary) -> str:
+    verified = ("" if summary.proofs_verified is None
+                else f"; {summary.proofs_verified} of {summary.partitions_done} proofs verified")
     return (f"<div class='wb-headline'>{escape(summary.outcome)}: {summary.partitions_done} "
             f"partitions in {summary.wall_s:.2f} s = {summary.throughput_per_min:.1f} partitions/min; "
-            f"GPU mutex held {summary.mutex_held_fraction:.0%} of wall time</div>")
+            f"GPU mutex held {summary.mutex_held_fraction:.0%} of wall time{verified}</div>")
 
 
 def config_table(config: dict[str, Any], meta: dict[str, Any] | None = None) -> str:

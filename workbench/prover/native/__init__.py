@@ -87,10 +87,9 @@ def _cpu_fingerprint() -> bytes:
 
 def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     u64, ptr = ctypes.c_uint64, ctypes.c_void_p
-    lib.wb_witness.argtypes = [u64, u64, u64, u64, u64, ptr]
-    lib.wb_witness.restype = None
-    lib.wb_constraints.argtypes = [ptr, u64, ptr, ptr, ctypes.c_int, u64, u64, ptr, ptr, ptr]
-    lib.wb_constraints.restype = ctypes.c_int
+    lib.wb_synthesize.argtypes = [u64, u64, u64, u64, u64, ptr, ptr, ctypes.c_int, ptr, u64, u64,
+                                  ptr, ptr, ptr, ptr, ptr]
+    lib.wb_synthesize.restype = ctypes.c_int
     lib.wb_classify.argtypes = [ptr, u64, ptr, ptr, ptr]
     lib.wb_classify.restype = None
     lib.wb_tail.argtypes = [ptr, u64, ptr, ctypes.c_int, ptr, ptr]

@@ -1,9 +1,10 @@
-/* Synthesis and witness preparation for the synthetic circuit, compiled for the host.
+/* Synthesis (the witness and a, b, c of the circuit's R1CS) and witness preparation for the
+ * synthetic circuit, compiled for the host.
  *
  * The same mathematics as prover/circuit.py and prover/prep.py (the numpy code stays as the
  * reference and the fallback; tests hold the two byte for byte equal). Numpy needs dozens of
  * passes over memory per field multiplication; here each constraint is a few scattered reads,
- * one Montgomery multiplication in registers and three 32-byte writes, so synthesis costs
+ * one Montgomery multiplication in registers and four 32-byte writes, so synthesis costs
  * what a compiled prover's does and the host side can keep up with the GPU.
  *
  * Elements of Fr are four little-endian 64-bit limbs in Montgomery form, fully reduced.
@@ -92,52 +93,93 @@ static inline u64 mix64(u64 z)
 }
 
 #define GOLDEN 0x9e3779b97f4a7c15ull
-#define DRAWS 5 /* generator outputs per witness entry: the 0/1/random choice, four limbs */
-
-/* Witness entries [start, stop): entry i draws v = mix64(key + (5 i) GOLDEN) >> 11, a
- * uniform 53-bit integer, and is 0 when v < half, 1 when v < cut, otherwise four further
- * draws with the top limb cut to 62 bits (an element below 2^254 < r). */
-void wb_witness(u64 key, u64 half, u64 cut, u64 start, u64 stop, u64* w)
-{
-    for (u64 i = start; i < stop; ++i) {
-        const u64 base = key + DRAWS * i * GOLDEN;
-        const u64 v = mix64(base) >> 11;
-        u64* row = w + 4 * i;
-        if (v < half) {
-            row[0] = row[1] = row[2] = row[3] = 0;
-        } else if (v < cut) {
-            memcpy(row, ONE, sizeof ONE);
-        } else {
-            row[0] = mix64(base + 1 * GOLDEN);
-            row[1] = mix64(base + 2 * GOLDEN);
-            row[2] = mix64(base + 3 * GOLDEN);
-            row[3] = mix64(base + 4 * GOLDEN) & 0x3fffffffffffffffull;
-        }
-    }
-}
-
+#define DRAWS 5 /* generator outputs per witness entry: the bit or the choice, four limbs */
 #define MAX_TERMS 256
 #define PREFETCH_AHEAD 16 /* constraints: the gathers are cache misses, their latency overlaps */
 
-/* Constraints [start, stop): with p_j(i) = (i mul[j] + off[j]) & mask,
- *   a_i = w[p_0(i)] + ... + w[p_{terms-1}(i)],  b_i = w[p_terms(i)] + 1,  c_i = a_i b_i. */
-int wb_constraints(const u64* w, u64 mask, const u64* mul, const u64* off, int terms, u64 start,
-                   u64 stop, u64* a, u64* b, u64* c)
+static const u64 MINUS_ONE[4] = {0xfffffffd00000003ull, 0xfb38ec08fffb13fcull, 0x99ad88181ce5880full,
+                                 0x5bc8f5f97cd877d8ull}; /* r - ONE: the form of -1 */
+
+/* The largest power of two <= j (j >= 1): the reads of constraint j stay below it, so every
+ * variable is defined from earlier ones and a block [2^k, 2^(k+1)) only reads below itself. */
+static inline u64 floor_pow2(u64 j) { return 1ull << (63 - __builtin_clzll(j)); }
+
+/* Rows [start, stop) of the circuit, in order (each reads only earlier variables, so the
+ * caller's ranges must come in order). Variable j of the witness z and row j of a = A z,
+ * b = B z, c = C z:
+ *   j = 0:           z = 1,                                  a = z + S, b = 0, c = 0
+ *   j = 1:           z = public input (four draws),          a = 0, b = z + S, c = 0
+ *   2 <= j <= pub:   z = public input (four draws),          a = z, b = 0, c = 0
+ *   every further j: x = k_j + z[p_0(j)] + ... + z[p_{terms-1}(j)],  y = z[p_terms(j)] + kb
+ *   boolean j:       z = the low bit of the form of x y      a = z, b = z - 1, c = 0
+ *   other j:         z = x y                                 a = x, b = y, c = z
+ * (a boolean is a bit decomposition's advice, derived from earlier values as real circuits
+ * derive bits: so every constraint costs the same reads, additions and product) with p_t(j) = (j mul[t] + off[t]) & (floor_pow2(j) - 1) and k_j the row's constant (the
+ * Montgomery form drawn from ckey: draws 4j .. 4j+3, the top one cut to 62 bits). Variable j
+ * is boolean when mix64(skey + j GOLDEN) >> 11 < cut: the structure is the seed's, the
+ * values the partition's (wkey). S is the sum of the other variables (rows 0 and 1 carry them
+ * all, in A and in B: B = 0 and A = 0 make those rows hold for any values): this adds them
+ * into *total and leaves a_0 = 1, b_1 = z_1 for the caller to add the final S to. Returns -1
+ * for a term count out of range. */
+int wb_synthesize(u64 wkey, u64 skey, u64 ckey, u64 cut, u64 pub, const u64* mul, const u64* off,
+                  int terms, const u64* kb, u64 start, u64 stop, u64* w, u64* a, u64* b, u64* c,
+                  u64* total)
 {
     if (terms < 1 || terms > MAX_TERMS) return -1;
-    for (u64 i = start; i < stop; ++i) {
-        if (i + PREFETCH_AHEAD < stop) {
-            const u64 ahead = i + PREFETCH_AHEAD;
-            for (int j = 0; j <= terms; ++j)
-                __builtin_prefetch(w + 4 * ((ahead * mul[j] + off[j]) & mask), 0, 0);
+    for (u64 j = start; j < stop; ++j) {
+        u64 *wj = w + 4 * j, *aj = a + 4 * j, *bj = b + 4 * j, *cj = c + 4 * j;
+        const u64 base = wkey + DRAWS * j * GOLDEN;
+        if (j <= pub) {
+            if (j == 0) {
+                memcpy(wj, ONE, sizeof ONE);
+            } else {
+                wj[0] = mix64(base + 1 * GOLDEN);
+                wj[1] = mix64(base + 2 * GOLDEN);
+                wj[2] = mix64(base + 3 * GOLDEN);
+                wj[3] = mix64(base + 4 * GOLDEN) & 0x3fffffffffffffffull;
+            }
+            if (j == 1) {
+                memset(aj, 0, 32);
+                memcpy(bj, wj, 32);
+            } else {
+                memcpy(aj, wj, 32);
+                memset(bj, 0, 32);
+            }
+            memset(cj, 0, 32);
+            continue;
         }
-        u64 acc[4], rhs[4];
-        memcpy(acc, w + 4 * ((i * mul[0] + off[0]) & mask), sizeof acc);
-        for (int j = 1; j < terms; ++j) fr_add(acc, acc, w + 4 * ((i * mul[j] + off[j]) & mask));
-        fr_add(rhs, w + 4 * ((i * mul[terms] + off[terms]) & mask), ONE);
-        memcpy(a + 4 * i, acc, sizeof acc);
-        memcpy(b + 4 * i, rhs, sizeof rhs);
-        fr_mul(c + 4 * i, acc, rhs);
+        if (j + PREFETCH_AHEAD < stop) {
+            const u64 ahead = j + PREFETCH_AHEAD, mask = floor_pow2(ahead) - 1;
+            for (int t = 0; t <= terms; ++t)
+                __builtin_prefetch(w + 4 * ((ahead * mul[t] + off[t]) & mask), 0, 0);
+        }
+        const u64 mask = floor_pow2(j) - 1;
+        u64 acc[4], rhs[4], prod[4];
+        const u64 kbase = ckey + 4 * j * GOLDEN;
+        acc[0] = mix64(kbase);
+        acc[1] = mix64(kbase + 1 * GOLDEN);
+        acc[2] = mix64(kbase + 2 * GOLDEN);
+        acc[3] = mix64(kbase + 3 * GOLDEN) & 0x3fffffffffffffffull;
+        for (int t = 0; t < terms; ++t) fr_add(acc, acc, w + 4 * ((j * mul[t] + off[t]) & mask));
+        fr_add(rhs, w + 4 * ((j * mul[terms] + off[terms]) & mask), kb);
+        fr_mul(prod, acc, rhs);
+        if ((mix64(skey + j * GOLDEN) >> 11) < cut) {
+            if (prod[0] & 1) {
+                memcpy(wj, ONE, 32);
+                memset(bj, 0, 32);
+            } else {
+                memset(wj, 0, 32);
+                memcpy(bj, MINUS_ONE, 32);
+            }
+            memcpy(aj, wj, 32);
+            memset(cj, 0, 32);
+            continue;
+        }
+        memcpy(aj, acc, sizeof acc);
+        memcpy(bj, rhs, sizeof rhs);
+        memcpy(cj, prod, sizeof prod);
+        memcpy(wj, prod, sizeof prod);
+        fr_add(total, total, prod);
     }
     return 0;
 }
