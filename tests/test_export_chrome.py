@@ -113,6 +113,26 @@ def test_hand_offs_join_each_release_to_the_next_acquire_and_synthesis_to_pickup
     assert ("wait", "barrier") in cats
 
 
+def test_each_launch_flows_to_the_gpu_work_it_issued_as_the_sql_says():
+    events = to_chrome(load_any(NSYS))["traceEvents"]
+    with sqlite3.connect(NSYS) as db:
+        launched = sum(db.execute(f"SELECT COUNT(*) FROM {table} WHERE correlationId IN "
+                                  "(SELECT correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME)").fetchone()[0]
+                       for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY"))
+    by_start = {(e["pid"], e["tid"], round(e["ts"] * 1e3)): e for e in events if e["ph"] == "X"}
+    by_end = {(e["pid"], e["tid"], round(e["ts"] * 1e3) + round(e["dur"] * 1e3)): e
+              for e in events if e["ph"] == "X"}
+    starts = {e["id"]: e for e in events if e["ph"] == "s" and e["cat"] == "ac2g"}
+    ends = [e for e in events if e["ph"] == "f" and e["cat"] == "ac2g"]
+    assert len(starts) == len(ends) == launched > 0
+    for end in ends:  # the flow ends where its GPU work starts and starts 1 ns before its call ends
+        work = by_start[(end["pid"], end["tid"], round(end["ts"] * 1e3))]
+        start = starts[end["id"]]
+        call = by_end[(start["pid"], start["tid"], round(start["ts"] * 1e3) + 1)]
+        assert work["cat"] in ("kernel", "gpu_memcpy") and call["cat"] == "cuda_runtime"
+        assert call["args"]["correlation"] == work["args"]["correlation"]
+
+
 HTA_SCRIPT = """
 import json, sys
 from hta.trace_analysis import TraceAnalysis

@@ -12,9 +12,10 @@ of other tools key on.
 Trace-event rules. Duration events on one thread must nest: a track whose spans do not is
 split, each span name that nests on its own getting a thread of its own (a mutex's holds),
 device tracks into lanes that do (concurrent copies: one stream each); what still overlaps
-goes out as async events (`b`/`e` pairs with an id). Hand-offs (export/flows.py) become flow
-events, `s` inside the releasing slice and `f` (bound to the enclosing slice) at the start
-of the acquiring one, each with its own id. Times are microseconds from the first event.
+goes out as async events (`b`/`e` pairs with an id). Hand-offs (export/flows.py: lock
+release to the next acquire, synthesis to the worker's pickup, CUDA call to the GPU work it
+issued) become flow events, `s` inside the source slice and `f` (bound to the enclosing
+slice) at the start of the target one, each with its own id. Times are microseconds from the first event.
 
 Round trip. `otherData` carries the origin in nanoseconds, the configuration and run facts,
 and each thread's metadata names its track; what the export adds to an event for other

@@ -1,12 +1,14 @@
 """Hand-offs between spans, drawn as flow arrows by trace viewers.
 
-Two kinds, both found by role (model/roles.py), so they appear on any trace that has the
-roles, not only on the workbench's own:
+Found by role (model/roles.py), so they appear on any trace that has the roles, not only on
+the workbench's own:
 
 - lock: one holder releases a lock and the next holder acquires it (consecutive `lock_hold`
   spans of one lock, by lock identity, whose holders differ or are not known);
 - partition: a producer finishes a unit (the last producer span of a partition) and a
-  consumer picks it up (the first consumer span of that partition).
+  consumer picks it up (the first consumer span of that partition);
+- launch: a host CUDA call and the GPU work it issued, by the correlation id both record
+  (as the PyTorch profiler draws them, category `ac2g`).
 
 Contract: `handoffs(trace) -> list[Handoff]` of span index pairs, in time order of the source.
 """
@@ -21,20 +23,21 @@ import numpy as np
 from workbench.model.roles import CODE, lock_identity, span_roles, trace_rules
 from workbench.trace.container import Trace
 
-LOCK, PARTITION = "lock_handoff", "partition_handoff"
+LOCK, PARTITION, LAUNCH = "lock_handoff", "partition_handoff", "ac2g"
+HOST_CALLS = ("launch", "sync", "runtime")  # the call a device span's correlation names, first found first
 
 
 @dataclass(frozen=True)
 class Handoff:
-    kind: str  # LOCK or PARTITION
+    kind: str  # LOCK, PARTITION or LAUNCH
     source: int  # span index: the release, or the producer's last span
     target: int  # span index: the next acquire, or the consumer's first span
-    label: str  # the lock's identity, or "partition <n>"
+    label: str  # the lock's identity, "partition <n>" or "ac2g"
 
 
 def handoffs(trace: Trace, codes: np.ndarray | None = None) -> list[Handoff]:
     codes = span_roles(trace) if codes is None else codes
-    found = _lock_handoffs(trace, codes) + _partition_handoffs(trace, codes)
+    found = _lock_handoffs(trace, codes) + _partition_handoffs(trace, codes) + _launches(trace, codes)
     return sorted(found, key=lambda h: (int(trace.spans.end_ns[h.source]), h.kind, h.target))
 
 
@@ -80,3 +83,21 @@ def _partition_handoffs(trace: Trace, codes: np.ndarray) -> list[Handoff]:
         if p not in first or spans.start_ns[i] < spans.start_ns[first[p]]:
             first[p] = i
     return [Handoff(PARTITION, last[p], first[p], f"partition {p}") for p in sorted(last) if p in first]
+
+
+def _launches(trace: Trace, codes: np.ndarray) -> list[Handoff]:
+    attrs = trace.spans.attrs
+
+    def correlation(i: int) -> int | None:
+        value = (attrs[i] or {}).get("correlation")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    device = np.flatnonzero(np.isin(codes, [CODE[r] for r in ("kernel", "copy", "memset")])).tolist()
+    wanted = {c for i in device if (c := correlation(i)) is not None}
+    caller: dict[int, int] = {}
+    for role in HOST_CALLS if wanted else ():
+        for i in np.flatnonzero(codes == CODE[role]).tolist():
+            c = correlation(i)
+            if c in wanted and c not in caller:
+                caller[c] = i
+    return [Handoff(LAUNCH, caller[c], i, LAUNCH) for i in device if (c := correlation(i)) in caller]
