@@ -52,8 +52,7 @@ def _bad_inputs(tmp: Path) -> dict[str, tuple[Path, str]]:
     folder = tmp / "folder"
     folder.mkdir()
     return {
-        "truncated gzip": (cut, rf"cut.json.gz: the gzip data ends early: the file is cut off after "
-                                rf"{len(chrome) // 2} bytes"),
+        "truncated gzip": (cut, r"cut.json.gz: the gzip (data ends early|stream is cut off)"),
         "foreign zip": (foreign_zip, r"photos.zip is not a workbench trace \(no readable header: a zip "
                                      r"archive holding holiday.txt\)"),
         "empty": (empty, "empty.log: the file is empty"),

@@ -70,6 +70,10 @@ def test_every_export_keeps_the_trace_event_rules_and_round_trips():
         _check_rules(data)
         again = parse_chrome(json.dumps(data), name)
         assert list(again.iter_spans()) == list(trace.iter_spans()), name
+        assert list(again.iter_instants()) == list(trace.iter_instants()), name
+        assert list(again.iter_counters()) == list(trace.iter_counters()), name
+        assert (again.config, again.meta) == (trace.config, trace.meta)
+        assert again.thread_names == trace.thread_names, name
 
 
 def test_overlapping_spans_get_threads_of_their_own_lanes_or_async_ids():

@@ -18,9 +18,10 @@ issued) become flow events, `s` inside the source slice and `f` (bound to the en
 slice) at the start of the target one, each with its own id. Times are microseconds from the first event.
 
 Round trip. `otherData` carries the origin in nanoseconds, the configuration and run facts,
-and each thread's metadata names its track; what the export adds to an event for other
-tools is listed in its `derived` arg, so the importer (importers/chrome.py) takes it off
-again and rebuilds the trace exactly.
+and each thread's metadata names its track; what the export adds for other tools is marked
+by a `derived` arg (on a span: the args added and its own name; the flows are derived
+whole), so the importer (importers/chrome.py) takes it off again and rebuilds the trace
+exactly, instants that a foreign trace's flows became included.
 """
 
 from __future__ import annotations
@@ -164,8 +165,8 @@ class _Threads:
         self._parsed: dict[str, tr.Track] = {}
         streams = [t.stream for t in map(self.parsed, trace.tracks()) if t.kind == tr.KERNELS]
         self.next_tid = max(streams, default=0) + 1  # other threads never take a stream's number
-        for track in trace.tracks():
-            self.of(track)
+        for track in [*trace.tracks(), *sorted(set(trace.thread_names) - set(trace.tracks()))]:
+            self.of(track)  # a named thread without events of its own still carries its name back
 
     def parsed(self, track: str) -> tr.Track:
         if track not in self._parsed:
@@ -235,7 +236,8 @@ def _flows(trace: Trace, codes: np.ndarray, bound: dict[int, tuple[int, int]], o
             continue  # an async span: flows bind to thread slices only
         src_start = (int(spans.start_ns[handoff.source]) - origin) / 1e3
         src_end = (int(spans.end_ns[handoff.source]) - origin) / 1e3
-        common = {"cat": handoff.kind, "name": handoff.label, "id": n}
+        common = {"cat": handoff.kind, "name": handoff.label, "id": n,
+                  "args": {DERIVED: {"flow": handoff.kind}}}
         (pid_a, tid_a), (pid_b, tid_b) = bound[handoff.source], bound[handoff.target]
         events.append({**common, "ph": "s", "pid": pid_a, "tid": tid_a, "ts": max(src_start, src_end - 1e-3)})
         events.append({**common, "ph": "f", "bp": "e", "pid": pid_b, "tid": tid_b,
