@@ -17,11 +17,11 @@ release to the next acquire, synthesis to the worker's pickup, CUDA call to the 
 issued) become flow events, `s` inside the source slice and `f` (bound to the enclosing
 slice) at the start of the target one, each with its own id. Times are microseconds from the first event.
 
-Round trip. `otherData` carries the origin in nanoseconds, the configuration and run facts,
-and each thread's metadata names its track; what the export adds for other tools is marked
-by a `derived` arg (on a span: the args added and its own name; the flows are derived
-whole), so the importer (importers/chrome.py) takes it off again and rebuilds the trace
-exactly, instants that a foreign trace's flows became included.
+Round trip. `otherData` carries the origin in nanoseconds, the configuration, run facts and
+thread names, and each thread's metadata names its track; what the export adds for other
+tools is marked by a `derived` arg (on a span: the args added and its own name; the flows
+are derived whole), so the importer (importers/chrome.py `underive`) takes it off again and
+rebuilds the trace exactly, instants that a foreign trace's flows became included.
 """
 
 from __future__ import annotations
@@ -96,7 +96,8 @@ def to_chrome(trace: Trace) -> dict[str, Any]:
             "ph": "C", "pid": gpu if gpu >= 0 else HOST_PID, "cat": "counter", "name": sample.track,
             "ts": (sample.ts_ns - origin) / 1e3, "args": {sample.name: sample.value},
         })
-    other = {"format": FORMAT, "origin_ns": origin, "config": trace.config, "meta": trace.meta}
+    other = {"format": FORMAT, "origin_ns": origin, "config": trace.config, "meta": trace.meta,
+             "thread_names": trace.thread_names}
     return {
         "schemaVersion": 1, "distributedInfo": {"rank": _rank(trace)},
         "traceEvents": threads.metadata() + events, "displayTimeUnit": "ms", "otherData": other,
@@ -165,8 +166,8 @@ class _Threads:
         self._parsed: dict[str, tr.Track] = {}
         streams = [t.stream for t in map(self.parsed, trace.tracks()) if t.kind == tr.KERNELS]
         self.next_tid = max(streams, default=0) + 1  # other threads never take a stream's number
-        for track in [*trace.tracks(), *sorted(set(trace.thread_names) - set(trace.tracks()))]:
-            self.of(track)  # a named thread without events of its own still carries its name back
+        for track in trace.tracks():
+            self.of(track)
 
     def parsed(self, track: str) -> tr.Track:
         if track not in self._parsed:

@@ -18,15 +18,17 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from workbench.importers.report import ImportFailed, ImportReport
-from workbench.trace.container import Trace
+from workbench.trace.container import InstantTable, SpanTable, Trace
 
 OURS = "workbench"
 MAX_US = 1e15  # some 30 years: beyond it a timestamp is garbage (and overflows nanoseconds)
 SPAN_PHASES = {"X", "B", "E", "b", "e"}
 INSTANT_PHASES = {"i", "I", "n", "R"}
 IGNORED_PHASES = {"M"}
-OUR_DERIVED = {"s", "t", "f"}  # our export's hand-off flows: drawn from the spans, not data
+FLOW_PHASES = {"s", "t", "f"}  # in our own export only hand-offs it draws (see `underive`)
 
 
 def load_chrome(path: str | os.PathLike[str]) -> Trace:
@@ -67,6 +69,7 @@ def _decode(text: str, source: str) -> Any:
 class _Builder:
     def __init__(self, source: str, other: dict[str, Any]) -> None:
         self.ours = other.get("format") == OURS
+        self.other = other
         origin = other.get("origin_ns", 0)
         self.origin = origin if self.ours and _is_int(origin) and abs(origin) < 2**61 else 0
         self.config = dict(other.get("config") or {}) if self.ours else {}
@@ -97,7 +100,7 @@ class _Builder:
                 self.report.skip(reason, where)
                 continue
             try:
-                if phase in IGNORED_PHASES or (self.ours and phase in OUR_DERIVED):
+                if phase in IGNORED_PHASES or (self.ours and phase in FLOW_PHASES):
                     continue
                 if phase in SPAN_PHASES:
                     self._span_event(n, event, where)
@@ -121,7 +124,8 @@ class _Builder:
         meta = dict(self.meta)
         if not self.ours or self.report.skipped:
             meta["import"] = self.report.as_meta()
-        return Trace.from_rows(rows, self.instants, self.counters, self.config, meta, self.thread_names)
+        trace = Trace.from_rows(rows, self.instants, self.counters, self.config, meta, self.thread_names)
+        return underive(trace, self.other) if self.ours else trace
 
     def _metadata(self, event: dict[str, Any]) -> None:
         args: Any = event.get("args") if isinstance(event.get("args"), dict) else {}
@@ -199,10 +203,8 @@ class _Builder:
     def _add_span(self, order: int, event: dict[str, Any], start: int, end: int) -> None:
         if end < start:
             raise _Skip("span ends before it starts")
-        args, name = event.get("args"), event.get("name")
-        if self.ours:
-            args, name = _underive(args, name)
-        partition, worker, attrs = self._ids(args)
+        partition, worker, attrs = self._ids(event.get("args"))
+        name = event.get("name")
         label = str(name if name is not None else "?")
         row = (self._track(event), label, start, end, partition, worker, attrs)
         self.spans.append((order, row))
@@ -231,15 +233,29 @@ class _Skip(Exception):
     pass
 
 
-def _underive(args: Any, name: Any) -> tuple[Any, Any]:
-    """Our export adds args and names for other tools and lists them under `derived`."""
-    if not isinstance(args, dict) or not isinstance(args.get("derived"), dict):
-        return args, name
-    args = dict(args)
-    derived = args.pop("derived")
-    for key in derived.get("args", ()):
-        args.pop(key, None)
-    return args, derived.get("name", name)
+def underive(trace: Trace, other: dict[str, Any]) -> Trace:
+    """Our own export, less what it added for other tools (export/chrome.py marks it `derived`):
+    a span's added args and other tools' name for it, and the hand-off flows, which a reader
+    that keeps flows holds as instants. With the thread names `otherData` lists (threads
+    without events of their own among them), what is left is the trace that was exported."""
+    spans, instants = trace.spans, trace.instants
+    names, attrs = spans.name.copy(), list(spans.attrs)
+    for i, a in enumerate(attrs):
+        if a and isinstance(a.get("derived"), dict):
+            derived, kept = a["derived"], {k: v for k, v in a.items() if k != "derived"}
+            for key in derived.get("args", ()):
+                kept.pop(key, None)
+            attrs[i] = kept or None
+            if isinstance(derived.get("name"), str):
+                names[i] = trace.strings.intern(derived["name"])
+    keep = np.array([not (a and "derived" in a) for a in instants.attrs], dtype=bool)
+    remaining = InstantTable(instants.track[keep], instants.name[keep], instants.ts_ns[keep],
+                             instants.partition[keep], instants.worker[keep],
+                             [a for a, k in zip(instants.attrs, keep.tolist(), strict=True) if k])
+    spans = SpanTable(spans.track, names, spans.start_ns, spans.end_ns, spans.partition, spans.worker, attrs)
+    names_of = other.get("thread_names")
+    threads = dict(names_of) if isinstance(names_of, dict) else trace.thread_names
+    return Trace(trace.strings, spans, remaining, trace.counters, trace.config, trace.meta, threads)
 
 
 def _is_int(value: Any) -> bool:
