@@ -1,6 +1,7 @@
 """Every command reads every input through one entry, takes --roles, and never shows a traceback."""
 
 import gzip
+import json
 import os
 import re
 import signal
@@ -95,6 +96,13 @@ def test_every_command_reads_a_foreign_input_and_takes_roles(tmp_path, capsys):
         capsys.readouterr()
     assert main(["diff", str(SEED_LOG), str(SEED_LOG), "--no-whatif", "--roles", str(roles)]) == 0
     assert "appeared in B" not in capsys.readouterr().out
+    exported = tmp_path / "seed.json"  # the mapping is applied before the command's work
+    for argv in ([], ["--roles", str(roles)]):
+        assert main(["export", "chrome", str(SEED_LOG), "-o", str(exported), *argv]) == 0
+        cats = {e["cat"] for e in json.loads(exported.read_text())["traceEvents"] if e["name"] == "synthesis"}
+        assert cats == ({"user_annotation"} if argv else {"cpu_op"})
+    nsys = Path(__file__).parent / "data" / "nsys" / "pipit_perlmutter-cloverleaf-cuda.sqlite"
+    assert main(["summary", str(nsys)]) == 0 and capsys.readouterr().err == ""
 
 
 def test_show_roles_counts_each_role_and_says_who_assigned_it(tmp_path, capsys):
