@@ -15,7 +15,8 @@
 //
 // Flags fold the neighbouring element-wise work into the first and last pass, where the data
 // is already in registers: coset shifts and 1/n scalings, and the bit-reversal permutation
-// (a scatter of whole 32-byte sectors, which costs no extra device-memory traffic).
+// (a scatter of whole 32-byte sectors, which costs no extra device-memory traffic). With
+// in_scale another vector, the first pass's scaling is a pointwise product of two vectors.
 #include "fr.cuh"
 
 #define NTT_IN_SCALE        1u   // x[pos] *= in_scale[pos] on load
@@ -23,6 +24,7 @@
 #define NTT_OUT_SCALAR      4u   // y[pos] *= out_scale[0] before the store
 #define NTT_OUT_SCATTER_REV 8u   // store y[pos] at bitrev(pos): dst must not alias src then
 #define NTT_DIT             16u  // Cooley-Tukey stages; Gentleman-Sande otherwise
+#define NTT_OUT_SUB         32u  // y[pos] -= sub[pos] last, before the store
 
 // 256 threads on 1024-element tiles (32 KB), 4 blocks per SM: measured faster on the H200
 // than 512 threads on 2048-element tiles (2 blocks per SM), 1024 threads (1 block), or two
@@ -92,9 +94,9 @@ __device__ __forceinline__ void ntt_butterfly(fr_t& x0, fr_t& x1, const fr_t& w,
         x1 = fr_sub(x0, v);
         x0 = fr_add(x0, v);
     } else {
-        const fr_t d = fr_sub(x0, x1);
+        const fr_t d = fr_sub_unreduced(x0, x1);  // < 2r: fine as fr_mul's second operand
         x0 = fr_add(x0, x1);
-        x1 = fr_mul(d, w);
+        x1 = fr_mul(w, d);
     }
 }
 
@@ -104,8 +106,8 @@ __device__ __forceinline__ void ntt_butterfly(fr_t& x0, fr_t& x1, const fr_t& w,
 extern "C" __global__ void __launch_bounds__(NTT_MAX_THREADS, NTT_MIN_BLOCKS)
 ntt_pass_kernel(const uint4* src, uint4* dst, const uint4* __restrict__ tw,
                 const uint4* __restrict__ in_scale, const uint4* __restrict__ out_scale,
-                unsigned int log_n, unsigned int lo, unsigned int bits, unsigned int log_cols,
-                unsigned int flags)
+                const uint4* __restrict__ sub, unsigned int log_n, unsigned int lo,
+                unsigned int bits, unsigned int log_cols, unsigned int flags)
 {
     extern __shared__ uint4 tile[];
     const unsigned int e_count = 1u << (bits + log_cols);
@@ -148,6 +150,7 @@ ntt_pass_kernel(const uint4* src, uint4* dst, const uint4* __restrict__ tw,
         fr_t y = tile_load(tile, e_count, e);
         if (flags & NTT_OUT_SCALE_REV) y = fr_mul(y, fr_load_ro(out_scale, rev));
         if (flags & NTT_OUT_SCALAR) y = fr_mul(y, scalar);
+        if (flags & NTT_OUT_SUB) y = fr_sub(y, fr_load_ro(sub, pos));
         fr_store(dst, (flags & NTT_OUT_SCATTER_REV) ? rev : pos, y);
     }
 }

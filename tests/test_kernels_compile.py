@@ -85,6 +85,7 @@ int main() {
         fr_t x = parse(a), y = parse(b), z;
         if (!strcmp(op, "add")) z = fr_add(x, y);
         else if (!strcmp(op, "sub")) z = fr_sub(x, y);
+        else if (!strcmp(op, "sub_unreduced")) z = fr_sub_unreduced(x, y);
         else if (!strcmp(op, "mul")) z = fr_mul(x, y);
         else if (!strcmp(op, "to_mont")) z = fr_to_mont(x);
         else if (!strcmp(op, "from_mont")) z = fr_from_mont(x);
@@ -103,13 +104,17 @@ def _edge_values() -> list[int]:
 
 
 @needs_nvcc
-def test_host_arithmetic_matches_python_ints(tmp_path: Path):
+@pytest.mark.parametrize("defines", [(), ("FR_MUL_CIOS",), ("FR_MUL_WIDE",)],
+                         ids=["karatsuba", "cios", "wide"])
+def test_host_arithmetic_matches_python_ints(tmp_path: Path, defines: tuple[str, ...]):
+    """Each multiplication build option of fr.cuh, run on the host."""
     assert NVCC is not None
     src = tmp_path / "harness.cu"
     src.write_text(HARNESS)
     exe = tmp_path / "harness"
     build = subprocess.run(
-        [NVCC, "-std=c++17", "-I", str(KERNELS), str(src), "-o", str(exe)],
+        [NVCC, "-std=c++17", *(f"-D{d}" for d in defines), "-I", str(KERNELS), str(src),
+         "-o", str(exe)],
         capture_output=True, text=True, timeout=600,
     )
     assert build.returncode == 0, build.stderr
@@ -128,6 +133,11 @@ def test_host_arithmetic_matches_python_ints(tmp_path: Path):
     for e in _edge_values():
         for f in _edge_values():
             cases.append(("mul", e, f, e * f * R_INV % R))
+    # An unreduced second operand in [r, 2r), as the NTT's butterflies pass one.
+    for x in reduced:
+        y = rng.choice(reduced)
+        cases += [("sub_unreduced", x, y, x - y + R),
+                  ("mul", x, y + R, x * y * R_INV % R), ("mul", x, 2 * R - 1, x * (R - 1) * R_INV % R)]
     cases += [("to_mont", v, 0, v % R * R_MONT % R) for v in reduced + canonical]
     stdin = "".join(f"{op} {x:x} {y:x}\n" for op, x, y, _ in cases)
     run = subprocess.run([str(exe)], input=stdin, capture_output=True, text=True, timeout=60)

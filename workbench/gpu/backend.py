@@ -22,7 +22,7 @@ from py_arkworks_bls12381 import G1Point, G2Point
 from workbench.config import ConfigError, RunConfig
 from workbench.gpu import kernels
 from workbench.gpu.host_memory import CudaHostMemory
-from workbench.gpu.ntt import GpuDomain, durations_ms
+from workbench.gpu.ntt import TRANSFORMS_PER_H, GpuDomain, durations_ms
 from workbench.pipeline.scope import Scope
 from workbench.prover import curve, prep, srs
 from workbench.prover.backend import B_G2, Backend, Deferred, DeviceBuffers
@@ -223,7 +223,7 @@ class GpuBackend(HostCurvePhases, Backend):
     def ntt_msm_h(self, buffers: DeviceBuffers, scope: Scope) -> Any:
         assert self.key is not None
         extra = buffers.extra
-        with scope.span("ntt", transforms=7) as span:
+        with scope.span("ntt", transforms=TRANSFORMS_PER_H) as span:
             events: dict[str, Any] = {}
             extra["domain"].compute_h(buffers.a, buffers.b, buffers.c, out=extra["h"], events=events)
             for stage, ms in durations_ms(events).items():

@@ -10,7 +10,8 @@ passes of up to MAX_TILE_LOG2 stages, one kernel launch each (plan_passes). Forw
 transforms with natural order in and out are Gentleman-Sande passes whose last pass scatters
 to bit-reversed positions. compute_h never reorders: each inverse NTT leaves coefficients in
 bit-reversed order, the coset shift is applied there, and the Cooley-Tukey forward passes
-take bit-reversed input back to natural order; only the final coset_intt scatters.
+take bit-reversed input back to natural order; only the final coset_intt scatters, and C's
+coefficients wait in bit-reversed order for it, where its last pass reads them.
 """
 
 from __future__ import annotations
@@ -40,9 +41,12 @@ MAX_THREADS = 256  # NTT_MAX_THREADS in kernels/ntt.cu
 _STATIC_SMEM_LIMIT = 48 * 1024
 
 # Flags of ntt_pass_kernel (kernels/ntt.cu).
-IN_SCALE, OUT_SCALE_REV, OUT_SCALAR, OUT_SCATTER_REV, DIT = 1, 2, 4, 8, 16
+IN_SCALE, OUT_SCALE_REV, OUT_SCALAR, OUT_SCATTER_REV, DIT, OUT_SUB = 1, 2, 4, 8, 16, 32
 
-STAGES = ("forward", "pointwise", "inverse")
+# compute_h's stages: the five transforms before the product, then the last transform with
+# the pointwise product and the subtraction of C folded into its first and last passes.
+STAGES = ("forward", "inverse")
+TRANSFORMS_PER_H = 6
 
 
 @dataclass(frozen=True)
@@ -133,6 +137,7 @@ class GpuDomain:
             self.twiddles = self._stage_twiddles(self.omega)
             self.inverse_twiddles = self._stage_twiddles(self.omega_inv)
             self._n_inv_dev = self._cp.asarray(mont_limbs([self.n_inv]))
+            self._c_scale_dev = self._cp.asarray(mont_limbs([self.n_inv * self.z_on_coset_inv]))
 
     def __repr__(self) -> str:
         return f"GpuDomain(log2={self.log2}, passes={len(self.passes)})"
@@ -221,17 +226,18 @@ class GpuDomain:
                              f"({self.n}, 4), got {got}")
 
     def _run_pass(self, p: Pass, src: Any, dst: Any, tw: Any, flags: int,
-                  in_scale: Any, out_scale: Any) -> None:
+                  in_scale: Any, out_scale: Any, sub: Any = None) -> None:
         tile = p.tile_log2
         self._pass_kernel(
             (self.n >> tile,), (min(1 << (tile - 1), MAX_THREADS),),
             (src, dst, tw, _NULL if in_scale is None else in_scale,
-             _NULL if out_scale is None else out_scale, _u32(self.log2), _u32(p.lo),
-             _u32(p.bits), _u32(p.log_cols), _u32(flags)),
+             _NULL if out_scale is None else out_scale, _NULL if sub is None else sub,
+             _u32(self.log2), _u32(p.lo), _u32(p.bits), _u32(p.log_cols), _u32(flags)),
             shared_mem=32 << tile)
 
     def _transform(self, x: Any, tw: Any, *, dit: bool, out: Any = None,
-                   in_scale: Any = None, out_flags: int = 0, out_scale: Any = None) -> Any:
+                   in_scale: Any = None, out_flags: int = 0, out_scale: Any = None,
+                   sub: Any = None) -> Any:
         """All passes over x; the result lands in out (default: x). When out is another
         array, x is used as workspace and left clobbered."""
         out = x if out is None else out
@@ -249,7 +255,7 @@ class GpuDomain:
             if first and in_scale is not None:
                 flags |= IN_SCALE
             self._run_pass(p, src, dst, tw, flags, in_scale if first else None,
-                           out_scale if last else None)
+                           out_scale if last else None, sub if last else None)
             src = dst
         return out
 
@@ -286,33 +292,41 @@ class GpuDomain:
 
     def compute_h(self, a: Any, b: Any, c: Any, out: Any = None,
                   events: MutableMapping[str, tuple[Any, Any]] | None = None) -> Any:
-        """Coefficients of h = (A·B − C)/Z from the evaluations a, b, c on H: 3 inverse
-        NTTs, 3 coset NTTs, the pointwise (a·b − c)/Z on g·H and 1 coset inverse NTT, the
-        same function as workbench.prover.ntt.compute_h. a, b and c are used as workspace
-        and left clobbered. The result goes to out (any array but a), else to a buffer the
-        domain owns and reuses on the next call. When events is a dict, it receives
-        (start, end) CUDA events per stage in STAGES (see durations_ms); they are the
-        domain's own and are re-recorded by the next call."""
+        """Coefficients of h = (A·B − C)/Z from the evaluations a, b, c on H, the same
+        function as workbench.prover.ntt.compute_h, in TRANSFORMS_PER_H = 6 transforms
+        instead of the prover's 7: C needs no coset evaluation, because the coset inverse
+        transform is linear and undoes the coset transform of any polynomial of degree < n,
+        so h = (coset_intt(A·B on g·H) − C)/Z(g) exactly. Passes: intt and coset_ntt of a
+        and b, intt of c (its 1/n and 1/Z(g) folded into one scalar), then coset_intt with
+        the product A·B formed as its first pass loads and C/Z(g) subtracted as its last
+        pass stores. a, b and c are used as workspace and left clobbered. The result goes
+        to out (any array but a or c), else to a buffer the domain owns and reuses on the
+        next call. When events is a dict, it receives (start, end) CUDA events per stage in
+        STAGES (see durations_ms); they are the domain's own and are re-recorded by the
+        next call."""
         for name, v in (("a", a), ("b", b), ("c", c)):
             self._check(v, name)
         out = self._h_buffer() if out is None else out
         self._check(out, "out")
-        if _same_buffer(out, a):
-            raise ValueError("out must not be a: the last transform reads a while it writes")
+        if _same_buffer(out, a) or _same_buffer(out, c):
+            raise ValueError("out must not be a or c: the last transform reads them while it "
+                             "writes")
         shift_over_n, h_factors = self.table("shift_over_n"), self.table("h")
         marks = self._event_pairs() if events is not None else None
         with self._on_stream():
             with _stage(marks, "forward"):
-                for v in (a, b, c):
+                for v in (a, b):
                     # intt leaves coefficient i at bitrev(i); the coset shift and 1/n go there
                     self._transform(v, self.inverse_twiddles, dit=False,
                                     out_flags=OUT_SCALE_REV, out_scale=shift_over_n)
                     self._transform(v, self.twiddles, dit=True)
-            with _stage(marks, "pointwise"):
-                kernels.launch_elementwise("fr_mul_sub_kernel", a, a, b, c)
+                # C/Z(g), its coefficient i at bitrev(i): where the last pass stores h[i]
+                self._transform(c, self.inverse_twiddles, dit=False, out_flags=OUT_SCALAR,
+                                out_scale=self._c_scale_dev)
             with _stage(marks, "inverse"):
-                self._transform(a, self.inverse_twiddles, dit=False, out=out,
-                                out_flags=OUT_SCALE_REV | OUT_SCATTER_REV, out_scale=h_factors)
+                self._transform(a, self.inverse_twiddles, dit=False, out=out, in_scale=b,
+                                out_flags=OUT_SCALE_REV | OUT_SUB | OUT_SCATTER_REV,
+                                out_scale=h_factors, sub=c)
         if events is not None and marks is not None:
             events.update(marks)
         return out
