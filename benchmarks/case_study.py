@@ -57,13 +57,15 @@ H200_LINK_GBPS = 55.2  # pinned host-to-device, measured on the lent H200 (DESIG
 
 
 def spread(trace: Any, phase: str) -> float | None:
-    durations = trace.durations_ns(trace.span_mask(name=phase, track_prefix="worker/"))
+    from workbench.analysis.tracks import PHASE_THREADS, kind_mask
+
+    durations = trace.durations_ns(kind_mask(trace, *PHASE_THREADS, name=phase))
     return float(durations.max() / durations.min()) if len(durations) and durations.min() > 0 else None
 
 
 def run_cell(name: str, changes: dict[str, Any], base: Any, data: Path) -> None:
+    from workbench.pipeline.backends import select_backend
     from workbench.pipeline.run import Pipeline
-    from workbench.prover.backend import select_backend
     from workbench.trace import save
 
     # Every synthesis thread may work at once (a permit each), as in the production daemon.

@@ -37,6 +37,7 @@ from workbench.analysis.summary import summarize
 from workbench.analysis.utilisation import utilisation
 from workbench.collectors import DeviceActivity, NvmlSampler, for_config
 from workbench.config import RunConfig
+from workbench.model import tracks as tr
 from workbench.pipeline.run import Pipeline
 from workbench.trace.container import Trace
 
@@ -52,10 +53,10 @@ def alignment(trace: Trace) -> dict[str, Any]:
     instants = {i.name: i.attrs for i in trace.iter_instants() if i.track == "device_activity"}
     clock, summary = instants.get("clock_alignment", {}), instants.get("summary", {})
     host: dict[tuple[int, int], list[Any]] = defaultdict(list)
-    for s in trace.select(name="h2d_copy", track_prefix="worker/"):
+    for s in (s for s in trace.select(name="h2d_copy") if tr.parse(s.track).kind == tr.WORKER):
         host[(s.worker, s.partition)].append(s)
     starts, ends = [], []
-    for copy in trace.select(track="gpu0/copy", name="h2d"):
+    for copy in trace.select(track=tr.copy_track(0), name="h2d"):
         if copy.attrs.get("span") != "h2d_copy":
             continue
         # The host copy span that overlaps this device copy most is the one that issued it.
@@ -144,7 +145,8 @@ def figures(args: argparse.Namespace) -> dict[str, Any]:
                            gpu_trace=True)
         trace = run(config, backend)
         (gpu,) = utilisation(trace)
-        copies = [c for c in trace.select(track="gpu0/copy", name="h2d") if "host_overhead_ms" in c.attrs]
+        copies = [c for c in trace.select(track=tr.copy_track(0), name="h2d")
+                  if "host_overhead_ms" in c.attrs]
         device_gbps = [c.attrs["bytes"] / (c.end_ns - c.start_ns) for c in copies if c.end_ns > c.start_ns]
         out[mode] = {
             "throughput_per_min": summarize(trace).throughput_per_min,
@@ -182,14 +184,14 @@ def probe() -> dict[str, Any]:
             cp.cuda.runtime.deviceSynchronize()
     finally:
         collector.stop()
-    rows = [s for s in recorder.spans if s[0].startswith("gpu")]
+    rows = [s for s in recorder.spans if tr.parse(s[0]).on_device]
     copies = [(s[1], *[(s[6] or {}).get(k) for k in ("bytes", "src_kind", "dst_kind")]) for s in rows
-              if s[0] == "gpu0/copy"]
+              if s[0] == tr.copy_track(0)]
     problems = []
     if sorted(copies, key=str) != sorted([("h2d", 1 << 20, "pinned", "device"),
                                            ("h2d", 1 << 20, "pageable", "device")], key=str):
         problems.append(f"copies read back as {copies}")
-    if not any(s[0].startswith("gpu0/stream/") for s in rows):
+    if not any(tr.parse(s[0]).kind == tr.KERNELS and tr.parse(s[0]).gpu == 0 for s in rows):
         problems.append("no kernel record")
     now = recorder.now_ns()
     if any(not now - 60e9 < s[2] <= s[3] <= now for s in rows):

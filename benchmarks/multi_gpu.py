@@ -59,7 +59,9 @@ def steady_per_min(trace: Any) -> float | None:
     """Partitions finished a minute inside the window where every GPU is in steady state
     (analysis.utilisation.steady_window_ns, the latest start and earliest end over GPUs): the
     run's fill and drain weigh more in a shorter two-GPU run than in a one-GPU run."""
+    from workbench.analysis.tracks import kind_mask
     from workbench.analysis.utilisation import steady_window_ns
+    from workbench.model.tracks import WORKER
 
     windows = [steady_window_ns(trace, g) for g in range(int(trace.meta.get("gpus", 1)))]
     if not windows or any(w is None for w in windows):
@@ -67,7 +69,7 @@ def steady_per_min(trace: Any) -> float | None:
     start, end = max(w[0] for w in windows if w), min(w[1] for w in windows if w)
     if end <= start:
         return None
-    done = [s.end_ns for s in trace.select(name="finish", track_prefix="worker/")]
+    done = trace.spans.end_ns[kind_mask(trace, WORKER, name="finish")].tolist()
     return sum(start <= t <= end for t in done) / ((end - start) / 60e9)
 
 
@@ -82,8 +84,8 @@ def _num(value: float | None) -> str:
 def main() -> None:
     from workbench.analysis.summary import summarize
     from workbench.config import RunConfig
+    from workbench.pipeline.backends import select_backend
     from workbench.pipeline.run import Pipeline
-    from workbench.prover.backend import select_backend
     from workbench.trace import load, save
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -61,7 +61,7 @@ def _before_simulate(shape: RunShape, change: whatif.Change, options: whatif.Wha
     costs = [whatif._changed(c, change, options,
                              min(whatif._phase_ns(x, phase) for x in shape.costs) if phase else None)
              for c in shape.costs]
-    return whatif._PipelineModel(shape, change, costs).run()
+    return whatif.replay_costs(shape, change, costs)
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from workbench.model import tracks as tr
 from workbench.trace.container import Trace
 
 NOISE = (
@@ -123,13 +124,14 @@ def daemon_log(trace: Trace, *, timeline: bool = True, noise: int = 2, seed: int
     for span in trace.iter_spans():
         if span.partition < 0:
             continue
-        key = f"mutex_{span.name}" if span.track.startswith("mutex/") else span.name
-        if span.track.startswith("barrier/"):
+        kind = tr.parse(span.track).kind
+        key = f"mutex_{span.name}" if kind == tr.MUTEX else span.name
+        if kind == tr.BARRIER:
             continue
         old = per[span.partition].get(key)
         per[span.partition][key] = (min(old[0], span.start_ns), max(old[1], span.end_ns)) if old else (
             span.start_ns, span.end_ns)
-        if span.track.startswith("worker/"):
+        if kind in (tr.WORKER, tr.PREP):
             worker_of[span.partition] = span.worker
     lines: list[tuple[int, int, str]] = []  # (time, order, text)
 

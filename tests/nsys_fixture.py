@@ -10,6 +10,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from workbench.model import tracks as tr
 from workbench.trace.container import Trace
 
 PID = 4242
@@ -112,12 +113,14 @@ def export_like_nsys(trace: Trace, path: Path, *, inline_text: bool = False,
 
     out.insert("NVTX_EVENTS", start=0, end=None, eventType=75, text="workbench", domainId=DOMAIN_ID)
     for span in trace.iter_spans():
-        if span.track.startswith("mutex/"):
-            nvtx(f"worker/{span.worker}", f"mutex_{span.name}", span.start_ns, span.end_ns)
-        elif span.track.startswith("barrier/"):
-            owner = f"worker/{span.worker}" + ("/prep" if span.attrs.get("party") == "prep" else "")
+        kind = tr.parse(span.track).kind
+        if kind == tr.MUTEX:
+            nvtx(tr.worker_track(span.worker), f"mutex_{span.name}", span.start_ns, span.end_ns)
+        elif kind == tr.BARRIER:
+            prep = span.attrs.get("party") == "prep"
+            owner = (tr.prep_track if prep else tr.worker_track)(span.worker)
             nvtx(owner, "barrier_wait", span.start_ns, span.end_ns)
-        elif not span.track.startswith("gpu"):
+        elif kind not in tr.ON_DEVICE:
             nvtx(span.track, span.name, span.start_ns, span.end_ns)
     if thread_names:
         for track, name in trace.thread_names.items():
@@ -130,7 +133,7 @@ def export_like_nsys(trace: Trace, path: Path, *, inline_text: bool = False,
         out.insert("CUPTI_ACTIVITY_KIND_MEMCPY", start=start, end=end, deviceId=0, streamId=13,
                    bytes=nbytes, copyKind=1, srcKind=src, dstKind=2)
     first = trace.time_range()[0]
-    out.insert("OSRT_API", start=first + 10, end=first + 20, globalTid=global_tid(thread("worker/0")),
+    out.insert("OSRT_API", start=first + 10, end=first + 20, globalTid=global_tid(thread(tr.worker_track(0))),
                nameId=out.string("pthread_mutex_lock"))
     out.close()
     return path

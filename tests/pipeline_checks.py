@@ -6,15 +6,20 @@ from itertools import pairwise
 
 import numpy as np
 
+from workbench.model import tracks as tr
 from workbench.model.pipeline import PROVER
 from workbench.trace.container import Trace
 
-GPU_ORDER = ("ntt_msm_h", "barrier_wait", "batch_add", "tail_msm", "b_g2_msm", "finish", "verify")
+GPU_ORDER = tuple(p.name for p in PROVER.consumer)
+
+
+def _holds(trace: Trace, **criteria: int) -> list:
+    return [s for s in trace.select(name="hold", **criteria) if tr.parse(s.track).kind == tr.MUTEX]
 
 
 def mutex_holds_never_overlap(trace: Trace) -> None:
     """Per mutex (one a GPU): holds of different GPUs' mutexes may overlap, of one may not."""
-    for track in {s.track for s in trace.select(name="hold", track_prefix="mutex/")}:
+    for track in {s.track for s in _holds(trace)}:
         holds = sorted((s.start_ns, s.end_ns, s.worker) for s in trace.select(name="hold", track=track))
         for (_, e0, w0), (s1, _, w1) in pairwise(holds):
             assert e0 <= s1, f"{track}: worker {w0}'s hold ends at {e0} after worker {w1}'s starts at {s1}"
@@ -39,11 +44,12 @@ def every_partition_passes_every_phase_once_in_order(trace: Trace, partitions: i
         assert by_name["synthesis"].end_ns <= by_name["ntt_msm_h"].start_ns
         for before, after in pairwise(order):
             assert by_name[before].end_ns <= by_name[after].start_ns, (p, before, after)
-        # the GPU phases run under the mutex, in one hold
-        (hold,) = trace.select(name="hold", partition=p, track_prefix="mutex/")
-        assert hold.start_ns <= by_name["ntt_msm_h"].start_ns
-        after_hold = order[order.index("tail_msm") + 1]
-        assert by_name["tail_msm"].end_ns <= hold.end_ns <= by_name[after_hold].start_ns
+        # the lock phases run under the mutex, in one hold
+        (hold,) = _holds(trace, partition=p)
+        assert hold.start_ns <= by_name[PROVER.lock.phases[0]].start_ns
+        last_held = PROVER.lock.phases[-1]
+        after_hold = order[order.index(last_held) + 1]
+        assert by_name[last_held].end_ns <= hold.end_ns <= by_name[after_hold].start_ns
         if b_g2_on_gpu:
             for outer, inner in (("batch_add", "batch_add_g2"), ("tail_msm", "tail_msm_g2")):
                 (g2,) = trace.select(name=inner, partition=p)

@@ -11,7 +11,7 @@ from conftest import wait_until
 
 from workbench.collectors import cupti_activity
 from workbench.collectors.cupti_activity import DeviceActivity
-from workbench.pipeline.collector import CollectorUnavailable
+from workbench.trace.collector import CollectorUnavailable
 from workbench.trace.recorder import Recorder
 
 OFFSET = 3_000_000_000

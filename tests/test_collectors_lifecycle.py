@@ -1,7 +1,7 @@
 from workbench.config import RunConfig
-from workbench.pipeline.collector import CollectorUnavailable
 from workbench.pipeline.run import Pipeline
 from workbench.prover.cpu_backend import CpuBackend
+from workbench.trace.collector import CollectorUnavailable
 
 
 class Probe:

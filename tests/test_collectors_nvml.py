@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from workbench.collectors.nvml_sampler import NvmlSampler
-from workbench.pipeline.collector import CollectorUnavailable
+from workbench.trace.collector import CollectorUnavailable
 from workbench.trace.recorder import Recorder
 
 

@@ -5,8 +5,8 @@ from types import SimpleNamespace
 import numpy as np
 
 from workbench.collectors.staging import staged_asarray, staged_set
-from workbench.pipeline.scope import Scope
 from workbench.trace.recorder import Recorder
+from workbench.trace.scope import Scope
 
 
 class FakeDeviceArray:

@@ -6,9 +6,9 @@ import pytest
 
 from workbench.collectors import DeviceActivity, NvmlSampler, for_config
 from workbench.config import RunConfig
-from workbench.pipeline.collector import CollectorUnavailable
 from workbench.pipeline.run import Pipeline
 from workbench.prover.cpu_backend import CpuBackend
+from workbench.trace.collector import CollectorUnavailable
 from workbench.trace.recorder import Recorder
 
 

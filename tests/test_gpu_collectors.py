@@ -13,10 +13,10 @@ from workbench.analysis.utilisation import utilisation
 from workbench.collectors import DeviceActivity, attribution, staged_asarray
 from workbench.collectors.cupti_activity import load_cupti
 from workbench.config import RunConfig
-from workbench.pipeline.collector import CollectorUnavailable
 from workbench.pipeline.run import Pipeline
-from workbench.pipeline.scope import Scope
+from workbench.trace.collector import CollectorUnavailable
 from workbench.trace.recorder import Recorder
+from workbench.trace.scope import Scope
 
 cp = pytest.importorskip("cupy")
 try:

@@ -136,7 +136,7 @@ def test_cli_writes_proofs_that_an_independent_library_verifies(tmp_path, capsys
 
 
 def test_cli_exits_1_naming_the_partition_whose_proof_fails(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("workbench.prover.backend.select_backend", lambda config: FlippedBackend("b"))
+    monkeypatch.setattr("workbench.pipeline.backends.select_backend", lambda config: FlippedBackend("b"))
     argv = ["run", "--backend", "cpu", "--log2-constraints", "10", "--partitions", "1", "--verify",
             "--no-progress", "--trace", str(tmp_path / "t.wbtrace")]
     assert cli.main(argv) == cli.EXIT_FAILED

@@ -8,8 +8,8 @@ from workbench.cli import build_parser
 from workbench.config import ConfigError, RunConfig
 from workbench.model.tracks import HOST_LOAD_TRACK
 from workbench.pipeline import host_load
+from workbench.pipeline.backends import select_backend
 from workbench.pipeline.run import Pipeline
-from workbench.prover.backend import select_backend
 
 
 @pytest.fixture

@@ -75,19 +75,25 @@ FOREIGN = {
 def test_a_foreign_trace_loads_what_it_can_and_counts_the_rest():
     trace = parse_chrome(json.dumps(FOREIGN), "other.json")
     spans = {s.name: s for s in trace.iter_spans()}
-    assert spans["draw"].track == "render" and spans["draw"].start_ns == 10_500
+    # Time 0 is the earliest event (the flow at 1 µs); threads are named by their metadata.
+    assert spans["draw"].track == "thread/2" and trace.thread_names["thread/2"] == "render"
+    assert spans["draw"].start_ns == 9_500 and trace.meta["origin_file_ns"] == 1_000
     assert spans["draw"].duration_ns == 2_250 and spans["draw"].attrs == {"frame": 3}
-    assert spans["inner"].track == spans["outer"].track == "pid1/tid3"
-    assert (spans["inner"].start_ns, spans["inner"].end_ns) == (21_000, 22_000)
+    assert spans["inner"].track == spans["outer"].track == "thread/3"
+    assert (spans["inner"].start_ns, spans["inner"].end_ns) == (20_000, 21_000)
     assert spans["outer"].attrs == {"result": "ok"}
     assert spans["fetch"].duration_ns == 25_000
-    assert [i.name for i in trace.iter_instants()] == ["vsync"]
+    instants = {i.name: i for i in trace.iter_instants()}
+    assert set(instants) == {"vsync", "flow"}
+    assert instants["flow"].attrs == {"flow_id": 9, "flow": "s"} and instants["flow"].track == "thread/2"
     assert [(c.track, c.name, c.value) for c in trace.iter_counters()] == [("memory", "heap", 1024.0)]
-    skipped = trace.meta["import"]["skipped"]
-    assert skipped == {
-        "unsupported event phase 's'": 1, "timestamp missing or not a number": 1,
-        "not a JSON object": 1, "begin without end (trace cut off?)": 1, "counter value not a number": 1,
+    report = trace.meta["import"]
+    assert report["skipped"] == {
+        "timestamp missing or not a number": 1, "not a JSON object": 1,
+        "begin without end (trace cut off?)": 1, "counter value not a number": 1,
     }
+    assert report["first_at"]["not a JSON object"] == "event 13"
+    assert report["first_at"]["begin without end (trace cut off?)"] == "event 12"
 
 
 def test_the_array_form_may_lack_its_closing_bracket():
@@ -97,7 +103,7 @@ def test_the_array_form_may_lack_its_closing_bracket():
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ('{"traceEvents": [\n{"ph": "X",, }]}', r"not valid JSON \(.* at line 2, column \d+\)"),
+    ('{"traceEvents": [\n{"ph": "X",, }]}', r"not valid JSON \(.* at line 2, column \d+\) in event 0"),
     ('{"events": []}', "without a traceEvents list"),
     ("42", "an object or an array"),
     ('[{"ph": "Q"}]', "no usable trace events"),

@@ -1,4 +1,5 @@
 import _thread
+import threading
 
 import numpy as np
 import pytest
@@ -165,3 +166,26 @@ def test_deferred_results_are_settled_after_the_mutex_is_released():
         # The recorder's clock is perf_counter_ns: resolved inside finish, after the hold ended.
         assert holds[partition].end_ns <= when <= finishes[partition].end_ns, partition
     assert all(not isinstance(v, Deferred) for out in deferred.outputs.values() for v in out["tail"].values())
+
+
+@pytest.mark.parametrize("spawned", [1, 2, 3])
+def test_ctrl_c_while_the_threads_start_stops_the_run_without_hanging(spawned, monkeypatch):
+    # A Ctrl-C can land while start() is still spawning threads (a loaded host starves the
+    # main thread while the first threads already work): the run must stop, not wait forever
+    # for a watcher that never started or a prep thread whose worker never came.
+    pipeline = Pipeline(RunConfig(**{**SMALL, "partitions": 4}), CpuBackend())
+    spawn, calls = pipeline._spawn, []
+
+    def interrupted_spawn(*args, **kwargs):
+        calls.append(args[0])
+        if len(calls) == spawned + 1:
+            raise KeyboardInterrupt
+        spawn(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "_spawn", interrupted_spawn)
+    done = []
+    runner = threading.Thread(target=lambda: done.append(pipeline.run()), daemon=True)
+    runner.start()
+    runner.join(timeout=30)
+    assert done, f"the run hung after a Ctrl-C during its start ({calls})"
+    assert done[0].outcome == "stopped" and "interrupted" in done[0].error

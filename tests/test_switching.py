@@ -4,8 +4,8 @@ import pytest
 
 from workbench.config import RunConfig
 from workbench.pipeline import switching
+from workbench.pipeline.backends import select_backend
 from workbench.pipeline.run import Pipeline
-from workbench.prover.backend import select_backend
 
 
 def test_overlapping_holders_restore_the_interval_once_the_last_leaves():

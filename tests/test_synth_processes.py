@@ -10,9 +10,9 @@ import pytest
 
 from workbench.config import RunConfig
 from workbench.pipeline import synth_processes
+from workbench.pipeline.backends import select_backend
 from workbench.pipeline.run import Pipeline
 from workbench.pipeline.synth_processes import ProcessSynthesis
-from workbench.prover.backend import select_backend
 from workbench.prover.circuit import SynthesisCancelled, SyntheticCircuit
 from workbench.prover.shared_arrays import shared_empty
 

@@ -1,10 +1,10 @@
 """workbench: a profiling workbench for GPU proving pipelines.
 
-Layers (imports point down only):
-  4  cli, notebook helpers
-  3  render/, export/ (and the Bokeh views and GPU collectors to come)
-  2  analysis/: pure functions, trace in, tables and findings out
-  1  pipeline/, prover/, trace/: the run, its phases over a backend, the recording
+Layers (imports point down only; tests/test_layering.py checks it):
+  4  cli, commands/, notebook helpers
+  3  viz/: figures, live view, panel, reports
+  2  pipeline/: the run, over collectors/, export/, render/, over gpu/, analysis/, importers/
+  1  model/: the pipeline as data, the track grammar, span roles; prover/; over trace/
   0  config, events, clock
 """
 

@@ -215,8 +215,8 @@ def _fault_hook(spec: str | None) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from workbench.pipeline.backends import BackendUnavailable, select_backend
     from workbench.pipeline.run import Pipeline
-    from workbench.prover.backend import BackendUnavailable, select_backend
     from workbench.render.text import render_summary
     from workbench.trace import store
 

@@ -10,13 +10,14 @@ Contract: `run_shape(trace, host_cores=None) -> RunShape`.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from workbench.analysis.summary import run_window_ns, summarize
-from workbench.analysis.tracks import COMPUTE_SPANS
+from workbench.analysis.tracks import COMPUTE_SPANS, LOCK_PHASES, device_mask, tracks_of
+from workbench.model import tracks as tr
+from workbench.model.pipeline import PROVER
 from workbench.trace.container import Trace
 
 # Spans that occupy a host core on any backend; on an emulated (CPU) backend, every phase does.
@@ -70,11 +71,11 @@ def run_shape(trace: Trace, host_cores: float | None = None) -> RunShape:
     summary = summarize(trace)
     start, end = run_window_ns(trace)
     done = summary.partitions_done or len(costs)
-    gpus = int(config.get("gpus") or _count(trace, r"^mutex/gpu\d+$") or 1)
+    gpus = int(config.get("gpus") or len(tracks_of(trace, tr.MUTEX)) or 1)
     return RunShape(
-        workers=int(config.get("gpu_workers") or max(_count(trace, r"^worker/\d+$") // gpus, 1)),
-        synth_threads=int(config.get("synth_threads") or _count(trace, r"^synth/\d+$") or 1),
-        lookahead=int(config.get("synth_lookahead") or max(len(costs), 1)),
+        workers=int(config.get("gpu_workers") or max(len(tracks_of(trace, tr.WORKER)) // gpus, 1)),
+        synth_threads=int(config.get("synth_threads") or len(tracks_of(trace, tr.SYNTH)) or 1),
+        lookahead=int(config.get(PROVER.lookahead_knob) or max(len(costs), 1)),
         lock_scope=str(config.get("lock_scope") or _infer_scope(trace)),
         memory_mode=str(config.get("memory_mode") or "unknown"),
         emulated=emulated, host_cores=host_cores, costs=costs,
@@ -90,7 +91,7 @@ def _phase_sums(
     """Per partition, each phase's summed work and wall time, and the bytes it copied; a
     million spans are summed by array, not one by one."""
     spans, names = trace.spans, trace.strings.values
-    index = np.flatnonzero((spans.partition >= 0) & ~trace.span_mask(track_prefix="gpu"))
+    index = np.flatnonzero((spans.partition >= 0) & ~device_mask(trace))
     if not len(index):
         return {}, {}, {}
     # Lock and barrier spans are called wait/hold: their label says which primitive.
@@ -98,9 +99,9 @@ def _phase_sums(
     pairs, pair_of = np.unique(pair, return_inverse=True)
     label_of_pair = []
     for code in pairs.tolist():
-        track, name = names[code // len(names)], names[code % len(names)]
-        primitive = track.startswith(("mutex/", "barrier/"))
-        label_of_pair.append(f"{track.split('/')[0]}_{name}" if primitive else name)
+        kind, name = tr.parse(names[code // len(names)]).kind, names[code % len(names)]
+        primitive = kind in (tr.MUTEX, tr.BARRIER)
+        label_of_pair.append(f"{kind}_{name}" if primitive else name)  # mutex_hold, barrier_wait
     labels = sorted(set(label_of_pair))
     label = np.array([labels.index(x) for x in label_of_pair])[pair_of]
     partitions, row = np.unique(spans.partition[index], return_inverse=True)
@@ -132,11 +133,11 @@ def _costs(partition: int, d: dict[str, float], raw: dict[str, float], copy_byte
     # Copies sit inside ntt_msm_h under a coarse lock and in `upload` before it otherwise.
     coarse = raw.get("upload", 0.0) == 0.0
     inside_raw = raw.get("h2d_copy", 0.0) + raw.get("staging_copy", 0.0) if coarse else 0.0
-    parts = ("ntt", "coset_intt", "msm_h")
+    parts = PROVER.phase(PROVER.lock.copy_inside).parts
     parts_raw = sum(raw.get(n, 0.0) for n in parts)
     between = max(raw.get("ntt_msm_h", 0.0) - inside_raw - parts_raw, 0.0)
     compute = sum(d.get(n, 0.0) for n in parts) + between
-    lock_phases = sum(raw.get(n, 0.0) for n in ("ntt_msm_h", "barrier_wait", "batch_add", "tail_msm"))
+    lock_phases = sum(raw.get(n, 0.0) for n in LOCK_PHASES)
     hold = raw.get("mutex_hold", lock_phases)
     return PartitionCosts(
         partition=partition, synthesis_ns=d.get("synthesis", 0.0),
@@ -146,11 +147,6 @@ def _costs(partition: int, d: dict[str, float], raw: dict[str, float], copy_byte
         lock_other_ns=max(hold - lock_phases, 0.0), b_g2_msm_ns=d.get("b_g2_msm", 0.0),
         finish_ns=d.get("finish", 0.0),
     )
-
-
-def _count(trace: Trace, pattern: str) -> int:
-    regex = re.compile(pattern)
-    return sum(1 for t in trace.tracks() if regex.match(t))
 
 
 def _infer_scope(trace: Trace) -> str:
@@ -164,7 +160,7 @@ def _durations(trace: Trace, host_cores: float | None, cpu_names: tuple[str, ...
     if host_cores is None:
         return durations
     ids = [trace.string_id(n) for n in cpu_names]
-    cpu = np.isin(spans.name, [i for i in ids if i >= 0]) & ~trace.span_mask(track_prefix="gpu")
+    cpu = np.isin(spans.name, [i for i in ids if i >= 0]) & ~device_mask(trace)
     if not cpu.any():
         return durations
     starts, ends = spans.start_ns[cpu], spans.end_ns[cpu]

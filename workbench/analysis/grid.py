@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from workbench.analysis.summary import summarize
-from workbench.analysis.tracks import GPU_PHASES
+from workbench.analysis.tracks import GPU_PHASES, PHASE_THREADS, kind_mask
 from workbench.analysis.transfers import copy_rates
 from workbench.analysis.utilisation import gpu_utilisation, held_intervals, steady_window_ns
 from workbench.analysis.verdict import Verdict, diagnose
@@ -68,7 +68,7 @@ class CellMetrics:
 
 
 def phase_spread(trace: Trace, phase: str) -> PhaseSpread | None:
-    mask = trace.span_mask(name=phase, track_prefix="worker/")
+    mask = kind_mask(trace, *PHASE_THREADS, name=phase)
     durations = trace.durations_ns(mask) / 1e6
     whole = _spread_cv(durations)
     if whole is None:

@@ -27,6 +27,7 @@ from workbench.analysis.intervals import Intervals, concurrency_ns
 from workbench.analysis.summary import run_window_ns
 from workbench.analysis.tracks import AFTER_LOCK, COPY_SPANS, gpus, kernel_mask, names_mask, worker_mask
 from workbench.analysis.utilisation import DEVICE_KERNELS, host_compute_intervals, workers_of_gpu
+from workbench.model.tracks import mutex_track
 from workbench.trace.container import Trace
 
 EVIDENCE = 5
@@ -98,7 +99,7 @@ def gpu_idle(trace: Trace, gpu: int) -> IdleReport | None:
     idle = busy.complement(start, end)
     workers = sorted(workers_of_gpu(trace, gpu))
     mine = worker_mask(trace) & np.isin(spans.worker, workers)
-    mutex = f"mutex/gpu{gpu}"
+    mutex = mutex_track(gpu)
     holds = trace.span_mask(track=mutex, name="hold")
     held = _of(trace, holds)
     copies = names_mask(trace, COPY_SPANS) & mine

@@ -13,7 +13,6 @@ Contract: `mutex_reports(trace)`, `barrier_reports(trace)` -> tuples of frozen r
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,9 +20,10 @@ import numpy as np
 from workbench.analysis.distribution import Distribution
 from workbench.analysis.intervals import Intervals
 from workbench.analysis.summary import run_window_ns
+from workbench.analysis.tracks import tracks_of
+from workbench.model import tracks as tr
 from workbench.trace.container import Trace
 
-_MUTEX = re.compile(r"^mutex/gpu(\d+)$")
 EVIDENCE = 5  # spans quoted as evidence per claim
 
 
@@ -71,10 +71,8 @@ class BarrierReport:
 
 
 def mutex_reports(trace: Trace) -> tuple[MutexReport, ...]:
-    tracks = sorted(
-        (t, int(m.group(1))) for t in trace.tracks() if (m := _MUTEX.match(t))
-    )
-    return tuple(r for t, gpu in tracks if (r := mutex_report(trace, t, gpu)) is not None)
+    tracks = tracks_of(trace, tr.MUTEX)
+    return tuple(r for t in tracks if (r := mutex_report(trace, t, tr.gpu_of(t))) is not None)
 
 
 def mutex_report(trace: Trace, track: str, gpu: int) -> MutexReport | None:
@@ -129,7 +127,7 @@ def _longest(indices: np.ndarray, durations: np.ndarray) -> tuple[int, ...]:
 
 
 def barrier_reports(trace: Trace) -> tuple[BarrierReport, ...]:
-    tracks = sorted(t for t in trace.tracks() if t.startswith("barrier/"))
+    tracks = tracks_of(trace, tr.BARRIER)
     return tuple(r for t in tracks if (r := barrier_report(trace, t)) is not None)
 
 

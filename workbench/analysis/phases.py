@@ -18,7 +18,8 @@ import numpy as np
 
 from workbench.analysis.distribution import Distribution, correlation
 from workbench.analysis.intervals import concurrency_ns
-from workbench.analysis.tracks import COPY_SPANS, LOCK_PHASES, names_mask
+from workbench.analysis.tracks import COPY_SPANS, LOCK_PHASES, device_mask, kind_mask, names_mask
+from workbench.model import tracks as tr
 from workbench.model.pipeline import PROVER
 from workbench.trace.container import Trace
 
@@ -64,13 +65,14 @@ def phase_report(trace: Trace) -> PhaseReport:
     synth = trace.span_mask(name="synthesis")
     copies = names_mask(trace, COPY_SPANS)
     if not copies.any():
-        copies = trace.span_mask(name="h2d", track_prefix="gpu")
-    hold_by_partition = _per_partition(trace, trace.span_mask(name="hold", track_prefix="mutex/"))
+        copies = kind_mask(trace, tr.COPIES, name="h2d")
+    hold_by_partition = _per_partition(trace, kind_mask(trace, tr.MUTEX, name="hold"))
+    on_mutex, on_device = kind_mask(trace, tr.MUTEX), device_mask(trace)
     profiles = []
     for phase in (*PROVER.phases, *SUB_PHASES):
-        mask = trace.span_mask(name=phase) & ~trace.span_mask(track_prefix="mutex/")
+        mask = trace.span_mask(name=phase) & ~on_mutex
         if phase != "synthesis":
-            mask &= ~trace.span_mask(track_prefix="gpu")
+            mask &= ~on_device
         idx = np.flatnonzero(mask)
         if not len(idx):
             continue

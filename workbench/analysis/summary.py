@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from workbench.analysis.intervals import Intervals
+from workbench.analysis.tracks import kind_mask
+from workbench.model import tracks as tr
 from workbench.model.pipeline import PROVER
 from workbench.trace.container import Trace
 
@@ -62,8 +64,8 @@ class RunSummary:
     proofs_verified: int | None = None  # proofs that passed the verify phase; None: not verified
 
 
-def phase_stats(trace: Trace, phase: str, track_prefix: str | None = None) -> PhaseStats | None:
-    mask = trace.span_mask(name=phase, track_prefix=track_prefix)
+def phase_stats(trace: Trace, phase: str) -> PhaseStats | None:
+    mask = trace.span_mask(name=phase)
     durations = trace.durations_ns(mask) / NS_PER_MS
     if not len(durations):
         return None
@@ -86,7 +88,7 @@ def run_window_ns(trace: Trace) -> tuple[int, int]:
 def summarize(trace: Trace) -> RunSummary:
     start, end = run_window_ns(trace)
     wall_s = (end - start) / 1e9
-    finished = trace.span_mask(name="finish", track_prefix="worker/")
+    finished = kind_mask(trace, tr.WORKER, name=PROVER.done)
     errors = [a for a in np.array(trace.spans.attrs, dtype=object)[finished] if a and "error" in a]
     done = int(finished.sum()) - len(errors)
     phases = tuple(s for p in PROVER.phases if (s := phase_stats(trace, p)) is not None)
@@ -104,15 +106,15 @@ def summarize(trace: Trace) -> RunSummary:
 
 
 def _verified(trace: Trace) -> int | None:
-    mask = trace.span_mask(name="verify", track_prefix="worker/")
+    mask = kind_mask(trace, tr.WORKER, name="verify")
     if not mask.any() and not trace.config.get("verify"):
         return None
     return sum(1 for a in np.array(trace.spans.attrs, dtype=object)[mask] if not (a and "error" in a))
 
 
-def mutex_by_worker(trace: Trace, track_prefix: str = "mutex/") -> tuple[MutexWorkerStats, ...]:
-    holds = trace.span_mask(name="hold", track_prefix=track_prefix)
-    waits = trace.span_mask(name="wait", track_prefix=track_prefix)
+def mutex_by_worker(trace: Trace) -> tuple[MutexWorkerStats, ...]:
+    holds = kind_mask(trace, tr.MUTEX, name="hold")
+    waits = kind_mask(trace, tr.MUTEX, name="wait")
     stats = []
     for worker in np.unique(trace.spans.worker[holds | waits]).tolist():
         held = trace.durations_ns(holds & (trace.spans.worker == worker)) / NS_PER_MS
@@ -125,7 +127,7 @@ def mutex_by_worker(trace: Trace, track_prefix: str = "mutex/") -> tuple[MutexWo
 
 
 def barrier_by_party(trace: Trace) -> tuple[BarrierPartyStats, ...]:
-    mask = trace.span_mask(name="wait", track_prefix="barrier/")
+    mask = kind_mask(trace, tr.BARRIER, name="wait")
     indices = np.flatnonzero(mask)
     groups: dict[tuple[int, str], list[float]] = {}
     for i in indices.tolist():
@@ -151,7 +153,7 @@ def barrier_by_party(trace: Trace) -> tuple[BarrierPartyStats, ...]:
 
 
 def _held_fraction(trace: Trace, start: int, end: int) -> float:
-    holds = trace.span_mask(name="hold", track_prefix="mutex/")
+    holds = kind_mask(trace, tr.MUTEX, name="hold")
     if end <= start or not holds.any():
         return 0.0
     return Intervals.of(trace.spans.start_ns[holds], trace.spans.end_ns[holds]).total() / (end - start)

@@ -23,7 +23,8 @@ import numpy as np
 
 from workbench.analysis.distribution import Distribution, correlation
 from workbench.analysis.intervals import Intervals, concurrency_ns
-from workbench.analysis.tracks import counter_values
+from workbench.analysis.tracks import counter_values, device_mask, kind_mask
+from workbench.model import tracks as tr
 from workbench.model.tracks import HOST_LOAD_TRACK
 from workbench.trace.container import Trace
 
@@ -100,7 +101,7 @@ class CopyRate:
 
 def copy_rates(trace: Trace, copy_bytes: float | None = None) -> tuple[CopyRate, ...]:
     """Every host-to-device copy with its effective rate, in trace order."""
-    host = np.flatnonzero(trace.span_mask(name="h2d_copy") & ~trace.span_mask(track_prefix="gpu"))
+    host = np.flatnonzero(trace.span_mask(name="h2d_copy") & ~device_mask(trace))
     nbytes = _bytes(trace, host, copy_bytes)
     out = []
     for i, size in zip(host.tolist(), nbytes.tolist(), strict=True):
@@ -118,9 +119,9 @@ def transfer_report(
     trace: Trace, link_gbps: float | None = None, copy_bytes: float | None = None,
 ) -> TransferReport | None:
     spans = trace.spans
-    host = np.flatnonzero(trace.span_mask(name="h2d_copy") & ~trace.span_mask(track_prefix="gpu"))
+    host = np.flatnonzero(trace.span_mask(name="h2d_copy") & ~device_mask(trace))
     staging = trace.span_mask(name="staging_copy")
-    device = np.flatnonzero(trace.span_mask(name="h2d", track_prefix="gpu"))
+    device = np.flatnonzero(kind_mask(trace, tr.COPIES, name="h2d"))
     if not len(host) and not len(device):
         return None
     durations = spans.end_ns[host] - spans.start_ns[host]
@@ -153,7 +154,7 @@ def transfer_report(
         per_partition_bytes = _per_partition_ns(trace, host, nbytes.astype(np.int64))
         if len(per_partition_bytes):
             at_link = float(np.median(per_partition_bytes)) / link.gbps / 1e6
-    holds = trace.span_mask(name="hold", track_prefix="mutex/")
+    holds = kind_mask(trace, tr.MUTEX, name="hold")
     held = Intervals.of(spans.start_ns[holds], spans.end_ns[holds])
     copies_set = Intervals.of(spans.start_ns[host], spans.end_ns[host])
     synth = trace.span_mask(name="synthesis")

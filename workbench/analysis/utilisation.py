@@ -25,9 +25,11 @@ from workbench.analysis.tracks import (
     device_copy_mask,
     gpus,
     kernel_mask,
+    kind_mask,
     names_mask,
     worker_mask,
 )
+from workbench.model import tracks as tr
 from workbench.trace.container import Trace
 
 DEVICE_KERNELS = "device kernels"
@@ -127,7 +129,7 @@ def steady_window_ns(trace: Trace, gpu: int = 0) -> tuple[int, int] | None:
     first ntt_msm_h took 507-746 ms against 84 ms medians) to the start of the first of the
     workers' last holds (after it the other workers have no partition left to alternate
     with). None when a worker held the mutex fewer than three times."""
-    mask = trace.span_mask(track=f"mutex/gpu{gpu}", name="hold")
+    mask = trace.span_mask(track=tr.mutex_track(gpu), name="hold")
     workers = trace.spans.worker[mask]
     if not len(workers):
         return None
@@ -144,7 +146,7 @@ def steady_window_ns(trace: Trace, gpu: int = 0) -> tuple[int, int] | None:
 
 
 def held_intervals(trace: Trace, gpu: int) -> Intervals | None:
-    return _spans(trace, trace.span_mask(track=f"mutex/gpu{gpu}", name="hold"))
+    return _spans(trace, trace.span_mask(track=tr.mutex_track(gpu), name="hold"))
 
 
 def worker_gpus(trace: Trace) -> dict[int, int]:
@@ -154,20 +156,20 @@ def worker_gpus(trace: Trace) -> dict[int, int]:
     if isinstance(stored, dict) and stored:
         return {int(w): int(g) for w, g in stored.items()}
     out: dict[int, int] = {}
-    holds = trace.span_mask(name="hold", track_prefix="mutex/gpu")
+    holds = kind_mask(trace, tr.MUTEX, name="hold")
     for i in np.flatnonzero(holds).tolist():
-        track = trace.strings.values[trace.spans.track[i]]
-        if int(trace.spans.worker[i]) >= 0 and track[len("mutex/gpu"):].isdigit():
-            out.setdefault(int(trace.spans.worker[i]), int(track[len("mutex/gpu"):]))
+        if int(trace.spans.worker[i]) >= 0:
+            gpu = tr.gpu_of(trace.strings.values[trace.spans.track[i]])
+            out.setdefault(int(trace.spans.worker[i]), gpu)
     return out
 
 
 def workers_of_gpu(trace: Trace, gpu: int) -> set[int]:
     """Workers that hold this GPU's mutex (all workers when no mutex was recorded)."""
-    holds = trace.span_mask(name="hold", track_prefix="mutex/")
+    holds = kind_mask(trace, tr.MUTEX, name="hold")
     if not holds.any():
         return set(np.unique(trace.spans.worker[worker_mask(trace)]).tolist())
-    mine = trace.span_mask(track=f"mutex/gpu{gpu}", name="hold")
+    mine = trace.span_mask(track=tr.mutex_track(gpu), name="hold")
     return set(np.unique(trace.spans.worker[mine]).tolist())
 
 
@@ -196,7 +198,7 @@ def _spans(trace: Trace, mask: np.ndarray) -> Intervals | None:
 def _nvml_mean(
     trace: Trace, gpu: int, name: str, start: int, end: int, scale: float,
 ) -> float | None:
-    ts, values = counter_values(trace, f"nvml/gpu{gpu}", name)
+    ts, values = counter_values(trace, tr.nvml_track(gpu), name)
     inside = (ts >= start) & (ts <= end)
     if not inside.any():
         return None

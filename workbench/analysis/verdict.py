@@ -17,7 +17,6 @@ Contract: `diagnose(trace, options) -> Verdict`.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -39,13 +38,12 @@ from workbench.analysis.units import UnitReport, unit_report
 from workbench.analysis.utilisation import GpuShare, GpuUtilisation, gpu_shares, utilisation, worker_gpus
 from workbench.analysis.whatif import WhatIf, WhatIfError, WhatIfOptions
 from workbench.model.roles import role_counts
+from workbench.model.tracks import parse as parse_track
 from workbench.trace.container import CounterTable, InstantTable, SpanTable, Trace
 
 MINOR = 0.05  # findings accounting for less of the run than this rank after the rest
 # The pipeline model replays a trace that has these roles (model/pipeline.py); others get no what-if.
 REPLAYABLE = ("consumer", "lock_hold")
-_GPU_TRACK = re.compile(r"^(?:mutex/gpu|gpu|nvml/gpu)(\d+)(?:/|$)")
-_WORKER_TRACK = re.compile(r"^(?:worker/|barrier/worker)(\d+)(?:/|$)")
 
 
 @dataclass(frozen=True)
@@ -283,10 +281,11 @@ def gpu_trace(trace: Trace, gpu: int, owner: dict[int, int] | None = None) -> tu
     owner = worker_gpus(trace) if owner is None else owner
     keep = np.ones(len(trace.strings.values), dtype=bool)
     for i, track in enumerate(trace.strings.values):
-        if m := _GPU_TRACK.match(track):
-            keep[i] = int(m.group(1)) == gpu
-        elif (m := _WORKER_TRACK.match(track)) and int(m.group(1)) in owner:
-            keep[i] = owner[int(m.group(1))] == gpu
+        parsed = parse_track(track)  # a GPU's own tracks, and its workers' threads and barriers
+        if parsed.gpu >= 0:
+            keep[i] = parsed.gpu == gpu
+        elif parsed.worker in owner:
+            keep[i] = owner[parsed.worker] == gpu
     s, t, c = trace.spans, trace.instants, trace.counters
     index = np.flatnonzero(keep[s.track]) if len(s) else np.zeros(0, np.int64)
     at = np.flatnonzero(keep[t.track]) if len(t) else np.zeros(0, np.int64)

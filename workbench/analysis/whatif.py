@@ -1,8 +1,9 @@
 """What-if replay: re-run a recorded pipeline in simulation, as recorded or with a change.
 
 Each partition keeps the costs it had in the recording (analysis/costs.py); the pipeline's
-structure is rebuilt around them: synthesis threads with look-ahead permits, a FIFO queue,
-GPU workers each with a prep thread, the FIFO GPU mutex and the prep barrier, the two lock
+structure is rebuilt around them from the pipeline model (model/pipeline.py), as simulator
+processes (analysis/replay.py): synthesis threads with look-ahead permits, a FIFO queue, GPU
+workers each with a prep thread, the FIFO GPU mutex and the prep barrier, the two lock
 scopes. A change alters costs (copies at link speed, synthesis k times faster, a phase at
 its fastest) or structure (workers, synthesis threads, lock scope). The prediction is the
 change's replay against the unchanged replay, applied to the measured throughput, so the
@@ -17,23 +18,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from workbench.analysis.costs import PartitionCosts, RunShape, run_shape
-from workbench.analysis.simulation import (
-    Acquire,
-    Event,
-    Get,
-    Lock,
-    Process,
-    Queue,
-    Semaphore,
-    Simulator,
-    WaitFor,
-    Work,
-)
+from workbench.analysis.replay import ReplayedPipeline
 from workbench.analysis.summary import summarize
 from workbench.trace.container import Trace
 
@@ -190,7 +179,7 @@ def simulate(shape: RunShape, change: Change, options: WhatIfOptions, sample: bo
                if change.phase_at_fastest else None)
     chosen = sample_costs(shape.costs) if sample else shape.costs
     costs = [_changed(c, change, options, fastest) for c in chosen]
-    replayed = _PipelineModel(shape, change, costs).run()
+    replayed = replay_costs(shape, change, costs)
     if len(chosen) < len(shape.costs):
         replayed.meta["sampled"] = f"{len(chosen)} of {len(shape.costs)} partitions"
     return replayed
@@ -240,123 +229,11 @@ def _with_phase(c: PartitionCosts, phase: str, target: float) -> PartitionCosts:
     return dataclasses.replace(c, **{f: getattr(c, f) * scale for f in _PHASE_FIELDS[phase]})
 
 
-class _PipelineModel:
-    """The pipeline's threads as simulator processes, recording spans as a real run does."""
-
-    def __init__(self, shape: RunShape, change: Change, costs: list[PartitionCosts]) -> None:
-        self.workers = change.gpu_workers or shape.workers  # per GPU
-        self.gpus = shape.gpus
-        self.synth_threads = change.synth_threads or shape.synth_threads
-        self.lock_scope = change.lock_scope or shape.lock_scope
-        lookahead = change.synth_lookahead or shape.lookahead
-        self.costs = costs
-        self.cpu_kernels = shape.emulated  # on the CPU backend the "GPU" phases use cores too
-        self.sim = Simulator(shape.host_cores)
-        self.mutexes = [Lock() for _ in range(self.gpus)]
-        self.permits = Semaphore(lookahead)
-        self.ready = Queue()
-        self.next_partition = 0
-        self.claimed = 0
-        self.spans: list[tuple[str, str, int, int, int, int, dict[str, Any] | None]] = []
-        self.instants: list[tuple[str, str, int, int, int, dict[str, Any] | None]] = []
-        self.config = {
-            "gpus": self.gpus, "gpu_workers": self.workers, "synth_threads": self.synth_threads,
-            "synth_lookahead": lookahead, "lock_scope": self.lock_scope,
-            "memory_mode": "zerocopy" if change.copies_at_link else shape.memory_mode,
-            "partitions": len(costs), "backend": "cpu" if shape.emulated else "replay",
-        }
-        self.description = change.describe()
-
-    def run(self) -> Trace:
-        sim = self.sim
-        for t in range(self.synth_threads):
-            sim.spawn(self._synthesis(t))
-        for w in range(self.gpus * self.workers):
-            sim.spawn(self._worker(w))
-        end = sim.run()
-        self.instants.append(("run", "run_start", 0, -1, -1, None))
-        self.instants.append(("run", "run_end", int(end), -1, -1, {"outcome": "completed"}))
-        meta: dict[str, Any] = {
-            "outcome": "completed", "replay": self.description, "partitions_done": len(self.costs),
-        }
-        if self.gpus > 1:
-            meta["worker_gpu"] = {str(w): w // self.workers for w in range(self.gpus * self.workers)}
-        return Trace.from_rows(self.spans, self.instants, (), self.config, meta)
-
-    def _span(self, track: str, name: str, start: float, p: int, w: int = -1,
-              attrs: dict[str, Any] | None = None) -> None:
-        self.spans.append((track, name, int(start), int(self.sim.now), p, w, attrs))
-
-    def _work(self, track: str, name: str, ns: float, p: int, w: int = -1, cpu: bool = True,
-              attrs: dict[str, Any] | None = None) -> Process:
-        start = self.sim.now
-        yield Work(ns, cpu)
-        if ns > 0:
-            self._span(track, name, start, p, w, attrs)
-
-    def _synthesis(self, thread: int) -> Process:
-        track = f"synth/{thread}"
-        while self.next_partition < len(self.costs):
-            index = self.next_partition
-            self.next_partition += 1
-            c = self.costs[index]
-            yield Acquire(self.permits)
-            yield from self._work(track, "buffer_checkout", c.checkout_ns, c.partition)
-            yield from self._work(track, "synthesis", c.synthesis_ns, c.partition)
-            self.instants.append(("queue", "queued", int(self.sim.now), c.partition, -1, None))
-            self.sim.put(self.ready, index)
-
-    def _worker(self, w: int) -> Process:
-        sim, track = self.sim, f"worker/{w}"
-        kernels_cpu = self.cpu_kernels
-        gpu = w // self.workers  # workers are numbered GPU by GPU, as in a real run
-        mutex, mutex_track = self.mutexes[gpu], f"mutex/gpu{gpu}"
-        while self.claimed < len(self.costs):
-            self.claimed += 1
-            index: int = yield Get(self.ready)
-            c = self.costs[index]
-            p = c.partition
-            sim.release(self.permits)
-            self.instants.append((track, "pickup", int(sim.now), p, w, None))
-            prep_done = Event()
-            prep_arrived: list[float] = []
-            sim.spawn(self._prep(w, c, prep_done, prep_arrived))
-            if self.lock_scope == "compute":
-                start = sim.now
-                yield from self._copy(track, c, w)
-                self._span(track, "upload", start, p, w)
-            asked = sim.now
-            yield Acquire(mutex)
-            self._span(mutex_track, "wait", asked, p, w)
-            held = sim.now
-            start = sim.now
-            if self.lock_scope == "coarse":
-                yield from self._copy(track, c, w)
-            yield from self._work(track, "ntt", c.compute_ns, p, w, kernels_cpu)
-            self._span(track, "ntt_msm_h", start, p, w)
-            arrived = sim.now
-            yield WaitFor(prep_done)
-            self._span(track, "barrier_wait", arrived, p, w)
-            self._span(f"barrier/worker{w}", "wait", arrived, p, w, {"party": "gpu"})
-            self._span(f"barrier/worker{w}", "wait", prep_arrived[0] if prep_arrived else arrived, p, w,
-                       {"party": "prep"})
-            yield from self._work(track, "batch_add", c.batch_add_ns, p, w, kernels_cpu)
-            yield from self._work(track, "tail_msm", c.tail_msm_ns, p, w, kernels_cpu)
-            yield Work(c.lock_other_ns, kernels_cpu)
-            self._span(mutex_track, "hold", held, p, w)
-            sim.release(mutex)
-            yield from self._work(track, "b_g2_msm", c.b_g2_msm_ns, p, w)
-            yield from self._work(track, "finish", c.finish_ns, p, w)
-            if c.finish_ns <= 0:
-                self._span(track, "finish", sim.now, p, w)
-
-    def _copy(self, track: str, c: PartitionCosts, w: int) -> Process:
-        yield from self._work(track, "staging_copy", c.staging_ns, c.partition, w)
-        copy_on_cpu = self.cpu_kernels
-        yield from self._work(track, "h2d_copy", c.copy_ns, c.partition, w, copy_on_cpu,
-                              {"bytes": c.copy_bytes} if c.copy_bytes else None)
-
-    def _prep(self, w: int, c: PartitionCosts, done: Event, arrived: list[float]) -> Process:
-        yield from self._work(f"worker/{w}/prep", "prep_msm", c.prep_ns, c.partition, w)
-        arrived.append(self.sim.now)
-        self.sim.set(done)
+def replay_costs(shape: RunShape, change: Change, costs: list[PartitionCosts]) -> Trace:
+    """The pipeline model (analysis/replay.py) run over these costs, with the change's structure."""
+    return ReplayedPipeline(
+        shape, costs, workers=change.gpu_workers or shape.workers,
+        synth_threads=change.synth_threads or shape.synth_threads,
+        lookahead=change.synth_lookahead or shape.lookahead, lock_scope=change.lock_scope or shape.lock_scope,
+        memory_mode="zerocopy" if change.copies_at_link else shape.memory_mode, description=change.describe(),
+    ).run()

@@ -12,7 +12,7 @@ from workbench.collectors.cupti_activity import DeviceActivity
 from workbench.collectors.nvml_sampler import NvmlSampler
 from workbench.collectors.staging import staged_asarray, staged_set
 from workbench.config import RunConfig
-from workbench.pipeline.collector import Collector
+from workbench.trace.collector import Collector
 
 __all__ = [
     "ClockMap", "ClockSample", "DeviceActivity", "NvmlSampler", "attribute", "for_config",

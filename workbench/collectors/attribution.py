@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from workbench.events import NO_ID
+from workbench.model import tracks as tr
 from workbench.model.pipeline import PROVER
 
 # Activity-library enumerations, by value (checked against the library on the device).
@@ -194,10 +195,12 @@ class Attribution:
 
 def device_track(record: DeviceRecord) -> str:
     if record.kind == "kernel":
-        return f"gpu{record.device}/stream/{record.stream}"
+        return tr.stream_track(record.device, record.stream)
     if record.kind == "memcpy":
-        return f"gpu{record.device}/copy"
-    return f"gpu{record.device}/{record.kind}"
+        return tr.copy_track(record.device)
+    if record.kind == "memset":
+        return tr.memset_track(record.device)
+    return tr.gpu_track(record.device, record.kind)
 
 
 def attribute(

@@ -4,12 +4,11 @@ from the activity records of `cupti-python` (the `gpu` extra), in process.
 Records arrive in buffers that the library hands back on its own thread; each is copied at
 once into a plain tuple (the buffer is reused after the callback). A background thread
 flushes the library every `flush_interval_s`, samples the clock offset again, and writes the
-records whose issuing phase has closed into the recorder as spans (see `attribution`):
-
-    gpu<d>/stream/<s>   kernels, named by the kernel
-    gpu<d>/copy         h2d / d2h / d2d ... with bytes, src_kind, dst_kind
-    gpu<d>/memset       memsets
-    gpu<d>/sync         stream, event and context synchronisations (host-side waits)
+records whose issuing phase has closed into the recorder as spans (see `attribution`), on
+the track grammar's device tracks (model/tracks.py): kernels on their stream's track, named
+by the kernel; copies (h2d / d2h / d2d ... with bytes, src_kind, dst_kind) on the copy track;
+memsets on the memset track; stream, event and context synchronisations (host-side waits)
+on the device's `sync` track.
 
 Each carries the partition, worker, `phase` and innermost `span` that issued it and how that
 was found (`by`: "api" or "time"). The clock alignment (offset, error bound, drift) is an
@@ -30,7 +29,8 @@ from collections import Counter
 from typing import Any
 
 from workbench.collectors import attribution as at
-from workbench.pipeline.collector import CollectorUnavailable, import_for_collector
+from workbench.model.tracks import parse
+from workbench.trace.collector import CollectorUnavailable, import_for_collector
 from workbench.trace.recorder import Recorder
 
 TRACK = "device_activity"
@@ -328,7 +328,7 @@ class DeviceActivity:
         while cursor < end and spans[cursor][3] < threshold:
             cursor += 1
         self._span_cursor = cursor
-        return at.HostIndex(row for row in spans[cursor:end] if not row[0].startswith("gpu"))
+        return at.HostIndex(row for row in spans[cursor:end] if not parse(row[0]).on_device)
 
 
 def _select_calls(enable: Any, calls: Any, keep: tuple[str, ...]) -> int:

@@ -25,7 +25,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from workbench.pipeline.collector import CollectorUnavailable, import_for_collector
+from workbench.model.tracks import gpu_track, nvml_track
+from workbench.trace.collector import CollectorUnavailable, import_for_collector
 from workbench.trace.recorder import Recorder
 
 KIB = 1024
@@ -105,10 +106,10 @@ class NvmlSampler:
             try:
                 read(handle)
             except Exception as err:  # a counter this GPU or driver does not offer
-                self.failures[f"gpu{device}/{metric}"] = f"{type(err).__name__}: {err}"
+                self.failures[gpu_track(device, metric)] = f"{type(err).__name__}: {err}"  # the GPU's metric
                 continue
             metrics[metric] = read
-        return f"nvml/gpu{device}", handle, metrics
+        return nvml_track(device), handle, metrics
 
     def _loop(self) -> None:
         recorder = self._recorder

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.pipeline.scope import Scope
+from workbench.trace.scope import Scope
 
 UNREGISTERED = 0  # cudaMemoryTypeUnregistered: ordinary pageable memory
 

@@ -29,9 +29,12 @@ from __future__ import annotations
 from collections import defaultdict
 
 from workbench.analysis.summary import run_window_ns
+from workbench.model import tracks as tr
+from workbench.model.pipeline import PROVER
 from workbench.trace.container import Trace
 
 JOB_ID = "job0"
+_THREADS = (tr.WORKER, tr.PREP)  # a worker's own threads: its GPU thread and its prep thread
 
 
 def _ms(ns: int | float) -> int:
@@ -45,21 +48,21 @@ def cuzk_lines(trace: Trace) -> list[str]:
     text = trace.strings.values
     s = trace.spans
     for i in range(len(s)):
-        track = text[s.track[i]]
-        if not (track.startswith(("worker/", "mutex/", "synth/"))):
+        kind = tr.parse(text[s.track[i]]).kind
+        if kind not in (*_THREADS, tr.MUTEX, tr.SYNTH):
             continue
         partition = int(s.partition[i])
         if partition < 0:
             continue
         name = text[s.name[i]]
-        key = ("mutex_" + name) if track.startswith("mutex/") else name
+        key = ("mutex_" + name) if kind == tr.MUTEX else name
         # Sub-spans inside ntt_msm_h repeat (three copies): keep the first start, last end.
         span = (int(s.start_ns[i]), int(s.end_ns[i]))
         if key in per[partition]:
             old = per[partition][key]
             span = (min(old[0], span[0]), max(old[1], span[1]))
         per[partition][key] = span
-        if track.startswith("worker/") and s.worker[i] >= 0:
+        if kind in _THREADS and s.worker[i] >= 0:
             worker_of[partition] = int(s.worker[i])
     pickups = _instants(trace, "pickup")
     lines: list[str] = []
@@ -83,7 +86,7 @@ def _partition_lines(
     wait = spans.get("mutex_wait")
     start_fn = pickup if pickup is not None else (wait[0] if wait else spans["ntt_msm_h"][0])
     pre_lock = (wait[0] - start_fn) if wait else 0
-    gpu_total = sum(dur(n) for n in ("ntt_msm_h", "barrier_wait", "batch_add", "tail_msm"))
+    gpu_total = sum(dur(n) for n in PROVER.lock.phases)
     end_fn = spans.get("b_g2_msm", spans.get("tail_msm", (0, start_fn)))[1]
     kernels = dur("ntt") if "ntt" in spans else dur("ntt_msm_h")
     return [

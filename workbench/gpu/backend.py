@@ -23,10 +23,10 @@ from workbench.config import ConfigError, RunConfig
 from workbench.gpu import kernels
 from workbench.gpu.host_memory import CudaHostMemory
 from workbench.gpu.ntt import TRANSFORMS_PER_H, GpuDomain, durations_ms
-from workbench.pipeline.scope import Scope
 from workbench.prover import curve, prep, srs
 from workbench.prover.backend import B_G2, Backend, Deferred, DeviceBuffers
 from workbench.prover.host_curve import HostCurvePhases
+from workbench.trace.scope import Scope
 
 HOST_TO_DEVICE = 1  # cudaMemcpyHostToDevice
 G1_QUERIES = "g1_queries"  # key of the joined table of the G1 queries' points

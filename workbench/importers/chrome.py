@@ -1,236 +1,277 @@
-"""Chrome trace event JSON in: our own exports exactly, and other tools' traces as well as
-their events allow.
+"""Chrome trace event JSON in: our own exports exactly, other tools' traces (PyTorch profiler
+/ Kineto among them) with every span on the track its role calls for.
 
 Our exports (`otherData.format == "workbench"`) carry the time origin in nanoseconds, the
 configuration and run facts, and each thread's track name, so they load back to the same
-spans, instants, counters, attributes, configuration and thread names. Other traces: one
-track per thread (named by its metadata, else `pid<P>/tid<T>`), complete (`X`) and
-begin/end (`B`/`E`) events as spans, async (`b`/`e`) pairs as spans, instants, counters.
-Times are microseconds; unknown phases and broken events are skipped and counted.
+spans, instants, counters, attributes, configuration and thread names. Other traces: host
+threads on `thread/<tid>` (`thread/<pid>.<tid>` where a tid recurs across processes), named
+by their metadata; Kineto's GPU work on stream, copy, memset and GPU-range tracks and its
+runtime calls on the calling thread's `cuda/` track (see kineto.py); `ac2g` flow instants
+moved onto the tracks of the runtime call and the GPU work they link. Times are
+nanoseconds from the first timestamp, exact to the digits the file gives; the file's own
+origin is `meta["origin_file_ns"]` (and `meta["origin_unix_ns"]` where the file says or
+the numbers show it is Unix time).
 
-Contract: `load_chrome(path) -> Trace`, `parse_chrome(text, source) -> Trace`.
+Contract: `load_chrome(path) -> Trace`, `parse_chrome(text, source) -> Trace`; both raise
+only ImportFailed.
 """
 
 from __future__ import annotations
 
-import json
 import os
+from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
+from workbench.importers import kineto
+from workbench.importers.chrome_events import MAX_NS, Columns, Skip
+from workbench.importers.chrome_stream import GzipText, Reader, read_events
+from workbench.importers.kineto_finish import place_kineto
 from workbench.importers.report import ImportFailed, ImportReport
-from workbench.trace.container import InstantTable, SpanTable, Trace
+from workbench.model import tracks as tr
+from workbench.trace.container import CounterTable, InstantTable, SpanTable, Trace
 
 OURS = "workbench"
-MAX_US = 1e15  # some 30 years: beyond it a timestamp is garbage (and overflows nanoseconds)
-SPAN_PHASES = {"X", "B", "E", "b", "e"}
-INSTANT_PHASES = {"i", "I", "n", "R"}
-IGNORED_PHASES = {"M"}
-FLOW_PHASES = {"s", "t", "f"}  # in our own export only hand-offs it draws (see `underive`)
+GZIP_MAGIC = b"\x1f\x8b"
+KEPT_MEMBERS = ("schemaVersion", "traceName", "displayTimeUnit", "baseTimeNanoseconds", "distributedInfo",
+                "deviceProperties")
+UNIX_NS = (946_684_800 * 10**9, 4_102_444_800 * 10**9)  # years 2000 to 2100: an epoch clock
 
 
 def load_chrome(path: str | os.PathLike[str]) -> Trace:
     path = Path(path)
-    return parse_chrome(path.read_text(encoding="utf-8", errors="replace"), str(path))
+    try:
+        with open(path, "rb") as probe:
+            zipped = probe.read(2) == GZIP_MAGIC
+        handle: IO[str] | GzipText = (GzipText(path) if zipped
+                                      else open(path, encoding="utf-8", errors="replace"))  # noqa: SIM115
+    except OSError as err:
+        raise ImportFailed(f"{path}: cannot read the file ({err.strerror or err})") from None
+    try:
+        return _parse(handle, str(path))
+    finally:
+        handle.close()
 
 
 def parse_chrome(text: str, source: str = "<text>") -> Trace:
-    data = _decode(text, source)
-    other: Any = {}
-    if isinstance(data, dict):
-        events = data.get("traceEvents")
-        other = data.get("otherData") if isinstance(data.get("otherData"), dict) else {}
-        if not isinstance(events, list):
-            raise ImportFailed(f"{source}: a JSON object without a traceEvents list is not a Chrome trace")
-    elif isinstance(data, list):
-        events = data
-    else:
-        raise ImportFailed(f"{source}: Chrome trace JSON is an object or an array, not {type(data).__name__}")
-    return _Builder(source, other).build(events)
+    return _parse(_Text(text), source)
 
 
-def _decode(text: str, source: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as err:
-        # The array form may legally lack its closing bracket (a trace cut off while written).
-        stripped = text.rstrip().rstrip(",")
-        if stripped.startswith("["):
-            try:
-                return json.loads(stripped + "]")
-            except json.JSONDecodeError:
-                pass
-        where = f"line {err.lineno}, column {err.colno}"
-        raise ImportFailed(f"{source}: not valid JSON ({err.msg} at {where})") from None
+class _Text:
+    """A string read in chunks, as a file would be."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.at = text, 0
+
+    def read(self, n: int) -> str:
+        chunk = self.text[self.at:self.at + n]
+        self.at += len(chunk)
+        return chunk
 
 
-class _Builder:
-    def __init__(self, source: str, other: dict[str, Any]) -> None:
+def _parse(handle: Any, source: str) -> Trace:
+    report = ImportReport("Chrome trace JSON", source)
+    columns = Columns(report)
+    members: dict[str, Any] = {}
+
+    def on_member(key: str, value: Any) -> None:
+        if key == "traceEvents":
+            raise ImportFailed(f"{source}: traceEvents is {type(value).__name__}, not a list of events")
+        members[key] = value
+
+    def on_event(n: int, event: Any, reader: Reader) -> None:
+        try:
+            columns.add(n, event, reader)
+        except Skip as skip:
+            report.skip(str(skip), f"event {n}")
+
+    found, cut = read_events(handle, source, on_member, on_event)
+    if not found:
+        raise ImportFailed(f"{source}: a JSON object without a traceEvents list is not a Chrome trace")
+    if cut is not None:
+        report.missing.append(f"the closing ] of traceEvents (the text ends after event {cut - 1})")
+    return _Finish(columns, members, source).trace()
+
+
+class _Finish:
+    """The columns placed on tracks, ordered, and made a Trace."""
+
+    def __init__(self, columns: Columns, members: dict[str, Any], source: str) -> None:
+        self.c, self.members, self.source = columns, members, source
+        other = members.get("otherData")
+        self.other = other = other if isinstance(other, dict) else {}
         self.ours = other.get("format") == OURS
-        self.other = other
         origin = other.get("origin_ns", 0)
-        self.origin = origin if self.ours and _is_int(origin) and abs(origin) < 2**61 else 0
-        self.config = dict(other.get("config") or {}) if self.ours else {}
-        self.meta = dict(other.get("meta") or {}) if self.ours else {}
-        self.report = ImportReport("Chrome trace JSON", source)
-        self.tracks: dict[tuple[Any, Any], str] = {}  # (pid, tid) made hashable -> track
-        self.process_names: dict[Any, str] = {}
+        self.origin = origin if self.ours and isinstance(origin, int) and abs(origin) < 2**61 else 0
+        self.config = _dict(other.get("config")) if self.ours else {}
+        self.meta = _dict(other.get("meta")) if self.ours else {}
         self.thread_names: dict[str, str] = {}
-        self.spans: list[tuple[int, tuple[Any, ...]]] = []  # (order of the opening event, row)
-        self.instants: list[tuple[Any, ...]] = []
-        self.counters: list[tuple[Any, ...]] = []
-        self.open_sync: dict[tuple[Any, ...], list[tuple[int, dict[str, Any]]]] = {}
-        self.open_async: dict[tuple[Any, ...], list[tuple[int, dict[str, Any]]]] = {}
 
-    def build(self, events: list[Any]) -> Trace:
-        for event in events:
-            if isinstance(event, dict) and event.get("ph") == "M":
-                self._metadata(event)
-        for n, event in enumerate(events):
-            self.report.read += 1
-            where = f"event {n}"
-            if not isinstance(event, dict):
-                self.report.skip("not a JSON object", where)
-                continue
-            phase = event.get("ph")
-            if not isinstance(phase, str):  # a list or object here would not even hash
-                reason = "no phase ('ph')" if phase is None else "phase ('ph') is not a string"
-                self.report.skip(reason, where)
-                continue
-            try:
-                if phase in IGNORED_PHASES or (self.ours and phase in FLOW_PHASES):
-                    continue
-                if phase in SPAN_PHASES:
-                    self._span_event(n, event, where)
-                elif phase in INSTANT_PHASES:
-                    self._instant(event, where)
-                elif phase == "C":
-                    self._counter(event, where)
-                else:
-                    self.report.skip(f"unsupported event phase {phase!r}", where)
-            except _Skip as skip:
-                self.report.skip(str(skip), where)
-        for stack in (*self.open_sync.values(), *self.open_async.values()):
-            for _, event in stack:
-                self.report.skip("begin without end (trace cut off?)", f"event named {event.get('name')!r}")
-        if not self.spans and not self.instants and not self.counters:
-            reasons = ", ".join(f"{n} {r}" for r, n in self.report.skipped.items()) or "no events"
-            raise ImportFailed(f"{self.report.source}: no usable trace events ({reasons})")
-        self.spans.sort(key=lambda item: item[0])
-        rows = [row for _, row in self.spans]
-        self.report.kept = len(rows) + len(self.instants) + len(self.counters)
+    def trace(self) -> Trace:
+        c, report = self.c, self.c.report
+        c.unmatched()
+        if not c.order and not c.i_ts and not c.c_ts:
+            reasons = ", ".join(f"{n} {r}, first at {report.first_at[r]}" for r, n in report.skipped.items())
+            raise ImportFailed(f"{self.source}: no usable trace events ({reasons or 'no events'})")
+        if not self.ours:
+            place_kineto(c)
+        threads = self._thread_tracks()
+        places = self._place_tracks(threads)
+        span_tracks = _tracks(c.thread, c.place, threads, places)
+        instant_tracks = _tracks(c.i_thread, c.i_place, threads, places)
+        if not self.ours:
+            self._flows_to_their_spans(span_tracks, instant_tracks)
+        shift = self._shift()
+        order = np.frombuffer(c.order, np.int64)
+        spans = SpanTable(
+            track=span_tracks, name=_ints(c.name), start_ns=np.frombuffer(c.start, np.int64) + shift,
+            end_ns=np.frombuffer(c.end, np.int64) + shift, partition=_ints(c.partition),
+            worker=_ints(c.worker), attrs=c.attrs,
+        )
+        if len(order) and np.any(order[1:] < order[:-1]):
+            spans = _reorder(spans, np.argsort(order, kind="stable"))
+        instants = InstantTable(
+            track=instant_tracks, name=_ints(c.i_name), ts_ns=np.frombuffer(c.i_ts, np.int64) + shift,
+            partition=_ints(c.i_partition), worker=_ints(c.i_worker), attrs=c.i_attrs,
+        )
+        counters = CounterTable(
+            track=_ints(c.c_track), name=_ints(c.c_name), ts_ns=np.frombuffer(c.c_ts, np.int64) + shift,
+            value=np.frombuffer(c.c_value, np.float64).copy(),
+        )
+        report.kept = len(spans) + len(instants) + len(counters)
         meta = dict(self.meta)
-        if not self.ours or self.report.skipped:
-            meta["import"] = self.report.as_meta()
-        trace = Trace.from_rows(rows, self.instants, self.counters, self.config, meta, self.thread_names)
+        if not self.ours:
+            meta.update(self._origin(shift))
+            file_facts = {k: self.members[k] for k in KEPT_MEMBERS if k in self.members}
+            if file_facts:
+                meta["trace_file"] = file_facts
+            ids = np.unique(np.concatenate([span_tracks, instant_tracks])).tolist()
+            used = {c.strings.values[i] for i in ids}
+            meta["track_order"] = [t for t in self._track_order(threads) if t in used]
+            self.thread_names = {t: n for t, n in self.thread_names.items() if t in used}
+        if not self.ours or report.skipped:
+            meta["import"] = report.as_meta()
+        trace = Trace(c.strings, spans, instants, counters, self.config, meta, self.thread_names)
         return underive(trace, self.other) if self.ours else trace
 
-    def _metadata(self, event: dict[str, Any]) -> None:
-        args: Any = event.get("args") if isinstance(event.get("args"), dict) else {}
-        name = event.get("name")
-        if name == "process_name" and isinstance(args.get("name"), str):
-            self.process_names[_hashable(event.get("pid"))] = args["name"]
-        elif name == "thread_name":
-            key = _thread_key(event)
-            track = args.get("track") if self.ours else None
-            if not isinstance(track, str):
-                track = str(args.get("name", f"tid{event.get('tid')}"))
-            self.tracks[key] = track
-            if self.ours and isinstance(args.get("thread"), str):
-                self.thread_names[track] = args["thread"]
+    def _thread_tracks(self) -> list[int]:
+        """Each thread's track, as a string id."""
+        c = self.c
+        tids = Counter(str(tid) for _, tid in c.thread_keys)
+        out = []
+        for pid, tid in c.thread_keys:
+            meta = c.thread_meta.get((pid, tid))
+            name = meta.get("name") if meta else None
+            if self.ours:
+                track = meta.get("track") if meta else None
+                if not isinstance(track, str):
+                    track = str(name if name is not None else f"tid{tid}") if meta else f"pid{pid}/tid{tid}"
+                if meta and isinstance(meta.get("thread"), str):
+                    self.thread_names[track] = meta["thread"]
+            else:
+                label = f"pid{pid}" if tid is None else str(tid) if tids[str(tid)] == 1 else f"{pid}.{tid}"
+                label = label or "?"
+                track = tr.thread_track(label)
+                named = name if isinstance(name, str) else c.process_names.get(pid)
+                if named:
+                    self.thread_names[track] = kineto.thread_name(named, tid)
+            out.append(c.strings.intern(track))
+        return out
 
-    def _track(self, event: dict[str, Any]) -> str:
-        key = _thread_key(event)
-        if key in self.tracks:
-            return self.tracks[key]
-        if event.get("tid") is None and event.get("ph") in ("b", "e", "n"):
-            return f"async/{event.get('cat', 'default')}"
-        return f"pid{event.get('pid')}/tid{event.get('tid')}"
+    def _place_tracks(self, threads: list[int]) -> list[int]:
+        c, text = self.c, self.c.strings.values
+        out = []
+        for kind, value in c.place_keys:
+            if kind == "cuda":
+                out.append(c.strings.intern(tr.cuda_track(text[threads[value]])))
+            else:
+                out.append(c.strings.intern(value))
+        return out
 
-    def _ns(self, value: Any, what: str = "timestamp") -> int:
-        if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
-            raise _Skip(f"{what} missing or not a number")
-        if abs(value) > MAX_US:
-            raise _Skip(f"{what} out of range")
-        ns = self.origin + round(value * 1e3)
-        if abs(ns) >= 2**62:
-            raise _Skip(f"{what} out of range")
-        return ns
+    def _flows_to_their_spans(self, span_tracks: np.ndarray, instant_tracks: np.ndarray) -> None:
+        """An ac2g flow starts on its runtime call's track and ends on its GPU work's track."""
+        c = self.c
+        flows = [(i, a) for i, a in enumerate(c.i_attrs) if a and a.get("cat") == kineto.FLOW_TO_KERNEL]
+        if not flows:
+            return
+        wanted = {a["flow_id"] for _, a in flows}  # never a list or object: _flow refuses those
+        api = c.places_of_kind("cuda")
+        caller: dict[Any, int] = {}
+        device: dict[Any, int] = {}
+        for i in np.flatnonzero(np.frombuffer(c.cat, np.int8)).tolist():
+            attrs = c.attrs[i]
+            corr = attrs.get("correlation") if attrs else None
+            if isinstance(corr, int | str) and corr in wanted:
+                (caller if c.place[i] in api else device).setdefault(corr, int(span_tracks[i]))
+        for i, attrs in flows:
+            ident = attrs["flow_id"]
+            # A flow from a call that launched nothing ends on the call itself.
+            target = caller.get(ident) if attrs["flow"] == "s" else device.get(ident, caller.get(ident))
+            if target is not None:
+                instant_tracks[i] = target
 
-    def _ids(self, args: Any) -> tuple[int, int, dict[str, Any] | None]:
-        attrs = dict(args) if isinstance(args, dict) else {}
-        partition = attrs.pop("partition", -1)
-        worker = attrs.pop("worker", -1)
-        if not _is_int(partition):
-            attrs["partition"], partition = partition, -1
-        if not _is_int(worker):
-            attrs["worker"], worker = worker, -1
-        if not (-(2**31) <= partition < 2**31 and -(2**31) <= worker < 2**31):
-            raise _Skip("partition or worker out of range")
-        return int(partition), int(worker), (attrs or None)
+    def _shift(self) -> int:
+        """Ours: back to the recorder's clock. Others: time 0 at the earliest timestamp."""
+        c = self.c
+        if c.base is None:
+            return 0
+        if self.ours:
+            if abs(c.base + self.origin) >= MAX_NS:
+                raise ImportFailed(f"{self.source}: the times and origin_ns lie beyond what nanoseconds "
+                                   "since the origin can hold")
+            return c.base + self.origin
+        firsts = [int(np.frombuffer(a, np.int64).min()) for a in (c.start, c.i_ts, c.c_ts) if len(a)]
+        return -min(firsts)
 
-    def _span_event(self, n: int, event: dict[str, Any], where: str) -> None:
-        phase = event["ph"]
-        if phase == "X":
-            start = self._ns(event.get("ts"))
-            end = start + self._ns(event.get("dur", 0), "duration") - self.origin
-            self._add_span(n, event, start, end)
-        elif phase in ("B", "b"):
-            self._ns(event.get("ts"))
-            key = self._open_key(event)
-            table = self.open_sync if phase == "B" else self.open_async
-            table.setdefault(key, []).append((n, event))
-        else:
-            key = self._open_key(event)
-            table = self.open_sync if phase == "E" else self.open_async
-            stack = table.get(key)
-            if not stack:
-                raise _Skip("end without begin")
-            order, begin = stack.pop()
-            args = dict(begin.get("args") or {}) if isinstance(begin.get("args"), dict) else {}
-            if isinstance(event.get("args"), dict):
-                args.update(event["args"])
-            start, end = self._ns(begin.get("ts")), self._ns(event.get("ts"))
-            self._add_span(order, {**begin, "args": args}, start, end)
+    def _origin(self, shift: int) -> dict[str, int]:
+        base = (self.c.base or 0) - shift
+        out = {"origin_file_ns": base}
+        file_base = self.members.get("baseTimeNanoseconds")
+        if type(file_base) is int and UNIX_NS[0] <= file_base < UNIX_NS[1]:
+            out["origin_unix_ns"] = file_base + base
+        elif UNIX_NS[0] <= base < UNIX_NS[1]:
+            out["origin_unix_ns"] = base
+        return out
 
-    def _open_key(self, event: dict[str, Any]) -> tuple[Any, ...]:
-        if event["ph"] in ("B", "E"):
-            return _thread_key(event)
-        return (_hashable(event.get("cat")), _hashable(event.get("id", event.get("id2"))), self._track(event))
+    def _track_order(self, threads: list[int]) -> list[str]:
+        """Thread tracks as the file's sort indexes order them (then as they first appear)."""
+        c, text = self.c, self.c.strings.values
 
-    def _add_span(self, order: int, event: dict[str, Any], start: int, end: int) -> None:
-        if end < start:
-            raise _Skip("span ends before it starts")
-        partition, worker, attrs = self._ids(event.get("args"))
-        name = event.get("name")
-        label = str(name if name is not None else "?")
-        row = (self._track(event), label, start, end, partition, worker, attrs)
-        self.spans.append((order, row))
+        def key(i: int) -> tuple[Any, ...]:
+            pid, tid = c.thread_keys[i]
+            return (_number(c.sort_index.get(pid)), _number(c.sort_index.get((pid, tid))), i)
 
-    def _instant(self, event: dict[str, Any], where: str) -> None:
-        ts = self._ns(event.get("ts"))
-        partition, worker, attrs = self._ids(event.get("args"))
-        name = event.get("name")
-        self.instants.append((self._track(event), str(name if name is not None else "?"), ts, partition,
-                              worker, attrs))
-
-    def _counter(self, event: dict[str, Any], where: str) -> None:
-        ts = self._ns(event.get("ts"))
-        args = event.get("args")
-        if not isinstance(args, dict) or not args:
-            raise _Skip("counter without values")
-        track = str(event.get("name", "counter"))
-        for key, value in args.items():
-            if isinstance(value, bool) or not isinstance(value, int | float) or abs(value) > 1e300:
-                self.report.skip("counter value not a number", where)
-                continue
-            self.counters.append((track, str(key), ts, float(value)))
+        return [text[threads[i]] for i in sorted(range(len(threads)), key=key)]
 
 
-class _Skip(Exception):
-    pass
+def _tracks(thread: Any, place: Any, threads: list[int], places: list[int]) -> np.ndarray:
+    if not len(thread):
+        return np.zeros(0, np.int32)
+    own = np.asarray(threads, np.int32)[np.frombuffer(thread, np.int32)]
+    where = np.frombuffer(place, np.int32)
+    if places and len(where):
+        placed = where >= 0
+        own[placed] = np.asarray(places, np.int32)[where[placed]]
+    return own
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _ints(column: Any) -> np.ndarray:
+    return np.frombuffer(column, np.int32)
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, int) else float("inf")
+
+
+def _reorder(spans: SpanTable, idx: np.ndarray) -> SpanTable:
+    return SpanTable(spans.track[idx], spans.name[idx], spans.start_ns[idx], spans.end_ns[idx],
+                     spans.partition[idx], spans.worker[idx], [spans.attrs[i] for i in idx.tolist()])
 
 
 def underive(trace: Trace, other: dict[str, Any]) -> Trace:
@@ -256,15 +297,3 @@ def underive(trace: Trace, other: dict[str, Any]) -> Trace:
     names_of = other.get("thread_names")
     threads = dict(names_of) if isinstance(names_of, dict) else trace.thread_names
     return Trace(trace.strings, spans, remaining, trace.counters, trace.config, trace.meta, threads)
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _thread_key(event: dict[str, Any]) -> tuple[Any, Any]:
-    return _hashable(event.get("pid")), _hashable(event.get("tid"))
-
-
-def _hashable(value: Any) -> Any:
-    return json.dumps(value, sort_keys=True) if isinstance(value, dict | list) else value

@@ -116,12 +116,9 @@ def _load(kind: str, path: Path) -> Trace:
 
         return load_nsys(path)
     if kind == "chrome":
-        from workbench.importers.chrome import parse_chrome
+        from workbench.importers.chrome import load_chrome
 
-        raw = path.read_bytes()
-        if raw.startswith(GZIP_MAGIC):
-            raw = gzip.decompress(raw)
-        return parse_chrome(raw.decode("utf-8", errors="replace"), str(path))
+        return load_chrome(path)  # streams the file (gzipped or not): a large trace is never held whole
     from workbench.importers.cuzk_log import load_cuzk_log
 
     return load_cuzk_log(path)

@@ -1,9 +1,19 @@
 """The pipeline as data: who runs what, in which order, under which lock, meeting where.
 
-One description serves every reader: the runner (pipeline/run.py) runs its phases in this
-order on these threads, the what-if simulator (analysis/whatif.py) replays it, the analysis
-reads which phases run under the lock or compute on the GPU from it, the cuzk importer
-places a daemon's log lines on it, and the golden tests build their schedules from it.
+This is the one place the pipeline's structure is written. Every reader takes it from here:
+- the runner (pipeline/run.py) runs a unit's consumer phases in this order, one callable per
+  phase name, taking the GPU mutex around `lock.phases` and meeting the prep thread at the
+  barrier;
+- the what-if simulator (analysis/replay.py, driven by analysis/whatif.py) builds its worker
+  process from the same lists: the copy (`lock.copy_before_lock` or `lock.copy_inside`),
+  the lock phases, the barrier before `barrier.before`, the phases after the lock, and the
+  producers' look-ahead (`lookahead_knob`);
+- the analysis (analysis/tracks.py and what reads it) takes which phases run under the lock,
+  compute on the GPU or copy from the derived lists below;
+- the cuzk importer places a daemon's log lines on it (`CUZK`, `canonical`);
+- the golden tests (tests/golden.py) build their hand-made schedules from its phase order.
+Change a phase here and the runner refuses to start until it has a callable for it
+(pipeline/run.py), while the simulator, the analysis and the tests follow by themselves.
 
 A pipeline is:
 - producers: threads that make units of work (synthesis writes a partition's witness and
@@ -32,6 +42,7 @@ class Phase:
     does: str  # COMPUTE (GPU kernels), COPY (moves a, b, c to the device), WAIT, HOST
     # Spans inside the phase that are its GPU compute timed on the host, or its copies.
     parts: tuple[str, ...] = ()
+    optional: bool = False  # runs only when the run asks for it (verify: RunConfig.verify)
 
 
 @dataclass(frozen=True)
@@ -42,8 +53,10 @@ class Lock:
     phases: tuple[str, ...]
     # Lock scopes: which of the consumer's copies run inside the lock.
     scopes: tuple[str, ...] = ("coarse", "compute")
-    # With scope "compute" the copy runs as its own phase before the lock.
+    # With scope "compute" the copy runs as its own phase before the lock; with "coarse" it
+    # opens the lock phase `copy_inside`.
     copy_before_lock: str = "upload"
+    copy_inside: str = "ntt_msm_h"
 
 
 @dataclass(frozen=True)
@@ -65,6 +78,17 @@ class Pipeline:
     lookahead_knob: str = "synth_lookahead"  # back-pressure: units made ahead of the consumers
     # Names another program prints for our phases (the cuzk daemon's log keys).
     aliases: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        names = [p.name for p in self.consumer]
+        first = names.index(self.lock.phases[0]) if self.lock.phases[0] in names else -1
+        if first < 0 or tuple(names[first:first + len(self.lock.phases)]) != self.lock.phases:
+            raise ValueError(f"{self.name}: the lock phases must be consecutive consumer phases")
+        if self.lock.copy_inside not in self.lock.phases:
+            raise ValueError(f"{self.name}: the coarse copy must open a lock phase")
+        b = self.barrier
+        if b.phase not in self.lock.phases or names.index(b.before) != names.index(b.phase) + 1:
+            raise ValueError(f"{self.name}: the barrier is a lock phase just before {b.before!r}")
 
     # -- derived ---------------------------------------------------------------------------
     @property
@@ -101,6 +125,12 @@ class Pipeline:
         """Host-side spans that move a unit's inputs towards the device."""
         return tuple(dict.fromkeys(s for p in self.consumer if p.does == COPY for s in p.parts))
 
+    @property
+    def done(self) -> str:
+        """The phase that completes a unit (its result is the unit's product, a proof): the
+        last one that always runs; optional phases after it check what it made."""
+        return next(p.name for p in reversed(self.consumer) if not p.optional)
+
     def phase(self, name: str) -> Phase:
         for p in (self.producer, self.prep, *self.consumer):
             if p.name == name:
@@ -129,7 +159,7 @@ PROVER = Pipeline(
         Phase("tail_msm", COMPUTE),
         Phase("b_g2_msm", HOST),
         Phase("finish", HOST),
-        Phase("verify", HOST),  # only with RunConfig.verify
+        Phase("verify", HOST, optional=True),  # checks the proof finish made
     ),
     lock=Lock(per="gpu", phases=("ntt_msm_h", "barrier_wait", "batch_add", "tail_msm")),
     barrier=Barrier(parties=("gpu", "prep"), phase="barrier_wait", before="batch_add"),

@@ -60,12 +60,15 @@ CODE = {name: i for i, name in enumerate(ROLE_NAMES)}
 # and the activity records of such waits, named for what was synchronised (an nsys export's
 # synchronisation table, the workbench's own activity collector).
 SYNC_CALLS = re.compile(
-    r"^(?:(?:cuda|cu)(?:DeviceSynchronize|CtxSynchronize|StreamSynchronize|EventSynchronize|StreamWaitEvent"
-    r"|Memcpy(?:2D|3D|Peer|ToSymbol|FromSymbol|HtoD|DtoH|DtoD)?(?:_v\d+)?|Memset(?:D8|D16|D32)?(?:_v\d+)?"
+    r"^(?:(?:cuda|cu|hip)(?:DeviceSynchronize|CtxSynchronize|StreamSynchronize|EventSynchronize|StreamWaitEvent"
+    r"|Memcpy(?:2D|3D|Peer|ToSymbol|FromSymbol|HtoD|DtoH|DtoD|WithStream)?(?:_v\d+)?"
+    r"|Memset(?:D8|D16|D32)?(?:_v\d+)?"
     r"|Free|FreeHost|MemFree|MemFreeHost|StreamQuery|EventQuery)(?:_v\d+|_ptsz|_ptds)*"
     r"|(?:event_|stream_|context_)?synchronize|stream_wait_event)$"
 )
-LAUNCH_CALLS = re.compile(r"^(?:cuda|cu)(?:LaunchKernel\w*|LaunchCooperativeKernel\w*|GraphLaunch\w*)$")
+# ROCm's HIP calls are named as CUDA's (hipLaunchKernel, hipDeviceSynchronize, hipExtModuleLaunchKernel).
+LAUNCH_CALLS = re.compile(r"^(?:cuda|cu|hip)(?:LaunchKernel\w*|LaunchCooperativeKernel\w*|GraphLaunch\w*"
+                          r"|(?:Ext)?ModuleLaunchKernel\w*)$")
 LOCK_CALLS = re.compile(r"^(?:pthread_mutex_(?:timed)?lock|pthread_rwlock_(?:rd|wr|timedrd|timedwr)lock"
                         r"|pthread_spin_lock|mtx_(?:timed)?lock)$")
 COND_CALLS = re.compile(r"^(?:pthread_cond_(?:timed|clock)?wait|sem_(?:timed|clock)?wait|cnd_(?:timed)?wait"
@@ -168,6 +171,8 @@ def default_role(track: str, name: str) -> str:
         return "copy"
     if kind == tr.MEMSETS:
         return "memset"
+    if kind == tr.DEVICE:  # a record on a GPU's timeline that is none of its work
+        return "other"
     if kind == tr.CUDA_API:
         return "sync" if SYNC_CALLS.match(name) else "launch" if LAUNCH_CALLS.match(name) else "runtime"
     if kind == tr.OS_API:

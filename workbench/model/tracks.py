@@ -15,6 +15,8 @@ Device side and foreign programs:
     gpu<n>/stream/<s>    kernels on a stream
     gpu<n>/copy          memory copies (`h2d`, `d2h`, `d2d`, `p2p`)
     gpu<n>/memset        memsets
+    gpu<n>/<what>        other device records (synchronisations, ...; a profiler's
+                         GPU-side ranges on gpu<n>/ranges): role "other"
     nvml/gpu<n>          counters sampled on a GPU
     thread/<id>          a host thread of a foreign program (its ranges and ops)
     cuda/<thread>        CUDA runtime and driver calls made by that thread
@@ -28,13 +30,15 @@ is an OS call made by GPU worker 0. Contract: the builders below and `parse(trac
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
 # Track kinds, as `parse` reports them.
 SYNTH, WORKER, PREP, MUTEX, BARRIER, QUEUE, RUN, HOST_LOAD = (
     "synth", "worker", "prep", "mutex", "barrier", "queue", "run", "host_load")
-KERNELS, COPIES, MEMSETS, COUNTERS = "kernels", "copies", "memsets", "counters"
+KERNELS, COPIES, MEMSETS, DEVICE, COUNTERS = "kernels", "copies", "memsets", "device", "counters"
+ON_DEVICE = (KERNELS, COPIES, MEMSETS, DEVICE)
 THREAD, CUDA_API, OS_API, LOCK, OTHER = "thread", "cuda_api", "os_api", "lock", "other"
 
 HOST_LOAD_TRACK = "host/load"  # pipeline/host_load.py: its span and its GB/s counter
@@ -107,11 +111,13 @@ class Track:
     worker: int = -1
     thread: int = -1  # synthesis thread
     stream: int = -1
-    name: str = ""  # a lock's or a foreign thread's name; the calling thread of cuda/ and os/
+    # a lock's or a foreign thread's name; the calling thread of cuda/ and os/; what other
+    # device records (kind DEVICE) are
+    name: str = ""
 
     @property
     def on_device(self) -> bool:
-        return self.kind in (KERNELS, COPIES, MEMSETS)
+        return self.kind in ON_DEVICE
 
     @property
     def caller(self) -> Track | None:
@@ -119,7 +125,7 @@ class Track:
         return parse(self.name) if self.kind in (CUDA_API, OS_API) else None
 
 
-_N = r"(0|[1-9]\d*)"
+_N = r"(0|[1-9][0-9]*)"  # ASCII digits only: int() would read other scripts' digits too
 _PATTERNS: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = tuple(
     (re.compile(p), kind, fields) for p, kind, fields in (
         (rf"synth/{_N}", SYNTH, ("thread",)),
@@ -133,19 +139,26 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = tuple(
         (rf"nvml/gpu{_N}", COUNTERS, ("gpu",)),
     )
 )
+_DEVICE_OTHER = re.compile(rf"gpu{_N}/(.+)", re.DOTALL)
 _NAMED = {"thread/": THREAD, "cuda/": CUDA_API, "os/": OS_API, "lock/": LOCK}
 _FIXED = {QUEUE_TRACK: QUEUE, RUN_TRACK: RUN, HOST_LOAD_TRACK: HOST_LOAD}
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def parse(track: str) -> Track:
-    """What a track name says. Names outside the grammar are kind OTHER, named as they are."""
+    """What a track name says. Names outside the grammar are kind OTHER, named as they are.
+    (Cached: an analysis asks about the same few tracks for every query it makes.)"""
     fixed = _FIXED.get(track)
     if fixed is not None:
         return Track(fixed)
     for pattern, kind, fields in _PATTERNS:
         m = pattern.fullmatch(track)
         if m:
-            return Track(kind, **{f: int(v) for f, v in zip(fields, m.groups(), strict=True)})
+            n = {f: int(v) for f, v in zip(fields, m.groups(), strict=True)}
+            return Track(kind, gpu=n.get("gpu", -1), worker=n.get("worker", -1), thread=n.get("thread", -1),
+                         stream=n.get("stream", -1))
+    if m := _DEVICE_OTHER.fullmatch(track):
+        return Track(DEVICE, gpu=int(m.group(1)), name=m.group(2))
     for prefix, kind in _NAMED.items():
         if track.startswith(prefix) and len(track) > len(prefix):
             return Track(kind, name=track[len(prefix):])
@@ -160,6 +173,7 @@ def build(track: Track) -> str:
         PREP: lambda: prep_track(track.worker), MUTEX: lambda: mutex_track(track.gpu),
         BARRIER: lambda: barrier_track(track.worker), KERNELS: lambda: stream_track(track.gpu, track.stream),
         COPIES: lambda: copy_track(track.gpu), MEMSETS: lambda: memset_track(track.gpu),
+        DEVICE: lambda: gpu_track(track.gpu, track.name),
         COUNTERS: lambda: nvml_track(track.gpu), THREAD: lambda: thread_track(track.name),
         CUDA_API: lambda: cuda_track(track.name), OS_API: lambda: os_track(track.name),
         LOCK: lambda: lock_track(track.name), OTHER: lambda: track.name,

@@ -27,8 +27,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from workbench.pipeline.scope import Scope
 from workbench.prover.backend import Backend, DeviceBuffers, HostMemory
+from workbench.trace.scope import Scope
 
 VECTORS = ("a", "b", "c")
 

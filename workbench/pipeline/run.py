@@ -1,9 +1,13 @@
 """The pipeline: partition queue, synthesis pool, GPU workers with prep threads, the GPU
 mutex and per-worker barriers, memory modes and back-pressure, and a clean stop.
 
-Per partition, as in the production prover:
+The structure is the pipeline model's (model/pipeline.py, `PROVER`), read, not restated:
+producers run `PROVER.producer`, each worker's prep thread `PROVER.prep`, and each GPU
+worker a unit's `PROVER.consumer` phases in the model's order, each by its step
+(pipeline/steps.py), holding its GPU's mutex around `PROVER.lock.phases` and meeting its
+prep thread at `PROVER.barrier`. With the production prover's phases:
 
-    synthesis (synth/i)  ->  queue  ->  worker w picks it up
+    synthesis (thread i) ->  queue  ->  worker w picks it up
     worker/w/prep:  prep_msm ............................ arrive at barrier
     worker/w:       [upload if lock_scope=compute] mutex wait | mutex hold:
                     ntt_msm_h (upload if coarse), barrier_wait, batch_add, tail_msm | release
@@ -25,25 +29,33 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.config import RunConfig
-from workbench.model.tracks import mutex_track, prep_track, synth_track, worker_track
+from workbench.model.pipeline import PROVER
+from workbench.model.tracks import (
+    QUEUE_TRACK,
+    RUN_TRACK,
+    barrier_track,
+    mutex_track,
+    prep_track,
+    synth_track,
+    worker_track,
+)
 from workbench.pipeline import switching
-from workbench.pipeline.collector import Collector, CollectorUnavailable
 from workbench.pipeline.host_load import HostLoad
 from workbench.pipeline.memory import MemoryMode, PartitionBuffers, PoolClosed, make_memory_mode
-from workbench.pipeline.scope import Scope
+from workbench.pipeline.steps import PREP_PARTY, Unit, consumer_steps
 from workbench.pipeline.synth_processes import ProcessSynthesis
 from workbench.prover import native
-from workbench.prover.backend import B_G2, Backend, DeviceBuffers, settle
+from workbench.prover.backend import Backend, DeviceBuffers
 from workbench.prover.circuit import SynthesisCancelled, SyntheticCircuit
 from workbench.prover.prep import PrepResult, prep_msm
 from workbench.prover.verify import Verifier
 from workbench.trace.barrier import BarrierBroken, InstrumentedBarrier
+from workbench.trace.collector import Collector, CollectorUnavailable
 from workbench.trace.container import Trace
 from workbench.trace.mutex import InstrumentedMutex, MutexAborted
 from workbench.trace.recorder import Recorder
+from workbench.trace.scope import Scope
 
-RUN_TRACK = "run"
-QUEUE_TRACK = "queue"
 INTERRUPTED = "interrupted (Ctrl-C)"
 POLL_S = 0.05  # how often blocked threads look for a stop request
 
@@ -127,7 +139,7 @@ class Pipeline:
         self._ready: queue.Queue[_Ready] = queue.Queue()
         # One mutex per GPU; workers of a GPU take turns on it, GPUs run side by side.
         self.mutexes = [
-            InstrumentedMutex(f"gpu{g}", self.recorder, mutex_track(g)) for g in range(config.gpus)
+            InstrumentedMutex(f"GPU {g}", self.recorder, mutex_track(g)) for g in range(config.gpus)
         ]
         self.memory: MemoryMode | None = None
         self._barriers: list[InstrumentedBarrier] = []
@@ -138,6 +150,7 @@ class Pipeline:
         self._switching = False  # holds the short switch interval (pipeline/switching.py)
         self._processes: ProcessSynthesis | None = None
         self._verifier: Verifier | None = None
+        self._steps = consumer_steps(backend, config.lock_scope, keep_outputs, self._preps)
 
     # -- control ------------------------------------------------------------------------------
     def stop(self, reason: str = "stopped by request") -> None:
@@ -203,6 +216,10 @@ class Pipeline:
                     self._notice(line)
                 if config.verify:
                     self._verifier = Verifier(getattr(self.backend, "key", None), self.circuit)
+                # Again, now that setup settled what the backend does inside which phase and
+                # whether proofs are verified.
+                self._steps = consumer_steps(self.backend, config.lock_scope, self.keep_outputs, self._preps,
+                                             self._verifier.check if self._verifier is not None else None)
                 n, m = self.circuit.n, self.circuit.m
                 capacity = config.synth_lookahead + config.workers
                 self.memory = make_memory_mode(config.memory_mode, self.backend, n, m, capacity,
@@ -228,21 +245,24 @@ class Pipeline:
         # The run's clock starts after setup: the key and twiddles are a one-off per process.
         self.progress.started_ns = recorder.now_ns()
         recorder.instant(RUN_TRACK, "run_start", attrs={"config": config.to_json()})
-        for t in range(config.synth_threads):
-            self._spawn(f"synth-{t}", self._synthesis_loop, t, track=synth_track(t))
-        for w in range(config.workers):
-            jobs: queue.Queue[tuple[int, PartitionBuffers] | None] = queue.Queue()
-            barrier = InstrumentedBarrier(("gpu", "prep"), recorder, f"barrier/worker{w}", worker=w)
-            self._barriers.append(barrier)
-            if self._stop.is_set():
-                barrier.abort(self._stop_reason or "stopped")
-            self._spawn(f"prep-{w}", self._prep_loop, w, jobs, barrier, track=prep_track(w))
-            self._spawn(
-                f"gpu-worker-{w}", self._worker_loop, w, devices[w], jobs, barrier,
-                track=worker_track(w),
-            )
-        watcher = threading.Thread(target=self._watch, name="pipeline-watch", daemon=True)
-        watcher.start()
+        # A Ctrl-C may land while threads are still being spawned: the watcher starts whatever
+        # happens, and a prep thread only after its worker, who hands it the end of its jobs.
+        try:
+            for t in range(config.synth_threads):
+                self._spawn(f"synth-{t}", self._synthesis_loop, t, track=synth_track(t))
+            for w in range(config.workers):
+                jobs: queue.Queue[tuple[int, PartitionBuffers] | None] = queue.Queue()
+                barrier = InstrumentedBarrier(PROVER.barrier.parties, recorder, barrier_track(w), worker=w)
+                self._barriers.append(barrier)
+                if self._stop.is_set():
+                    barrier.abort(self._stop_reason or "stopped")
+                self._spawn(
+                    f"gpu-worker-{w}", self._worker_loop, w, devices[w], jobs, barrier,
+                    track=worker_track(w),
+                )
+                self._spawn(f"prep-{w}", self._prep_loop, w, jobs, barrier, track=prep_track(w))
+        finally:
+            threading.Thread(target=self._watch, name="pipeline-watch", daemon=True).start()
 
     def _start_collectors(self) -> None:
         for collector in self.collectors:
@@ -270,8 +290,8 @@ class Pipeline:
     def _spawn(self, name: str, target: Callable[..., None], *args: Any, track: str) -> None:
         self.recorder.name_track(track, name)
         thread = threading.Thread(target=self._guard, args=(target, *args), name=name, daemon=True)
-        self._threads.append(thread)
         thread.start()
+        self._threads.append(thread)  # once started: the watcher joins only started threads
 
     def _guard(self, target: Callable[..., None], *args: Any) -> None:
         try:
@@ -388,14 +408,14 @@ class Pipeline:
             buffers = self._phase(scope, "buffer_checkout", self.memory.checkout, scope)
             try:
                 if self._processes is None:
-                    self._phase(scope, "synthesis", self.circuit.synthesize, partition, buffers,
+                    self._phase(scope, PROVER.producer.name, self.circuit.synthesize, partition, buffers,
                                 self._stop.is_set)
                 else:
                     collect = functools.partial(
                         scope.span, "synthesis_collect",
                         bytes=sum(a.nbytes for a in (buffers.witness, *buffers.vectors())))
-                    self._phase(scope, "synthesis", self._processes.synthesize, thread, partition, buffers,
-                                self._stop.is_set, collect)
+                    self._phase(scope, PROVER.producer.name, self._processes.synthesize, thread, partition,
+                                buffers, self._stop.is_set, collect)
             except BaseException:
                 self.memory.discard(buffers)
                 raise
@@ -427,8 +447,8 @@ class Pipeline:
                 return
             partition, buffers = job
             scope = Scope(self.recorder, track, partition, worker)
-            self._preps[worker] = self._phase(scope, "prep_msm", prep_msm, buffers.witness)
-            barrier.wait("prep", partition)
+            self._preps[worker] = self._phase(scope, PROVER.prep.name, prep_msm, buffers.witness)
+            barrier.wait(PREP_PARTY, partition)
 
     def _worker_loop(
         self, worker: int, device: DeviceBuffers,
@@ -449,55 +469,44 @@ class Pipeline:
         ready: _Ready,
     ) -> None:
         assert self.memory is not None
-        memory, backend, recorder = self.memory, self.backend, self.recorder
-        partition, buffers = ready.partition, ready.buffers
-        scope = Scope(recorder, worker_track(worker), partition, worker)
+        memory, lock = self.memory, PROVER.lock
+        unit = Unit(worker, ready.partition, ready.buffers, device, memory,
+                    Scope(self.recorder, worker_track(worker), ready.partition, worker), barrier)
+        scope = unit.scope
         self._lookahead.release()
         scope.instant("pickup")
         try:
-            jobs.put((partition, buffers))
+            jobs.put((unit.partition, unit.buffers))
             if self.config.lock_scope == "compute":
-                self._phase(scope, "upload", memory.upload, buffers, device, scope)
+                self._phase(scope, lock.copy_before_lock, memory.upload, unit.buffers, device, scope)
             mutex = self.mutexes[self.config.gpu_of(worker)]
-            mutex.acquire(worker, partition)
+            mutex.acquire(worker, unit.partition)
             try:
-                h_msm = self._phase(scope, "ntt_msm_h", self._ntt_msm_h, buffers, device, scope)
-                h_vector = backend.h_vector(device) if self.keep_outputs else None
-                self._phase(scope, "barrier_wait", barrier.wait, "gpu", partition)
-                prep = self._preps.pop(worker)
-                batch = self._phase(scope, "batch_add", backend.batch_add, device, prep, scope)
-                tail = self._phase(scope, "tail_msm", backend.tail_msm, device, prep, scope)
+                for name in lock.phases:
+                    self._step(unit, name)
             finally:
                 mutex.release()
         finally:
-            memory.discard(buffers, scope)
-        parts = {"h": h_msm, "batch": batch, "tail": tail}
-        if not backend.b_g2_in_gpu_phases:
-            parts["b_g2"] = self._phase(scope, "b_g2_msm", backend.b_g2_msm, buffers.witness, prep, scope)
-        proof, parts = self._phase(scope, "finish", self._finish, parts, partition, scope)
+            memory.discard(unit.buffers, scope)
+        for name in PROVER.after_lock:
+            self._step(unit, name)
+            if name == PROVER.done:  # the proof is made; what follows checks it
+                self._proven(unit)
+
+    def _proven(self, unit: Unit) -> None:
         with self._state:
-            self.proofs[partition] = proof
+            self.proofs[unit.partition] = unit.results[PROVER.done]
             if self.keep_outputs:
-                self.outputs[partition] = {**parts, "prep": prep, "h_vector": h_vector}
+                self.outputs[unit.partition] = {**unit.parts, "prep": unit.prep, "h_vector": unit.h_vector}
             self.progress.done += 1
-        if self._verifier is not None:  # after finish, outside the mutex: GPU timings stay as they are
-            self._phase(scope, "verify", self._verifier.check, proof, parts)
 
-    def _finish(self, parts: dict[str, Any], partition: int, scope: Scope) -> tuple[Any, dict[str, Any]]:
-        # The GPU phases' host-only last steps, now that the mutex is free for the other worker.
-        parts = settle(parts)
-        if "b_g2" not in parts:  # summed on the GPU inside the mutex: two halves to add
-            parts["b_g2"] = parts["batch"].pop(B_G2) + parts["tail"].pop(B_G2)
-        return self.backend.finish(parts, partition, scope), parts
-
-    def _ntt_msm_h(self, buffers: PartitionBuffers, device: DeviceBuffers, scope: Scope) -> Any:
-        assert self.memory is not None
-        if self.config.lock_scope == "coarse":
-            self.memory.upload(buffers, device, scope)
-        return self.backend.ntt_msm_h(device, scope)
+    def _step(self, unit: Unit, name: str) -> None:
+        step = self._steps[name]
+        if step is not None:
+            unit.results[name] = self._phase(unit.scope, name, step, unit)
 
 
 def run_pipeline(config: RunConfig, backend: Backend | None = None, **kwargs: Any) -> RunResult:
-    from workbench.prover.backend import select_backend
+    from workbench.pipeline.backends import select_backend
 
     return Pipeline(config, backend or select_backend(config), **kwargs).run()

@@ -1,4 +1,4 @@
-"""The interface a prover backend implements, and the choice of backend for a run.
+"""The interface a prover backend implements (pipeline/backends.py picks one for a run).
 
 A backend owns "device" memory and the arithmetic of the GPU-side phases. The CPU backend
 computes everything with numpy and the independent curve library, emulating device memory
@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from workbench.config import RunConfig
-from workbench.pipeline.scope import Scope
 from workbench.prover.prep import PrepResult
+from workbench.trace.scope import Scope
 
 
 class BackendUnavailable(RuntimeError):
@@ -138,31 +138,3 @@ class Backend(ABC):
 
     def close(self) -> None:
         pass
-
-
-def select_backend(config: RunConfig) -> Backend:
-    """The backend a config asks for; `auto` takes the GPU when its kernels can run here."""
-    if config.backend in ("gpu", "auto"):
-        reason = gpu_unavailable_reason()
-        if reason is None:
-            from workbench.gpu.backend import GpuBackend
-
-            return GpuBackend()
-        if config.backend == "gpu":
-            raise BackendUnavailable(f"--backend gpu cannot run here: {reason}")
-    from workbench.prover.cpu_backend import CpuBackend
-
-    return CpuBackend()
-
-
-def gpu_unavailable_reason() -> str | None:
-    """Why the GPU backend cannot run here, or None when it can."""
-    try:
-        import cupy
-    except ImportError:
-        return "cupy is not installed (pip install 'workbench[gpu]')"
-    try:
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as err:  # the runtime raises its own error types when there is no driver
-        return f"no usable CUDA device ({err})"
-    return None if count > 0 else "no CUDA device is visible"

@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 
 from workbench.config import ConfigError, RunConfig
-from workbench.pipeline.scope import Scope
 from workbench.prover import curve, ntt, srs
 from workbench.prover.backend import Backend, DeviceBuffers, HostMemory
 from workbench.prover.host_curve import HostCurvePhases
 from workbench.prover.shared_arrays import shared_empty
+from workbench.trace.scope import Scope
 
 # Beyond this the CPU's MSMs and the key's setup take minutes (the setup: 2^16 about a minute
 # on the 2-core development box, once; it is cached on disk).

@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 
 from workbench.config import RunConfig
-from workbench.pipeline.scope import Scope
 from workbench.prover import key_cache, prep, srs
 from workbench.prover.backend import DeviceBuffers
 from workbench.prover.circuit import SyntheticCircuit
 from workbench.prover.proof import assemble_proof
+from workbench.trace.scope import Scope
 
 
 class HostCurvePhases:

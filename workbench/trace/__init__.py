@@ -1,4 +1,6 @@
-"""Recording: the recorder, the instrumented mutex and barrier, the trace and its file."""
+"""Recording: the recorder, the instrumented mutex and barrier, the trace and its file, the
+scope a phase records into (`scope.py`) and the interface of collectors that record beside
+the pipeline (`collector.py`)."""
 
 from workbench.trace.barrier import BarrierBroken, BarrierStatistics, InstrumentedBarrier
 from workbench.trace.container import Trace

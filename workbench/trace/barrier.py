@@ -5,7 +5,7 @@ name and its arrival order; every release is an instant naming the last to arriv
 arrival skew (who waited for whom, and how long) can be read straight from the trace.
 `abort()` breaks the barrier: every waiter, and every later arrival, gets BarrierBroken.
 
-    barrier = InstrumentedBarrier(("gpu", "prep"), recorder, track="barrier/worker0")
+    barrier = InstrumentedBarrier(("gpu", "prep"), recorder, track=barrier_track(0))  # model/tracks.py
     barrier.wait("prep", partition=3)   # in the prep thread
     barrier.wait("gpu", partition=3)    # in the GPU thread
 """

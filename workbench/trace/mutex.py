@@ -5,10 +5,11 @@ getting to giving back) and every hand-off (a release while someone waits, namin
 it next). FIFO order makes hand-offs explicit, which is what two workers taking turns need.
 `abort()` wakes every waiter with `MutexAborted` so a stopping pipeline never hangs on it.
 
-Usable on its own:
+Usable on its own; the pipeline names its track by the track grammar (model/tracks.py,
+`mutex_track(gpu)`), and without a track the mutex records on one named after itself:
 
     recorder = Recorder()
-    mutex = InstrumentedMutex("gpu0", recorder)
+    mutex = InstrumentedMutex("gpu0", recorder, track=mutex_track(0))
     with mutex.hold(worker=0, partition=7):
         run_kernels()
     print(mutex.statistics())
@@ -54,7 +55,7 @@ class _Ticket:
 class InstrumentedMutex:
     def __init__(self, name: str, recorder: Recorder, track: str | None = None) -> None:
         self.name = name
-        self.track = track or f"mutex/{name}"
+        self.track = track or name
         self._recorder = recorder
         self._clock = recorder.clock
         self._cond = threading.Condition(threading.Lock())

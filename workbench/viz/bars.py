@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from workbench.model import tracks as tr
 from workbench.trace.container import Trace
 from workbench.viz.lanes import HoldIndex, base_lane, nesting_depth, phase_of, readable, worker_gpus
 
@@ -113,7 +114,7 @@ class BarBuilder:
 
         # Lane and phase depend on (track, name, worker, party) only: decide once per combination,
         # on integer codes (millions of spans, a few dozen combinations).
-        barrier_ids = [i for i, t in enumerate(text) if t.startswith("barrier/")]
+        barrier_ids = [i for i, t in enumerate(text) if tr.parse(t).kind == tr.BARRIER]
         party_names = [""]
         party = np.zeros(len(index), dtype=np.int64)
         for i in np.flatnonzero(np.isin(track_ids, barrier_ids)).tolist():
@@ -139,7 +140,7 @@ class BarBuilder:
             combo_lane.append(lane_names.index(lane_name))
             combo_phase.append(phase_names.index(phase_name))
             combo_moves.append(can_move)
-            combo_barrier.append(track.startswith("barrier/"))
+            combo_barrier.append(tr.parse(track).kind == tr.BARRIER)
         lane_code = np.array(combo_lane, dtype=np.int64)[inverse]
         phase_code = np.array(combo_phase, dtype=np.int64)[inverse]
         moves = np.array(combo_moves, dtype=bool)[inverse]
@@ -182,7 +183,7 @@ class BarBuilder:
         self, text: list[str], track_ids: np.ndarray, name_ids: np.ndarray, start: np.ndarray,
         end: np.ndarray, worker: np.ndarray,
     ) -> None:
-        mutex_tracks = [i for i, s in enumerate(text) if s.startswith("mutex/")]
+        mutex_tracks = [i for i, s in enumerate(text) if tr.parse(s).kind == tr.MUTEX]
         if not mutex_tracks:
             return
         on_mutex = np.flatnonzero(np.isin(track_ids, mutex_tracks) & (worker >= 0))

@@ -1,23 +1,21 @@
-"""The verdict section: the analysis's findings as HTML, or a note saying why there are none.
+"""The verdict section: the analysis's findings as HTML, or a note saying there are none.
 
-The diagnosis lives in the analysis layer and may be absent from a given version, fail on an
-unusual trace, or grow new fields; none of that may break a report or the panel, so the
-verdict is read by duck typing and every failure turns into a visible note.
+The diagnosis is `analysis/verdict.py`, imported like any other module; a failure in it is a
+bug to see, so it is not hidden behind a note. What is shown of a verdict is read field by
+field, so a finding without, say, a suggestion simply shows no suggestion line.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from html import escape
 from typing import Any
 
+from workbench.analysis import verdict as analysis_verdict
 from workbench.trace.container import Trace
 from workbench.viz.tables import gpu_table
 
-MODULE = "workbench.analysis.verdict"
-ENTRY_POINTS = ("diagnose", "verdict")
 TITLE_FIELDS = ("title", "headline", "summary", "message", "name", "finding")
 TEXT_FIELDS = ("sentence", "detail", "details", "explanation")
 CHANGE_FIELDS = ("suggestion", "change", "action")
@@ -28,44 +26,28 @@ Line = tuple[str, str]  # (label, text); an empty label is plain prose
 
 @dataclass(frozen=True)
 class Verdict:
-    available: bool
     findings: tuple[tuple[str, tuple[Line, ...]], ...] = ()  # (title, lines)
     headline: str = ""
     notes: tuple[str, ...] = ()
-    note: str = ""  # why there is no verdict
     gpus: str = ""  # HTML table of the run GPU by GPU, when it had several
     contention: str = ""  # copies to different GPUs against each other, when measured
 
 
 def diagnose(trace: Trace) -> Verdict:
-    try:
-        module = importlib.import_module(MODULE)
-    except ImportError as err:
-        return Verdict(False, note=f"no verdict: this version has no diagnosis ({err})")
-    entry = next((getattr(module, n) for n in ENTRY_POINTS if callable(getattr(module, n, None))), None)
-    if entry is None:
-        return Verdict(False, note=f"no verdict: {MODULE} offers none of {', '.join(ENTRY_POINTS)}()")
-    try:
-        result = entry(trace)
-    except Exception as err:  # a diagnosis bug must not take the report down with it
-        return Verdict(False, note=f"no verdict: the diagnosis failed ({type(err).__name__}: {err})")
-    return view_of(result, trace)
+    return view_of(analysis_verdict.diagnose(trace), trace)
 
 
 def view_of(result: Any, trace: Trace) -> Verdict:
     """What to show of a diagnosis already made (of `trace`)."""
-    try:
-        findings = getattr(result, "findings", result)
-        if findings is None or isinstance(findings, str | bytes) or not isinstance(findings, Iterable):
-            findings = [findings] if findings else []
-        return Verdict(
-            True, tuple(_finding(f, trace) for f in findings),
-            headline=str(getattr(result, "headline", "") or ""),
-            notes=tuple(str(n) for n in getattr(result, "notes", ()) or ()),
-            gpus=_gpus(result), contention=_contention(getattr(result, "contention", None)),
-        )
-    except Exception as err:  # a diagnosis bug must not take the report down with it
-        return Verdict(False, note=f"no verdict: the diagnosis failed ({type(err).__name__}: {err})")
+    findings = getattr(result, "findings", result)
+    if findings is None or isinstance(findings, str | bytes) or not isinstance(findings, Iterable):
+        findings = [findings] if findings else []
+    return Verdict(
+        tuple(_finding(f, trace) for f in findings),
+        headline=str(getattr(result, "headline", "") or ""),
+        notes=tuple(str(n) for n in getattr(result, "notes", ()) or ()),
+        gpus=_gpus(result), contention=_contention(getattr(result, "contention", None)),
+    )
 
 
 def _gpus(result: Any) -> str:
@@ -159,8 +141,6 @@ def _text(value: Any) -> str:
 
 
 def verdict_html(verdict: Verdict) -> str:
-    if not verdict.available:
-        return f"<p class='wb-note'><em>{escape(verdict.note)}</em></p>"
     parts = [f"<p><b>{escape(verdict.headline)}</b></p>"] if verdict.headline else []
     parts.append(verdict.gpus)  # already HTML, escaped where it was built
     if not verdict.findings:

@@ -13,7 +13,7 @@ from typing import Any
 
 from workbench.config import BACKENDS, LOCK_SCOPES, MEMORY_MODES, SYNTHESIS_MODES, ConfigError, RunConfig
 from workbench.pipeline import host_load
-from workbench.prover.backend import BackendUnavailable, select_backend
+from workbench.pipeline.backends import BackendUnavailable, select_backend
 from workbench.viz.deps import require
 
 widgets = require("ipywidgets")

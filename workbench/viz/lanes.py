@@ -19,30 +19,25 @@ plain names.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from workbench.model.tracks import HOST_LOAD_TRACK
+from workbench.model import tracks as tr
 
-RUN_LANE = "run"
-
-_SYNTH = re.compile(r"synth/(\d+)$")
-_WORKER = re.compile(r"worker/(\d+)$")
-_PREP = re.compile(r"worker/(\d+)/prep$")
-_GPU = re.compile(r"gpu(\d+)/(.+)$")
+RUN_LANE = tr.RUN_TRACK
 _WORKER_LANES = ("", "prep", "mutex wait", "mutex hold")
 
 
 def phase_of(track: str, name: str, party: str | None = None) -> str:
     """The phase a span shows as (its colour): the lock and barrier primitives' generic
     `wait` and `hold` are named for what they are, a barrier wait for the side that waited."""
-    if track.startswith("mutex/"):
+    kind = tr.parse(track).kind
+    if kind == tr.MUTEX:
         return {"wait": "mutex_wait", "hold": "mutex_hold"}.get(name, name)
-    if track.startswith("barrier/") and name == "wait":
+    if kind == tr.BARRIER and name == "wait":
         return f"barrier_wait ({party})" if party else "barrier_wait"
     return name
 
@@ -69,6 +64,7 @@ def readable(name: str, limit: int = 36) -> str:
 
 
 def worker_lane(worker: int, part: str = "", gpu: int | None = None) -> str:
+    # A lane's name, which readers see (not a track name): "gpu1 worker 2 prep".
     return (f"gpu{gpu} " if gpu is not None else "") + f"worker {worker}" + (f" {part}" if part else "")
 
 
@@ -97,26 +93,25 @@ def base_lane(
     """The lane of a span ignoring the lock, and whether it moves to the hold lane when it
     lies inside one of its worker's mutex holds. `worker_gpu` (several GPUs) puts each
     worker's GPU in its lanes' names."""
-    if track == RUN_LANE:
+    t = tr.parse(track)
+    if t.kind == tr.RUN:
         return RUN_LANE, False
-    if m := _SYNTH.match(track):
-        return f"synth {m.group(1)}", False
-    if m := _PREP.match(track):
-        w = int(m.group(1))
-        return worker_lane(w, "prep", _gpu_of(w, worker_gpu)), False
-    if m := _WORKER.match(track):
-        w = int(m.group(1))
-        return worker_lane(w, "", _gpu_of(w, worker_gpu)), True
+    if t.kind == tr.SYNTH:
+        return f"synth {t.thread}", False
+    if t.kind == tr.PREP:
+        return worker_lane(t.worker, "prep", _gpu_of(t.worker, worker_gpu)), False
+    if t.kind == tr.WORKER:
+        return worker_lane(t.worker, "", _gpu_of(t.worker, worker_gpu)), True
     gpu = _gpu_of(worker, worker_gpu)
-    if track.startswith("mutex/") and worker >= 0:
+    if t.kind == tr.MUTEX and worker >= 0:
         return worker_lane(worker, "mutex hold" if name == "hold" else "mutex wait", gpu), False
-    if track.startswith("barrier/") and worker >= 0:
+    if t.kind == tr.BARRIER and worker >= 0:
         if party == "prep":
             return worker_lane(worker, "prep", gpu), False
         return worker_lane(worker, "", gpu), True
-    if m := _GPU.match(track):  # device records: gpu0/stream/7, gpu0/copy, gpu0/memset, ...
-        return f"gpu{m.group(1)} {m.group(2).replace('/', ' ')}", False
-    if track == HOST_LOAD_TRACK:
+    if t.on_device:  # device records: the GPU, then what the track holds ("gpu0 stream 7")
+        return f"gpu{t.gpu} {track.split('/', 1)[1].replace('/', ' ')}", False
+    if t.kind == tr.HOST_LOAD:
         return "host load", False
     return track, False
 

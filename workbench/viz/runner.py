@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 from workbench.analysis.summary import RunSummary, summarize
 from workbench.config import RunConfig
+from workbench.pipeline.backends import select_backend
 from workbench.pipeline.run import FaultHook, Pipeline, RunResult
-from workbench.prover.backend import Backend, select_backend
+from workbench.prover.backend import Backend
 from workbench.trace.container import Trace
 from workbench.trace.recorder import Recorder
 
