@@ -19,11 +19,13 @@ from workbench.trace.container import Trace
 
 DATA = Path(__file__).parent / "data"
 NSYS = DATA / "nsys" / "pipit_perlmutter-cloverleaf-cuda.sqlite"
+KINETO = DATA / "kineto" / "critical_path_alexnet_benchmark_result_2869224_1695835535_trace.json.gz"
 RUN = DATA / "whatif" / "g2w2.wbtrace"  # a recorded run: two GPUs, two workers each
 
 
 def _traces():
-    return {"nsys": load_any(NSYS), "run": load(RUN), "copy_bound": case("copy_bound")}
+    return {"nsys": load_any(NSYS), "run": load(RUN), "copy_bound": case("copy_bound"),
+            "kineto": load_any(KINETO)}
 
 
 def _check_rules(data: dict) -> None:
@@ -140,25 +142,32 @@ def test_each_launch_flows_to_the_gpu_work_it_issued_as_the_sql_says():
 HTA_SCRIPT = """
 import json, sys
 from hta.trace_analysis import TraceAnalysis
-analysis = TraceAnalysis(trace_dir=sys.argv[1])
-temporal = analysis.get_temporal_breakdown(visualize=False)
-kinds, kernels = analysis.get_gpu_kernel_breakdown(visualize=False, include_memory_kernels=True)
-print(json.dumps({"kinds": dict(zip(kinds["kernel_type"], kinds["sum"].astype(float))),
-                  "temporal": temporal.iloc[0].astype(float).to_dict(),
-                  "ranks": sorted(analysis.t.get_ranks())}))
+results = {}
+for folder in sys.argv[1:]:
+    analysis = TraceAnalysis(trace_dir=folder)
+    temporal = analysis.get_temporal_breakdown(visualize=False)
+    kinds, kernels = analysis.get_gpu_kernel_breakdown(visualize=False, include_memory_kernels=True)
+    results[folder] = {"kinds": dict(zip(kinds["kernel_type"], kinds["sum"].astype(float))),
+                       "temporal": temporal.iloc[0].astype(float).to_dict(),
+                       "ranks": sorted(analysis.t.get_ranks())}
+print(json.dumps(results))
 """
 
 
 @pytest.mark.skipif(importlib.util.find_spec("hta") is None,
                     reason="Holistic Trace Analysis is not installed (pip install holistictraceanalysis)")
 def test_holistic_trace_analysis_reads_the_export_and_breaks_down_its_kernels(tmp_path):
-    folder = tmp_path / "traces"
-    folder.mkdir()
-    (folder / "rank-0.pt.trace.json").write_text(to_chrome_json(load_any(NSYS)))
-    done = subprocess.run([sys.executable, "-c", HTA_SCRIPT, str(folder)], capture_output=True, text=True,
-                          timeout=120, cwd=tmp_path)
+    folders = {name: tmp_path / name for name in ("nsys", "kineto", "kineto_ours")}
+    for folder in folders.values():
+        folder.mkdir()
+    (folders["nsys"] / "rank-0.pt.trace.json").write_text(to_chrome_json(load_any(NSYS)))
+    (folders["kineto"] / KINETO.name).write_bytes(KINETO.read_bytes())
+    (folders["kineto_ours"] / "rank-0.pt.trace.json").write_text(to_chrome_json(load_any(KINETO)))
+    done = subprocess.run([sys.executable, "-c", HTA_SCRIPT, *map(str, folders.values())],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    result = results[str(folders["nsys"])]
     with sqlite3.connect(NSYS) as db:
         def totals(table: str) -> tuple[int, float]:
             n, ns = db.execute(f"SELECT COUNT(*), SUM(end - start) FROM {table}").fetchone()
@@ -175,6 +184,9 @@ def test_holistic_trace_analysis_reads_the_export_and_breaks_down_its_kernels(tm
     assert copy_us - 2 * copies <= result["kinds"]["MEMORY"] <= copy_us
     assert (last - first) / 1e3 - 2 <= result["temporal"]["kernel_time(us)"] <= (last - first) / 1e3
     assert kernel_us - 2 * kernels <= result["temporal"]["compute_time(us)"] <= kernel_us
+    # A PyTorch profiler trace, imported and exported again, breaks down as the original does.
+    original, ours = results[str(folders["kineto"])], results[str(folders["kineto_ours"])]
+    assert original["kinds"] and ours == original
 
 
 def test_the_export_command_writes_gzip_that_reads_back_to_the_same_spans(tmp_path, capsys):

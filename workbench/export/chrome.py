@@ -33,7 +33,7 @@ import numpy as np
 
 from workbench.export.flows import handoffs
 from workbench.model import tracks as tr
-from workbench.model.roles import ROLE_NAMES, span_roles
+from workbench.model.roles import CODE, ROLE_NAMES, span_roles
 from workbench.trace.container import Trace
 
 HOST_PID = 1_000_000  # above any GPU index, as an OS process id would be
@@ -47,6 +47,9 @@ CATEGORIES = {
     "other": "other",
 }
 DIRECTIONS = {"h2d": "HtoD", "d2h": "DtoH", "d2d": "DtoD", "p2p": "PtoP"}
+# GPU-recorded synchronisation under the PyTorch profiler's names (other tools key on them).
+SYNC_RECORDS = {"stream_synchronize": "Stream Sync", "event_synchronize": "Event Sync",
+                "context_synchronize": "Context Sync", "stream_wait_event": "Stream Wait Event"}
 MAX_LANES = 16  # threads a device track may be split into before the rest goes async
 
 
@@ -56,7 +59,8 @@ def to_chrome(trace: Trace) -> dict[str, Any]:
     spans = trace.spans
     codes = span_roles(trace)
     threads = _Threads(trace)
-    lanes = _layout(trace)
+    records = _sync_records(trace, codes)
+    lanes = _layout(trace, records)
     events: list[dict[str, Any]] = []
     bound: dict[int, tuple[int, int]] = {}  # span index -> (pid, tid) of its duration event
     next_async, next_correlation = 0, _recorded_correlations(spans.attrs)
@@ -69,12 +73,17 @@ def to_chrome(trace: Trace) -> dict[str, Any]:
         start_us = (start - origin) / 1e3
         dur_us = max(end - start, 0) / 1e3  # from the integer length: start + duration rounds to the end
         args = _args(partition, worker, attrs)
-        pid, tid = threads.of(track, max(lane, 0), name if lane == _OWN_THREAD else "")
+        device = records.get(i, -1)
+        pid, tid = threads.of(track, max(lane, 0), name if lane == _OWN_THREAD else "", device)
         event: dict[str, Any] = {"pid": pid, "tid": tid, "cat": CATEGORIES[role], "name": name}
         parsed = threads.parsed(track)
         if parsed.on_device:
             next_correlation += 1
             event["name"] = _device_args(parsed, role, name, args, tid, next_correlation)
+        elif device >= 0:
+            event["cat"], event["name"] = "cuda_sync", SYNC_RECORDS.get(name, name)
+            if event["name"] != name:
+                args[DERIVED] = {"args": [], "name": name}
         if lane == _ASYNC:
             next_async += 1
             events.append({**event, "ph": "b", "ts": start_us, "id": next_async, "args": args})
@@ -111,23 +120,46 @@ def to_chrome_json(trace: Trace) -> str:
 _ASYNC, _OWN_THREAD = -1, -2  # lane codes beside lane numbers 0, 1, ...
 
 
-def _layout(trace: Trace) -> np.ndarray:
-    """Each span's lane on its track: a lane number, _OWN_THREAD or _ASYNC (see the module doc)."""
+def _sync_records(trace: Trace, codes: np.ndarray) -> dict[int, int]:
+    """Synchronisation the GPU recorded (a stream, event or context sync with its stream, as the
+    PyTorch profiler records it) -> the GPU: such spans go out beside that GPU's work, as there."""
+    records = {}
+    for i in np.flatnonzero(codes == CODE["sync"]).tolist():
+        attrs = trace.spans.attrs[i]
+        if attrs and type(attrs.get("stream")) is int:
+            device = attrs.get("device")
+            records[i] = device if type(device) is int and device >= 0 else 0
+    return records
+
+
+def _layout(trace: Trace, records: dict[int, int]) -> np.ndarray:
+    """Each span's lane on its track: a lane number, _OWN_THREAD or _ASYNC (see the module doc).
+    A track's synchronisation records are laid out apart from its other spans."""
     spans = trace.spans
     lanes = np.zeros(len(spans), np.int64)
     text = trace.strings.values
+    recorded = np.zeros(len(spans), bool)
+    recorded[list(records)] = True
     for track_id in np.unique(spans.track).tolist():
-        on_track = np.flatnonzero(spans.track == track_id)
-        if _nests(spans.start_ns[on_track], spans.end_ns[on_track]):
-            continue
-        if tr.parse(text[track_id]).on_device:
-            lanes[on_track] = _lanes(spans.start_ns[on_track], spans.end_ns[on_track])
-            continue
-        names = spans.name[on_track]
-        for name in np.unique(names).tolist():
-            group = on_track[names == name]
-            lanes[group] = _OWN_THREAD if _nests(spans.start_ns[group], spans.end_ns[group]) else _ASYNC
+        for on_track in (np.flatnonzero((spans.track == track_id) & ~recorded),
+                         np.flatnonzero((spans.track == track_id) & recorded)):
+            if len(on_track):
+                _lay_out(trace, text[track_id], on_track, lanes, by_name=bool(recorded[on_track[0]]))
     return lanes
+
+
+def _lay_out(trace: Trace, track: str, on_track: np.ndarray, lanes: np.ndarray, by_name: bool) -> None:
+    spans = trace.spans
+    if not by_name:
+        if _nests(spans.start_ns[on_track], spans.end_ns[on_track]):
+            return
+        if tr.parse(track).on_device:
+            lanes[on_track] = _lanes(spans.start_ns[on_track], spans.end_ns[on_track])
+            return
+    names = spans.name[on_track]
+    for name in np.unique(names).tolist():
+        group = on_track[names == name]
+        lanes[group] = _OWN_THREAD if _nests(spans.start_ns[group], spans.end_ns[group]) else _ASYNC
 
 
 def _nests(starts: np.ndarray, ends: np.ndarray) -> bool:
@@ -162,7 +194,7 @@ class _Threads:
 
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
-        self.ids: dict[tuple[str, int, str], tuple[int, int]] = {}
+        self.ids: dict[tuple[str, int, str, int], tuple[int, int]] = {}
         self._parsed: dict[str, tr.Track] = {}
         streams = [t.stream for t in map(self.parsed, trace.tracks()) if t.kind == tr.KERNELS]
         self.next_tid = max(streams, default=0) + 1  # other threads never take a stream's number
@@ -174,11 +206,13 @@ class _Threads:
             self._parsed[track] = tr.parse(track)
         return self._parsed[track]
 
-    def of(self, track: str, lane: int = 0, name: str = "") -> tuple[int, int]:
-        key = (track, lane, name)
+    def of(self, track: str, lane: int = 0, name: str = "", device: int = -1) -> tuple[int, int]:
+        """The thread of a track's lane (or of its spans of one name), in GPU `device`'s
+        process when given (synchronisation records), else in the track's own."""
+        key = (track, lane, name, device)
         if key not in self.ids:
             parsed = self.parsed(track)
-            pid = parsed.gpu if parsed.on_device else HOST_PID
+            pid = device if device >= 0 else parsed.gpu if parsed.on_device else HOST_PID
             if parsed.kind == tr.KERNELS and lane == 0:
                 tid = parsed.stream
             else:
@@ -194,7 +228,7 @@ class _Threads:
         events += [{**meta, "pid": pid, "name": "process_sort_index", "args": {"sort_index": n}}
                    for n, pid in enumerate(pids)]
         names = self.trace.thread_names
-        for (track, lane, name), (pid, tid) in self.ids.items():
+        for (track, lane, name, _), (pid, tid) in self.ids.items():
             label = f"{track} ({names[track]})" if track in names else track
             if name or lane:
                 label += f" [{name or f'lane {lane}'}]"
