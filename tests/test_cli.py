@@ -44,7 +44,7 @@ def test_run_writes_trace_summary_chrome_and_cuzk_lines(tmp_path, capsys):
     timeline = [line for line in lines if line.startswith("TIMELINE")]
     assert len(timeline) == 4 * 6 and all(re.fullmatch(TIMELINE, line) for line in timeline)
     events = json.loads(chrome.read_text())["traceEvents"]
-    assert {e["ph"] for e in events} >= {"M", "X", "b", "e", "i"}
+    assert {e["ph"] for e in events} >= {"M", "X", "i", "s", "f"}  # flows: hand-offs
     names = {e["args"]["name"] for e in events if e["name"] == "thread_name"}
     assert "mutex/gpu0" in names and any(n.startswith("worker/0 (gpu-worker-0") for n in names)
 
@@ -66,7 +66,7 @@ def test_summary_and_export_of_a_saved_trace(tmp_path, capsys):
     (["run", "--gpu-workers", "two"], "invalid int value: 'two'"),
     (["run", "--backend", "cpu", "--log2-constraints", "22"], "at most 18 on the CPU backend"),
     (["run", "--inject-fault", "nonsense"], "--inject-fault 'nonsense' is not allowed"),
-    (["summary", "/nonexistent.wbtrace"], "no trace file at /nonexistent.wbtrace"),
+    (["summary", "/nonexistent.wbtrace"], "no file at /nonexistent.wbtrace"),
 ])
 def test_bad_input_exits_2_with_a_message_naming_it(argv, message, capsys):
     with pytest.raises(SystemExit) as info:
@@ -84,7 +84,7 @@ def test_bad_config_file_and_unknown_trace_file(tmp_path, capsys):
     notes = tmp_path / "notes.wbtrace"
     notes.write_text("just text")
     assert main(["summary", str(notes)]) == 2
-    assert "is not a workbench trace" in capsys.readouterr().err
+    assert "notes.wbtrace: not a format the workbench reads" in capsys.readouterr().err
 
 
 def test_config_round_trips_through_save_and_load(tmp_path, capsys):

@@ -36,7 +36,7 @@ def test_export_is_what_perfetto_reads():
     data = to_chrome(case("prep_bound"))
     events = data["traceEvents"]
     for event in events:
-        assert event["ph"] in {"M", "X", "b", "e", "i", "C"} and "pid" in event
+        assert event["ph"] in {"M", "X", "b", "e", "i", "C", "s", "f"} and "pid" in event
         if event["ph"] != "M":
             assert isinstance(event["ts"], float | int)
     json.dumps(data)

@@ -97,7 +97,7 @@ def test_report_command_writes_the_file(trace, tmp_path, capsys):
 
 def test_report_command_rejects_bad_input(tmp_path, trace, capsys):
     assert cli.main(["report", str(tmp_path / "missing.wbtrace")]) == 2
-    assert "no trace file" in capsys.readouterr().err
+    assert "no file at" in capsys.readouterr().err
     path = store.save(trace, tmp_path / "run.wbtrace")
     assert cli.main(["report", str(path), "--max-bars", "5"]) == 2
     assert "--max-bars 5 is not allowed" in capsys.readouterr().err

@@ -1,13 +1,17 @@
 """The `workbench` command. Only this module (and notebook helpers) touch stdout and files.
 
-Exit codes: 0 done, 1 a phase failed (trace saved), 2 bad input, 130 interrupted (trace saved).
+Exit codes: 0 done, 1 a phase failed (trace saved) or an internal error, 2 bad input,
+130 interrupted (a run saves its trace), 141 the reader of stdout went away (`... | head`).
+Whatever happens, stderr gets one line, never a traceback (WORKBENCH_DEBUG=1 shows one).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+import traceback
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -15,8 +19,9 @@ from typing import Any, NoReturn
 
 from workbench.config import BACKENDS, LOCK_SCOPES, MEMORY_MODES, SYNTHESIS_MODES, ConfigError, RunConfig
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_PIPE = 0, 1, 2, 130, 141
 
+EXPORTS = ("chrome", "cuzk")
 _CHOICES = {"backend": BACKENDS, "memory_mode": MEMORY_MODES, "lock_scope": LOCK_SCOPES,
             "synthesis": SYNTHESIS_MODES}
 _HELP = {
@@ -67,9 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
                              help=_HELP[f.name])
             continue
         kind = type(default)
+        choices = _CHOICES.get(f.name)
+        allowed = f"one of {', '.join(choices)}; " if choices else ""
         run.add_argument(
             option, dest=f.name, default=None, type=kind, metavar=f.name.upper(),
-            choices=_CHOICES.get(f.name), help=f"{_HELP[f.name]} (default: {default})",
+            choices=choices, help=f"{_HELP[f.name]} ({allowed}default: {default})",
         )
     run.add_argument("--config", type=Path, help="read settings from a JSON file (flags override)")
     run.add_argument("--save-config", type=Path, help="write the effective settings as JSON")
@@ -85,13 +92,20 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--inject-fault", metavar="PHASE:PARTITION",
                      help="make PHASE raise on PARTITION (to see how failures are handled)")
 
-    summary = commands.add_parser("summary", help="print the summary of a saved trace")
-    summary.add_argument("trace_file", type=Path)
+    from workbench.commands._inputs import add_input, add_roles
 
-    export = commands.add_parser("export", help="convert a saved trace")
-    export.add_argument("format", choices=("chrome", "cuzk"))
-    export.add_argument("trace_file", type=Path)
-    export.add_argument("-o", "--output", type=Path, help="output file (default: stdout)")
+    summary = commands.add_parser("summary", help="print the summary of a trace, log or export")
+    add_input(summary, "trace_file")
+    add_roles(summary)
+
+    export = commands.add_parser("export", help="convert a trace, log or export to another format")
+    export.add_argument("format", choices=EXPORTS, metavar="FORMAT",
+                        help="chrome: Chrome trace JSON (Perfetto, chrome://tracing, Holistic Trace "
+                             "Analysis); cuzk: cuzk daemon CUZK_TIMING / TIMELINE lines")
+    add_input(export, "trace_file")
+    export.add_argument("-o", "--output", type=Path,
+                        help="output file (default: stdout); chrome output ending in .gz is gzipped")
+    add_roles(export)
 
     run.set_defaults(func=_run)
     summary.set_defaults(func=_summary)
@@ -112,22 +126,62 @@ def command_modules() -> list[Any]:
     return [
         importlib.import_module(f"{package.__name__}.{info.name}")
         for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name)
+        if not info.name.startswith("_")  # helpers shared by the commands
     ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Every way out of a command is an exit code and at most one line on stderr."""
+    try:
+        code = _dispatch(argv)
+        sys.stdout.flush()  # a reader that went away shows here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_PIPE
+    except KeyboardInterrupt:
+        print("workbench: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as err:  # a defect, not bad input: one line still, the traceback on request
+        if os.environ.get("WORKBENCH_DEBUG"):
+            raise
+        where = traceback.extract_tb(err.__traceback__)[-1]
+        said = (str(err).strip().splitlines() or [""])[0]
+        print(f"workbench: internal error: {type(err).__name__}: {said} (at {Path(where.filename).name}:"
+              f"{where.lineno}; WORKBENCH_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _dispatch(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
     except (ConfigError, UsageError) as err:
-        print(f"workbench: error: {err}", file=sys.stderr)
-        return EXIT_USAGE
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as err:
-        print(f"workbench: error: {err}", file=sys.stderr)
-        return EXIT_USAGE
-    except ValueError as err:  # a malformed trace or config file
-        print(f"workbench: error: {err}", file=sys.stderr)
-        return EXIT_USAGE
+        return _refuse(str(err))
+    except OSError as err:  # missing file, a directory, no permission, disk full, ...
+        if isinstance(err, BrokenPipeError):
+            raise
+        if err.filename is not None and err.strerror:
+            return _refuse(f"{err.filename}: {err.strerror}")
+        return _refuse(str(err))
+    except ValueError as err:  # a malformed trace, log, export, role mapping or config file
+        return _refuse(str(err))
+
+
+def _refuse(message: str) -> int:
+    first = message.strip().splitlines()[0] if message.strip() else "failed"
+    print(f"workbench: error: {first}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's last flush does not complain again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout without a file descriptor (captured in a test)
+        pass
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
@@ -245,18 +299,18 @@ def _announce(config: RunConfig, backend: str) -> None:
 
 def _summary(args: argparse.Namespace) -> int:
     from workbench.analysis.summary import summarize
+    from workbench.commands._inputs import load_inputs
     from workbench.render.text import render_summary
-    from workbench.trace import store
 
-    trace = store.load(args.trace_file)
+    (trace,) = load_inputs(args, "trace_file")
     print(render_summary(summarize(trace), trace.config))
     return EXIT_OK
 
 
 def _export(args: argparse.Namespace) -> int:
-    from workbench.trace import store
+    from workbench.commands._inputs import load_inputs
 
-    trace = store.load(args.trace_file)
+    (trace,) = load_inputs(args, "trace_file")
     if args.format == "chrome":
         from workbench.export.chrome import to_chrome_json
 
@@ -265,8 +319,15 @@ def _export(args: argparse.Namespace) -> int:
         from workbench.export.cuzk_log import cuzk_lines
 
         text = "".join(line + "\n" for line in cuzk_lines(trace))
+        if not text:
+            raise ValueError(f"{args.trace_file}: nothing to write as cuzk lines (no GPU worker phases of a "
+                             "proving pipeline in it)")
     if args.output is None:
         sys.stdout.write(text)
+    elif args.output.suffix == ".gz":
+        import gzip
+
+        args.output.write_bytes(gzip.compress(text.encode()))
     else:
         args.output.write_text(text)
     return EXIT_OK

@@ -6,38 +6,48 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-INPUTS = "a trace (.wbtrace), cuzk daemon log, nsys SQLite export or Chrome trace JSON"
+from workbench.commands._inputs import add_input, add_roles, load_inputs, read_rules
+from workbench.config import LOCK_SCOPES
 
 
 def register(commands: Any) -> None:
     diagnose = commands.add_parser(
         "diagnose", help="print the verdict on a trace, cuzk log, nsys SQLite export or Chrome trace")
-    diagnose.add_argument("path", type=Path, help=INPUTS)
+    add_input(diagnose)
     _analysis_options(diagnose)
     diagnose.add_argument("--brief", action="store_true", help="findings only, no tables")
     diagnose.set_defaults(func=_diagnose)
 
     importing = commands.add_parser(
-        "import", help="convert a cuzk log, nsys export or Chrome trace to a trace")
-    importing.add_argument("path", type=Path, help=INPUTS)
-    importing.add_argument("-o", "--output", type=Path, required=True, help="trace file to write (.wbtrace)")
+        "import", help="convert a cuzk log, nsys export or Chrome trace to a trace; show the roles found")
+    add_input(importing)
+    importing.add_argument("-o", "--output", type=Path,
+                           help="trace file to write (.wbtrace); needed unless --show-roles")
+    importing.add_argument("--show-roles", action="store_true",
+                           help="print each role's span count and the (track kind, span name) pairs "
+                                "behind it, with the rule or default that assigned them")
+    add_roles(importing)
     importing.set_defaults(func=_import)
 
     diff = commands.add_parser("diff", help="compare two runs: phases, utilisation, findings")
-    diff.add_argument("a", type=Path, help="run A: " + INPUTS)
-    diff.add_argument("b", type=Path, help="run B, compared against A")
+    add_input(diff, "a", "run A")
+    add_input(diff, "b", "run B, compared against A")
     _analysis_options(diff)
     diff.set_defaults(func=_diff)
 
     whatif = commands.add_parser("whatif", help="predict a run's throughput with a change, by replay")
-    whatif.add_argument("path", type=Path, help=INPUTS)
-    whatif.add_argument("--gpu-workers", type=int)
-    whatif.add_argument("--synth-threads", type=int)
-    whatif.add_argument("--lock-scope", choices=("coarse", "compute"))
+    add_input(whatif)
+    whatif.add_argument("--gpu-workers", type=int, metavar="N", help="GPU workers per GPU (1 to 64)")
+    whatif.add_argument("--synth-threads", type=int, metavar="N", help="synthesis threads (1 to 64)")
+    whatif.add_argument("--lock-scope", choices=LOCK_SCOPES,
+                        help="what the mutex covers: coarse (copy and compute) or compute (kernels only)")
     whatif.add_argument("--zerocopy", action="store_true", help="copies at link speed, no staging")
-    whatif.add_argument("--synthesis-speedup", type=float, default=1.0, metavar="K")
-    whatif.add_argument("--prep-speedup", type=float, default=1.0, metavar="K")
-    whatif.add_argument("--compute-speedup", type=float, default=1.0, metavar="K")
+    whatif.add_argument("--synthesis-speedup", type=float, default=1.0, metavar="K",
+                        help="synthesis K times faster (default: 1)")
+    whatif.add_argument("--prep-speedup", type=float, default=1.0, metavar="K",
+                        help="prep_msm K times faster (default: 1)")
+    whatif.add_argument("--compute-speedup", type=float, default=1.0, metavar="K",
+                        help="GPU compute phases K times faster (default: 1)")
     _analysis_options(whatif)
     whatif.set_defaults(func=_whatif)
 
@@ -49,6 +59,7 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host-cores", type=float,
                         help="cores the host phases share in the replay (default: from the backend)")
     parser.add_argument("--no-whatif", action="store_true", help="skip the what-if predictions")
+    add_roles(parser)
 
 
 def _options(args: argparse.Namespace) -> Any:
@@ -63,19 +74,28 @@ def _options(args: argparse.Namespace) -> Any:
 
 def _diagnose(args: argparse.Namespace) -> int:
     from workbench.analysis.verdict import diagnose
-    from workbench.importers import load_any
     from workbench.render.verdict_text import render_verdict
 
-    trace = load_any(args.path)
-    print(render_verdict(diagnose(trace, _options(args)), trace, details=not args.brief))
+    options = _options(args)
+    (trace,) = load_inputs(args, "path")
+    print(render_verdict(diagnose(trace, options), trace, details=not args.brief))
     return 0
 
 
 def _import(args: argparse.Namespace) -> int:
-    from workbench.importers import load_any
+    from workbench.commands._inputs import load_input
     from workbench.trace import store
 
-    trace = load_any(args.path)
+    if args.output is None and not args.show_roles:
+        raise ValueError("import needs -o FILE (the trace to write), --show-roles, or both")
+    rules = read_rules(args)
+    trace = load_input(args.path, rules)
+    if args.show_roles:
+        from workbench.render.roles_text import render_roles
+
+        print(render_roles(trace, len(rules)))
+    if args.output is None:
+        return 0
     path = store.save(trace, args.output)
     report = trace.meta.get("import", {})
     skipped = report.get("skipped", {}) if isinstance(report, dict) else {}
@@ -91,24 +111,19 @@ def _import(args: argparse.Namespace) -> int:
 
 def _diff(args: argparse.Namespace) -> int:
     from workbench.analysis.diff import diff
-    from workbench.importers import load_any
     from workbench.render.verdict_text import render_diff
 
     options = _options(args)
-    print(render_diff(diff(load_any(args.a), load_any(args.b), options), str(args.a), str(args.b)))
+    a, b = load_inputs(args, "a", "b")
+    print(render_diff(diff(a, b, options), str(args.a), str(args.b)))
     return 0
 
 
 def _whatif(args: argparse.Namespace) -> int:
     from workbench.analysis.transfers import transfer_report
     from workbench.analysis.whatif import Change, WhatIf, WhatIfOptions
-    from workbench.importers import load_any
 
     options = _options(args)
-    trace = load_any(args.path)
-    link = options.link_gbps
-    if link is None and (report := transfer_report(trace)) is not None and report.link is not None:
-        link = report.link.gbps
     for name in ("synthesis_speedup", "prep_speedup", "compute_speedup"):
         value = getattr(args, name)
         if not value > 0:
@@ -116,12 +131,19 @@ def _whatif(args: argparse.Namespace) -> int:
     for name in ("gpu_workers", "synth_threads"):
         if getattr(args, name) is not None and not 1 <= getattr(args, name) <= 64:
             raise ValueError(f"--{name.replace('_', '-')}={getattr(args, name)} is not allowed: 1 to 64")
+    (trace,) = load_inputs(args, "path")
+    link = options.link_gbps
+    if link is None and (report := transfer_report(trace)) is not None and report.link is not None:
+        link = report.link.gbps
     change = Change(
         gpu_workers=args.gpu_workers, synth_threads=args.synth_threads, lock_scope=args.lock_scope,
         copies_at_link=args.zerocopy, synthesis_speedup=args.synthesis_speedup,
         prep_speedup=args.prep_speedup, compute_speedup=args.compute_speedup,
     )
-    p = WhatIf(trace, WhatIfOptions(link, options.copy_bytes, options.host_cores)).predict(change)
+    try:
+        p = WhatIf(trace, WhatIfOptions(link, options.copy_bytes, options.host_cores)).predict(change)
+    except ValueError as err:  # the trace cannot be replayed: say which one
+        raise ValueError(f"{args.path}: {err}") from None
     print(f"{p.change}: {p.gain:+.1%} throughput, {p.measured_per_min:.1f} -> {p.predicted_per_min:.1f} "
           f"partitions/min (mutex held {p.mutex_held:.0%} in the replay; the unchanged replay is "
           f"{p.replay_error:+.1%} from the measurement)")

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from workbench.commands._inputs import add_input, add_roles, load_inputs
+
 EXIT_OK, EXIT_USAGE = 0, 2
 EXTRA_HINT = "pip install 'workbench[notebook]'"
 
@@ -18,7 +20,7 @@ EXTRA_HINT = "pip install 'workbench[notebook]'"
 def register(commands: Any) -> None:
     report = commands.add_parser(
         "report", help="write a self-contained HTML report (Gantt, tables, verdict) of a trace")
-    report.add_argument("trace_file", type=Path)
+    add_input(report, "trace_file")
     report.add_argument("-o", "--output", type=Path,
                         help="HTML file to write (default: the trace's name with .html)")
     report.add_argument("--title", help="heading of the report")
@@ -27,6 +29,7 @@ def register(commands: Any) -> None:
                              "plus a detail window (default: 20000)")
     report.add_argument("--no-verdict", action="store_true",
                         help="leave the diagnosis out (quicker for traces of millions of spans)")
+    add_roles(report)
     report.set_defaults(func=_report)
 
     lab = commands.add_parser("lab", help="start JupyterLab on the notebooks folder")
@@ -40,11 +43,9 @@ def register(commands: Any) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from workbench.trace import store
-
-    trace = store.load(args.trace_file)
     if args.max_bars is not None and args.max_bars < 100:
         raise ValueError(f"--max-bars {args.max_bars} is not allowed: at least 100")
+    (trace,) = load_inputs(args, "trace_file")
     try:
         from workbench.viz.gantt import DEFAULT_MAX_BARS
         from workbench.viz.report import render_report

@@ -101,7 +101,7 @@ class _Finish:
     def __init__(self, columns: Columns, members: dict[str, Any], source: str) -> None:
         self.c, self.members, self.source = columns, members, source
         other = members.get("otherData")
-        other = other if isinstance(other, dict) else {}
+        self.other = other = other if isinstance(other, dict) else {}
         self.ours = other.get("format") == OURS
         origin = other.get("origin_ns", 0)
         self.origin = origin if self.ours and isinstance(origin, int) and abs(origin) < 2**61 else 0
@@ -153,7 +153,8 @@ class _Finish:
             self.thread_names = {t: n for t, n in self.thread_names.items() if t in used}
         if not self.ours or report.skipped:
             meta["import"] = report.as_meta()
-        return Trace(c.strings, spans, instants, counters, self.config, meta, self.thread_names)
+        trace = Trace(c.strings, spans, instants, counters, self.config, meta, self.thread_names)
+        return underive(trace, self.other) if self.ours else trace
 
     def _thread_tracks(self) -> list[int]:
         """Each thread's track, as a string id."""
@@ -271,3 +272,28 @@ def _number(value: Any) -> float:
 def _reorder(spans: SpanTable, idx: np.ndarray) -> SpanTable:
     return SpanTable(spans.track[idx], spans.name[idx], spans.start_ns[idx], spans.end_ns[idx],
                      spans.partition[idx], spans.worker[idx], [spans.attrs[i] for i in idx.tolist()])
+
+
+def underive(trace: Trace, other: dict[str, Any]) -> Trace:
+    """Our own export, less what it added for other tools (export/chrome.py marks it `derived`):
+    a span's added args and other tools' name for it, and the hand-off flows, which a reader
+    that keeps flows holds as instants. With the thread names `otherData` lists (threads
+    without events of their own among them), what is left is the trace that was exported."""
+    spans, instants = trace.spans, trace.instants
+    names, attrs = spans.name.copy(), list(spans.attrs)
+    for i, a in enumerate(attrs):
+        if a and isinstance(a.get("derived"), dict):
+            derived, kept = a["derived"], {k: v for k, v in a.items() if k != "derived"}
+            for key in derived.get("args", ()):
+                kept.pop(key, None)
+            attrs[i] = kept or None
+            if isinstance(derived.get("name"), str):
+                names[i] = trace.strings.intern(derived["name"])
+    keep = np.array([not (a and "derived" in a) for a in instants.attrs], dtype=bool)
+    remaining = InstantTable(instants.track[keep], instants.name[keep], instants.ts_ns[keep],
+                             instants.partition[keep], instants.worker[keep],
+                             [a for a, k in zip(instants.attrs, keep.tolist(), strict=True) if k])
+    spans = SpanTable(spans.track, names, spans.start_ns, spans.end_ns, spans.partition, spans.worker, attrs)
+    names_of = other.get("thread_names")
+    threads = dict(names_of) if isinstance(names_of, dict) else trace.thread_names
+    return Trace(trace.strings, spans, remaining, trace.counters, trace.config, trace.meta, threads)

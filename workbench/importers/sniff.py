@@ -5,6 +5,10 @@ starts with `{` or `[` (possibly gzipped); a cuzk log is text holding CUZK_TIMIN
 CUZK_NTT_H or TIMELINE lines. Anything else is refused with a message that says what was
 looked for and how the file begins.
 
+Whatever goes wrong while a file is read (a truncated gzip stream, a damaged database, text
+in another encoding) comes out of `load_any` as an `ImportFailed` naming the file, so every
+command can say it in one line.
+
 Contract: `sniff(path) -> str` (one of FORMATS), `load_any(path) -> Trace`.
 """
 
@@ -12,6 +16,8 @@ from __future__ import annotations
 
 import gzip
 import os
+import sqlite3
+import zlib
 from pathlib import Path
 
 from workbench.importers.report import ImportFailed
@@ -22,6 +28,7 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 ZIP_MAGIC = b"PK\x03\x04"
 GZIP_MAGIC = b"\x1f\x8b"
 CUZK_MARKERS = (b"CUZK_TIMING:", b"CUZK_NTT_H:", b"TIMELINE,")
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 HEAD = 4096
 
 
@@ -35,6 +42,8 @@ def sniff(path: str | os.PathLike[str]) -> str:
         raise IsADirectoryError(f"{path} is a directory, not a trace, log or export")
     with open(path, "rb") as handle:
         head = handle.read(HEAD)
+    if not head:
+        raise UnknownFormat(f"{path}: the file is empty")
     if head.startswith(ZIP_MAGIC):
         return "wbtrace"
     if head.startswith(SQLITE_MAGIC):
@@ -43,11 +52,13 @@ def sniff(path: str | os.PathLike[str]) -> str:
         try:
             with gzip.open(path, "rb") as handle:
                 inner = handle.read(HEAD)
-        except (OSError, EOFError) as err:
-            raise UnknownFormat(f"{path}: a gzip file that cannot be read ({err})") from None
+        except (OSError, EOFError, zlib.error) as err:
+            raise _gzip_failed(path, err) from None
         if inner.lstrip().startswith((b"{", b"[")):
             return "chrome"
         raise UnknownFormat(f"{path}: a gzip file that does not hold Chrome trace JSON")
+    if head.startswith(UTF16_BOMS):
+        raise UnknownFormat(f"{path}: UTF-16 text; the workbench reads UTF-8 (convert it, e.g. with iconv)")
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if text.startswith((b"{", b"[")):
         return "chrome"
@@ -57,6 +68,13 @@ def sniff(path: str | os.PathLike[str]) -> str:
         f"{path}: not a format the workbench reads (looked for a .wbtrace archive, an nsys SQLite "
         f"export, Chrome trace JSON or cuzk log lines); it begins {head[:40]!r}"
     )
+
+
+def _gzip_failed(path: Path, err: Exception) -> ImportFailed:
+    if isinstance(err, EOFError):
+        return ImportFailed(f"{path}: the gzip data ends early: the file is cut off after "
+                            f"{path.stat().st_size} bytes")
+    return ImportFailed(f"{path}: damaged gzip data ({err})")
 
 
 def _cuzk_further(path: Path) -> bool:
@@ -76,6 +94,19 @@ def load_any(path: str | os.PathLike[str]) -> Trace:
     if not path.exists():
         raise FileNotFoundError(f"no file at {path}")
     kind = sniff(path)
+    try:
+        return _load(kind, path)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as err:
+        raise _gzip_failed(path, err) from None
+    except UnicodeDecodeError as err:
+        raise ImportFailed(f"{path}: not UTF-8 text (byte {err.start}: {err.reason})") from None
+    except sqlite3.Error as err:
+        raise ImportFailed(f"{path}: not a readable SQLite database ({err})") from None
+    except MemoryError:
+        raise ImportFailed(f"{path}: too large to import in the memory available") from None
+
+
+def _load(kind: str, path: Path) -> Trace:
     if kind == "wbtrace":
         from workbench.trace import store
 

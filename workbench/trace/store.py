@@ -30,6 +30,7 @@ from workbench.trace.container import (
 FORMAT = "workbench-trace"
 VERSION = 1
 SUFFIX = ".wbtrace"
+ZIP_MAGIC = b"PK\x03\x04"
 # Read once at import (reading it means setting it), not while other threads create files.
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
@@ -77,13 +78,19 @@ def load(path: str | os.PathLike[str]) -> Trace:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no trace file at {path}")
+    if path.is_dir():
+        raise TraceFormatError(f"{path} is a directory, not a workbench trace")
     with open(path, "rb") as handle:
+        head = handle.read(len(ZIP_MAGIC))
+        if head != ZIP_MAGIC:
+            # numpy would try other formats (and speak of pickles): say what the file is not.
+            raise TraceFormatError(f"{path} is not a workbench trace (not a zip archive; it begins {head!r})")
+        handle.seek(0)
         try:
             archive = np.load(handle, allow_pickle=False)
         except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
-            raise TraceFormatError(f"{path} is not a workbench trace ({err})") from None
-        if not isinstance(archive, np.lib.npyio.NpzFile):
-            raise TraceFormatError(f"{path} is not a workbench trace (a single array)")
+            raise TraceFormatError(
+                f"{path} is not a workbench trace (a damaged or cut-off zip archive: {err})") from None
         with archive:
             header, columns = _read_archive(path, archive)
     try:
@@ -93,6 +100,10 @@ def load(path: str | os.PathLike[str]) -> Trace:
 
 
 def _read_archive(path: Path, archive: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    if "header" not in archive.files:
+        entries = ", ".join(archive.files[:3]) or "none"
+        raise TraceFormatError(f"{path} is not a workbench trace (no readable header: a zip archive "
+                               f"holding {entries})")
     try:
         header = json.loads(bytes(archive["header"]).decode())
     except (KeyError, ValueError, zipfile.BadZipFile, EOFError, OSError) as err:
