@@ -189,3 +189,24 @@ def test_ctrl_c_while_the_threads_start_stops_the_run_without_hanging(spawned, m
     runner.join(timeout=30)
     assert done, f"the run hung after a Ctrl-C during its start ({calls})"
     assert done[0].outcome == "stopped" and "interrupted" in done[0].error
+
+
+def test_ctrl_c_during_setup_stops_the_run_and_keeps_what_was_recorded():
+    """Ctrl-C before any thread or the watcher exists (here: inside the backend's setup) ends
+    the run as interrupted instead of waiting forever for a watcher that never started."""
+    import faulthandler
+
+    class InterruptedSetup(CpuBackend):
+        def setup(self, config, scope):
+            super().setup(config, scope)
+            _thread.interrupt_main()
+            sum(range(10**6))  # the interrupt lands in the main thread while Python code runs
+
+    faulthandler.dump_traceback_later(60, exit=True)  # a hang fails the run, loudly
+    try:
+        result = Pipeline(RunConfig(**SMALL), InterruptedSetup()).run()
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+    assert result.outcome == "stopped" and "interrupted" in result.error
+    assert result.trace.select(name="setup")  # the setup span was recorded and kept
+    assert not result.trace.select(name="synthesis")

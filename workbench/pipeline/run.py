@@ -145,6 +145,7 @@ class Pipeline:
         self._barriers: list[InstrumentedBarrier] = []
         self._threads: list[threading.Thread] = []
         self._finished = threading.Event()
+        self._watcher: threading.Thread | None = None
         # prep_msm's result for the GPU thread of the same worker, handed over at the barrier.
         self._preps: dict[int, PrepResult] = {}
         self._switching = False  # holds the short switch interval (pipeline/switching.py)
@@ -191,9 +192,26 @@ class Pipeline:
             self.start()
             self.wait(tick=tick)
         except KeyboardInterrupt:
-            self.stop(INTERRUPTED)
-            self.wait_quietly()
+            self._stop_interrupted()
         return self.result(time.perf_counter() - started)
+
+    def _stop_interrupted(self) -> None:
+        # Ctrl-C may land anywhere in start(), even before the watcher that sets `_finished`
+        # was launched, and again while stopping: make sure something joins the threads.
+        while True:
+            try:
+                self.stop(INTERRUPTED)
+                watcher = self._watcher
+                if not self._finished.is_set() and (watcher is None or not watcher.is_alive()):
+                    self._launch_watcher()
+                self.wait_quietly()
+                return
+            except KeyboardInterrupt:
+                continue
+
+    def _launch_watcher(self) -> None:
+        self._watcher = threading.Thread(target=self._watch, name="pipeline-watch", daemon=True)
+        self._watcher.start()
 
     @property
     def mutex(self) -> InstrumentedMutex:
@@ -262,7 +280,7 @@ class Pipeline:
                 )
                 self._spawn(f"prep-{w}", self._prep_loop, w, jobs, barrier, track=prep_track(w))
         finally:
-            threading.Thread(target=self._watch, name="pipeline-watch", daemon=True).start()
+            self._launch_watcher()
 
     def _start_collectors(self) -> None:
         for collector in self.collectors:
