@@ -298,11 +298,15 @@ def _announce(config: RunConfig, backend: str) -> None:
 
 
 def _summary(args: argparse.Namespace) -> int:
+    from workbench.analysis.role_summary import is_pipeline, role_summary
     from workbench.analysis.summary import summarize
     from workbench.commands._inputs import load_inputs
-    from workbench.render.text import render_summary
+    from workbench.render.text import render_role_summary, render_summary
 
     (trace,) = load_inputs(args, "trace_file")
+    if not is_pipeline(trace):
+        print(render_role_summary(role_summary(trace)))
+        return EXIT_OK
     print(render_summary(summarize(trace), trace.config))
     return EXIT_OK
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from workbench.analysis.role_summary import RoleSummary
 from workbench.analysis.summary import RunSummary
 
 
@@ -51,4 +52,18 @@ def render_summary(summary: RunSummary, config: dict[str, Any] | None = None) ->
               f"{b.waited_median_ms:.1f}", f"{b.waited_max_ms:.1f}", str(b.last_to_arrive)]
              for b in summary.barrier],
         ))
+    return "\n".join(out)
+
+
+def render_role_summary(summary: RoleSummary) -> str:
+    """A program that is not our pipeline: its spans by role, and the names that took longest."""
+    spans = sum(r.spans for r in summary.roles)
+    source = f"{summary.source}: " if summary.source else ""
+    head = (f"{source}{spans} spans on {summary.tracks} tracks over {summary.window_s:.3g} s "
+            "(no proving pipeline)")
+    rows = [[r.role, str(r.spans), f"{r.total_ms:.1f}"] for r in summary.roles]
+    out = [head, "", table(["role", "spans", "total ms"], rows), "", "longest by role (total ms, spans):"]
+    for r in summary.roles:
+        names = "; ".join(f"{name[:60]} {ms:.1f} ms ({n})" for name, n, ms in r.longest)
+        out.append(f"  {r.role}: {names}")
     return "\n".join(out)

@@ -1,0 +1,42 @@
+"""`workbench summary` of a program that is not our pipeline: spans by role, checked with SQL
+over a real nsys export, and no pipeline words."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from workbench.analysis.role_summary import is_pipeline, role_summary
+from workbench.cli import main
+from workbench.importers import load_any
+
+EXPORT = Path(__file__).parent / "data" / "nsys" / "pipit_perlmutter-cloverleaf-cuda.sqlite"
+
+
+def _sql(query: str):
+    with sqlite3.connect(f"file:{EXPORT}?mode=ro", uri=True) as conn:
+        return conn.execute(query).fetchall()
+
+
+def test_role_summary_counts_and_times_agree_with_the_export():
+    trace = load_any(EXPORT)
+    assert not is_pipeline(trace)
+    summary = role_summary(trace)
+    kernels = next(r for r in summary.roles if r.role == "kernel")
+    (count, total), = _sql("SELECT count(*), sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    assert kernels.spans == count
+    assert abs(kernels.total_ms - total / 1e6) < 1e-6 * total
+    (top, top_ns, top_n), = _sql(
+        "SELECT s.value, sum(k.end - k.start) AS t, count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+        "JOIN StringIds s ON s.id = k.shortName GROUP BY s.value ORDER BY t DESC LIMIT 1")
+    assert kernels.longest[0][0] == top and kernels.longest[0][1] == top_n
+    assert abs(kernels.longest[0][2] - top_ns / 1e6) < 1e-3
+    copies = next(r for r in summary.roles if r.role == "copy")
+    assert copies.spans == _sql("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY")[0][0]
+
+
+def test_summary_command_on_a_foreign_trace_speaks_of_roles(capsys):
+    assert main(["summary", str(EXPORT)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("nsys SQLite export: ") and "(no proving pipeline)" in out
+    assert "partitions" not in out and "mutex" not in out
