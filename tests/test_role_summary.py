@@ -40,3 +40,18 @@ def test_summary_command_on_a_foreign_trace_speaks_of_roles(capsys):
     out = capsys.readouterr().out
     assert out.startswith("nsys SQLite export: ") and "(no proving pipeline)" in out
     assert "partitions" not in out and "mutex" not in out
+
+
+def test_report_of_a_foreign_trace_speaks_of_its_trace_not_a_run():
+    import html
+    import re
+
+    from workbench.viz.report import render_report
+
+    page = render_report(load_any(EXPORT))
+    text = re.sub(r"<(script|style).*?</\1>", " ", page, flags=re.S)
+    text = re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", text)))
+    assert "nsys SQLite export: 7,779 spans" in text[:200]
+    for word in ("partition", "worker", "mutex", " p-1 ", "of the run", "outcome"):
+        assert word not in text, word
+    assert "(no proving pipeline)" in text and "of the trace)" in text

@@ -42,8 +42,10 @@ def view_of(result: Any, trace: Trace) -> Verdict:
     findings = getattr(result, "findings", result)
     if findings is None or isinstance(findings, str | bytes) or not isinstance(findings, Iterable):
         findings = [findings] if findings else []
+    # A foreign program's findings weigh a share of its trace; ours a share of the run.
+    whole = "run" if getattr(result, "pipeline", True) else "trace"
     return Verdict(
-        tuple(_finding(f, trace) for f in findings),
+        tuple(_finding(f, trace, whole) for f in findings),
         headline=str(getattr(result, "headline", "") or ""),
         notes=tuple(str(n) for n in getattr(result, "notes", ()) or ()),
         gpus=_gpus(result), contention=_contention(getattr(result, "contention", None)),
@@ -85,14 +87,14 @@ def _field(finding: Any, names: tuple[str, ...]) -> Any:
     return None
 
 
-def _finding(finding: Any, trace: Trace) -> tuple[str, tuple[Line, ...]]:
+def _finding(finding: Any, trace: Trace, whole: str = "run") -> tuple[str, tuple[Line, ...]]:
     if isinstance(finding, str):
         return finding, ()
     title = str(_field(finding, TITLE_FIELDS) or finding)
     lines: list[Line] = []
     cost = _field(finding, ("cost",))
     if isinstance(cost, float):
-        title += f" ({cost:.0%} of the run)"
+        title += f" ({cost:.0%} of the {whole})"
     if (text := _field(finding, TEXT_FIELDS)) is not None:
         lines.append(("", _text(text)))
     if (change := _field(finding, CHANGE_FIELDS)) is not None:
@@ -126,7 +128,8 @@ def _evidence(evidence: Any, trace: Trace) -> str:
     for i in list(spans)[:EVIDENCE_SHOWN]:
         if 0 <= int(i) < len(trace.spans):
             s = trace.span(int(i))
-            examples.append(f"{s.track} {s.name} p{s.partition} {s.duration_ns / 1e6:.1f} ms")
+            part = f" p{s.partition}" if s.partition >= 0 else ""
+            examples.append(f"{s.track} {s.name}{part} {s.duration_ns / 1e6:.1f} ms")
     return text + (f", e.g. {'; '.join(examples)}" if examples else "")
 
 

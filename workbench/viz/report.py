@@ -15,13 +15,14 @@ from bokeh.embed import components
 from bokeh.layouts import column
 from bokeh.resources import Resources
 
+from workbench.analysis.role_summary import is_pipeline, role_summary
 from workbench.analysis.summary import summarize
 from workbench.trace.container import Trace
 from workbench.viz.bars import trace_bars
 from workbench.viz.distributions import distribution_figure
 from workbench.viz.findings import diagnose, verdict_html
 from workbench.viz.gantt import DEFAULT_MAX_BARS, gantt_figure
-from workbench.viz.tables import CSS, config_table, summary_html
+from workbench.viz.tables import CSS, config_table, role_summary_html, summary_html
 
 # The charts use only Bokeh's core (no widgets, tables, WebGL or LaTeX): a third of the bytes.
 RESOURCES = Resources(mode="inline", components=["bokeh"])
@@ -77,7 +78,14 @@ def render_report(
     slow part on traces of millions of spans) and says so in its place."""
     summary = summarize(trace)
     meta = trace.meta
-    heading = title or f"workbench run: {summary.outcome}, {summary.partitions_done} partitions"
+    pipeline = is_pipeline(trace)
+    if pipeline:
+        heading = title or f"workbench run: {summary.outcome}, {summary.partitions_done} partitions"
+        tables = summary_html(summary)
+    else:
+        roles = role_summary(trace)
+        heading = title or f"{roles.source or 'trace'}: {sum(r.spans for r in roles.roles):,} spans"
+        tables = role_summary_html(roles)
     bars = trace_bars(trace)
     layout = column(gantt_figure(trace, max_bars=max_bars, bars=bars), distribution_figure(trace, bars),
                     sizing_mode="stretch_width")
@@ -92,5 +100,5 @@ def render_report(
     return html_page(heading, facts, BODY.format(
         verdict=verdict_html(diagnose(trace)) if verdict else SKIPPED,
         config=config_table(trace.config, meta),
-        summary=summary_html(summary), emulated=emulated, plots_div=div, plots_script=script,
+        summary=tables, emulated=emulated, plots_div=div, plots_script=script,
     ))

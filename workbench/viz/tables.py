@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from workbench.analysis.role_summary import RoleSummary
 from workbench.analysis.summary import RunSummary
 
 CSS = """
@@ -57,7 +58,8 @@ def config_table(config: dict[str, Any], meta: dict[str, Any] | None = None) -> 
     facts = {"backend": "backend used", "device": "device", "memory_emulated": "memory emulated",
              "outcome": "outcome", "error": "error"}
     for key, label in facts.items():
-        if meta and meta.get(key) is not None:
+        # "unknown" is what a foreign trace's outcome is: a run of ours always knows its own.
+        if meta and meta.get(key) is not None and meta.get(key) != "unknown":
             rows.append([label, str(meta[key])])
     return table(["setting", "value"], rows, "run configuration")
 
@@ -122,3 +124,16 @@ def summary_html(
 ) -> str:
     return (headline(summary) + gpu_table(gpus) + phase_table(summary) + mutex_table(summary, worker_gpu)
             + barrier_table(summary, worker_gpu))
+
+
+def role_summary_html(summary: RoleSummary) -> str:
+    """A program that is not our pipeline: its spans by role and the names that took longest."""
+    spans = sum(r.spans for r in summary.roles)
+    head = (f"<div class='wb-headline'>{escape(summary.source or 'trace')}: {spans:,} spans on "
+            f"{summary.tracks} tracks over {summary.window_s:.3g} s (no proving pipeline)</div>")
+    rows = [[r.role, r.spans, r.total_ms, _longest(r)] for r in summary.roles]
+    return head + table(["role", "spans", "total ms", "longest (total ms, spans)"], rows)
+
+
+def _longest(total: Any) -> str:
+    return "; ".join(f"{name[:60]} {ms:.1f} ms ({n})" for name, n, ms in total.longest)
