@@ -55,3 +55,18 @@ def test_report_of_a_foreign_trace_speaks_of_its_trace_not_a_run():
     for word in ("partition", "worker", "mutex", " p-1 ", "of the run", "outcome"):
         assert word not in text, word
     assert "(no proving pipeline)" in text and "of the trace)" in text
+
+
+def test_notebook_load_reads_any_input_and_takes_a_role_mapping(tmp_path):
+    import workbench.notebook as wb
+    from workbench.model.roles import role_counts
+
+    waits = _sql("SELECT count(*) FROM OSRT_API o JOIN StringIds s ON s.id = o.nameId "
+                 "WHERE s.value = 'sem_timedwait'")[0][0]
+    plain = role_counts(wb.load(EXPORT))
+    assert plain["cond_wait"] == waits and "lock_hold" not in plain
+    mapped = role_counts(wb.load(EXPORT, roles=[{"role": "lock_hold", "name": "sem_timedwait"}]))
+    assert mapped["lock_hold"] == waits and "cond_wait" not in mapped
+    mapping = tmp_path / "roles.toml"
+    mapping.write_text('[[role]]\nname = "sem_timedwait"\nrole = "lock_hold"\nlock = "queue"\n')
+    assert role_counts(wb.load(EXPORT, roles=mapping)) == mapped

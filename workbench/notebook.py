@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from workbench.config import RunConfig
-from workbench.trace import store
 from workbench.trace.container import Trace
 from workbench.viz.compare import compare_figure, summaries_html
 from workbench.viz.deps import require
@@ -29,7 +28,7 @@ from workbench.viz.gantt import gantt_figure
 from workbench.viz.panel import ControlPanel
 from workbench.viz.report import render_report
 from workbench.viz.runner import RunRecord, run_to_end
-from workbench.viz.tables import CSS, config_table, summary_html
+from workbench.viz.tables import CSS, config_table, role_summary_html, summary_html
 
 _state = {"bokeh_loaded": False, "runs": 0}
 
@@ -65,7 +64,7 @@ def _trace(item: TraceLike) -> Trace:
     if isinstance(item, RunRecord):
         return item.trace
     if isinstance(item, str | Path):
-        return store.load(item)
+        return load(item)
     return item
 
 
@@ -107,12 +106,14 @@ def distributions(item: TraceLike) -> Any:
 def summary(item: TraceLike) -> Any:
     from IPython.display import HTML
 
+    from workbench.analysis.role_summary import is_pipeline, role_summary
     from workbench.analysis.summary import summarize
 
     trace = _trace(item)
+    tables = summary_html(summarize(trace)) if is_pipeline(trace) else role_summary_html(role_summary(trace))
     html = HTML(f"<style>{CSS}</style><div style='display:flex;gap:32px;flex-wrap:wrap'>"
                 f"<div>{config_table(trace.config, trace.meta)}</div>"
-                f"<div>{summary_html(summarize(trace))}</div></div>")
+                f"<div>{tables}</div></div>")
     _display(html)
     return html
 
@@ -145,8 +146,18 @@ def report(item: TraceLike, path: str | Path = "report.html", title: str | None 
     return target
 
 
-def load(path: str | Path) -> Trace:
-    return store.load(path)
+def load(path: str | Path, roles: str | Path | Sequence[Mapping[str, str]] | None = None) -> Trace:
+    """Any trace, log or export the workbench reads (the format is sniffed), with `roles` (a
+    mapping file, or its rules as a list of {"role", "name", "track", "lock"}) overriding the
+    roles found automatically, as `--roles FILE` does on the command line."""
+    from workbench.importers import load_any
+    from workbench.model.roles import load_rules, parse_rules, with_rules
+
+    trace = load_any(path)
+    if roles is not None:
+        rules = load_rules(roles) if isinstance(roles, str | Path) else parse_rules(list(roles), "roles")
+        with_rules(trace, rules)
+    return trace
 
 
 def grid(runs: Mapping[str, TraceLike]) -> Any:
