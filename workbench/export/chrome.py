@@ -12,7 +12,7 @@ of other tools key on.
 Trace-event rules. Duration events on one thread must nest: a track whose spans do not is
 split, each span name that nests on its own getting a thread of its own (a mutex's holds),
 device tracks into lanes that do (concurrent copies: one stream each); what still overlaps
-goes out as async events (`b`/`e` pairs with an id). Hand-offs (export/flows.py: lock
+goes out as async events (`b`/`e` pairs with an id). Hand-offs (analysis/handoffs.py: lock
 release to the next acquire, synthesis to the worker's pickup, CUDA call to the GPU work it
 issued) become flow events, `s` inside the source slice and `f` (bound to the enclosing
 slice) at the start of the target one, each with its own id. Times are microseconds from the first event.
@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.export.flows import handoffs
+from workbench.analysis.handoffs import handoffs
 from workbench.model import tracks as tr
 from workbench.model.roles import CODE, ROLE_NAMES, span_roles
 from workbench.trace.container import Trace

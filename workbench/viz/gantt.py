@@ -21,6 +21,8 @@ from workbench.trace.container import Trace
 from workbench.viz.aggregate import detail_window, overview
 from workbench.viz.bars import Bars, origin_of, trace_bars
 from workbench.viz.counters import CounterView
+from workbench.viz.flows import COLUMNS as FLOW_COLUMNS
+from workbench.viz.flows import flow_segments
 from workbench.viz.lanes import lane_sort_key
 from workbench.viz.palette import phase_color, phase_order
 
@@ -80,6 +82,11 @@ class GanttView:
                         spacing=0, click_policy="none")
         fig.add_layout(legend, "right")
         fig.add_tools(HoverTool(renderers=bars, tooltips=TOOLTIPS))
+        # Hand-offs and recorded flows, thin and under the hover of the bars they join.
+        self.flow_source = ColumnDataSource({c: [] for c in FLOW_COLUMNS}, name=f"{name}_flows")
+        arrows = fig.segment(x0="x0", y0="y0", x1="x1", y1="y1", source=self.flow_source,
+                             line_color="#555555", line_alpha=0.55, line_width=1)
+        fig.add_tools(HoverTool(renderers=[arrows], tooltips=[("flow", "@kind"), ("", "@label")]))
         self.figure = fig
         # Both ranges are Range1d; the figure types them as any Range.
         self.x_range: Any = fig.x_range
@@ -138,6 +145,12 @@ class GanttView:
             self.x_range.start = min(0.0, float(bars.left.min()))
             self.x_range.end = float(bars.right.max()) * 1.02
 
+    def set_flows(self, trace: Trace, bars: Bars, origin_ns: int) -> int:
+        """Draw the trace's hand-offs and recorded flows between the bars; returns how many."""
+        data = flow_segments(trace, bars, self._lane_index, origin_ns)
+        self.flow_source.data = data
+        return len(data["x0"])
+
     def stream(self, bars: Bars) -> None:
         """Append bars (live view): one message per non-empty depth, not one per bar."""
         if not len(bars):
@@ -170,6 +183,7 @@ def gantt_figure(
     if len(bars) <= max_bars:
         view = GanttView(lanes, f"{heading} ({len(bars):,} spans)", x_range=x_range, name=name)
         view.set(bars)
+        view.set_flows(trace, bars, origin)
         parts.append(view.figure)
     else:
         summary = overview(bars, max_bars // 2)

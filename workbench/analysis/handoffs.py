@@ -1,4 +1,5 @@
-"""Hand-offs between spans, drawn as flow arrows by trace viewers.
+"""Hand-offs between spans: drawn as flow arrows by the Gantt and by trace viewers (the Chrome
+export writes them as flow events).
 
 Found by role (model/roles.py), so they appear on any trace that has the roles, not only on
 the workbench's own:
