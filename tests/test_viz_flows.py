@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from itertools import pairwise
 from pathlib import Path
 
 from workbench.config import RunConfig
@@ -34,7 +35,7 @@ def test_a_run_draws_each_lock_and_partition_hand_off():
     data = _arrows(trace)
     kinds = Counter(data["kind"])
     # One mutex: a hold taken by another worker than the one before it is a hand-off.
-    handed = sum(1 for (_, a), (_, b) in zip(holds, holds[1:], strict=False) if a != b)
+    handed = sum(1 for (_, a), (_, b) in pairwise(holds) if a != b)
     assert handed > 0 and kinds["lock_handoff"] == handed
     assert kinds["partition_handoff"] == config.partitions
     # An arrow never runs backwards in time: a hand-off follows the release it answers.
