@@ -80,3 +80,14 @@ def test_chrome_traces_without_a_gpu_get_no_gpu_story(path: Path) -> None:
     text = render_verdict(verdict, trace)
     _speaks_of_no_pipeline(verdict, text)
     assert "idles" not in verdict.headline
+
+
+def test_diff_of_two_foreign_traces_compares_what_they_have(capsys):
+    from workbench.cli import main
+
+    a, b = KINETO[0], KINETO[2]
+    assert main(["diff", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "idle cause (share of trace)" in out and "kernel busy (device)" in out
+    assert not PIPELINE_WORDS.search(out.replace(str(a), "").replace(str(b), ""))
+    assert "of the run" not in out

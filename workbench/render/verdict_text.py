@@ -229,27 +229,32 @@ def render_diff(d: RunDiff, label_a: str = "A", label_b: str = "B") -> str:
     out = [f"A: {label_a}", f"B: {label_b}"]
     if d.settings:
         out.append("settings: " + "; ".join(f"{k} {a} -> {b}" for k, a, b in d.settings))
-    t = d.throughput
-    out.append(f"throughput: {t.a:.1f} -> {t.b:.1f} partitions/min"
-               + (f" ({t.change:+.1%})" if t.change is not None else ""))
-    out.append("")
-    out.append(table(["phase (median ms)", "A", "B", "change"], [_change(p) for p in d.phases]))
+    # Two programs that are not pipelines have no partitions or phases to compare: their shares
+    # are of each trace.
+    pipeline = d.a.pipeline or d.b.pipeline
+    whole = "run" if pipeline else "trace"
+    if pipeline:
+        t = d.throughput
+        out.append(f"throughput: {t.a:.1f} -> {t.b:.1f} partitions/min"
+                   + (f" ({t.change:+.1%})" if t.change is not None else ""))
+        out.append("")
+        out.append(table(["phase (median ms)", "A", "B", "change"], [_change(p) for p in d.phases]))
     if d.utilisation:
         out.append("")
         out.append(table(["utilisation", "A", "B", "change"],
                          [_change(u, share="GB/s" not in u.name) for u in d.utilisation]))
     if d.idle:
         out.append("")
-        out.append(table(["idle cause (share of run)", "A", "B", "change"], [
+        out.append(table([f"idle cause (share of {whole})", "A", "B", "change"], [
             [i.name, _pct(i.a), _pct(i.b),
              "-" if i.a is None or i.b is None else f"{(i.b - i.a) * 100:+.0f} pts"] for i in d.idle
         ]))
     out.append("")
     for word, findings in (("appeared in B", d.appeared), ("went away in B", d.went_away)):
         for f in findings:
-            out.append(f"{word}: {f.title} [{f.id}; {f.cost:.0%} of the run]")
+            out.append(f"{word}: {f.title} [{f.id}; {f.cost:.0%} of the {whole}]")
     for a, b in d.persisted:
-        out.append(f"in both: {b.title} [{b.id}; {a.cost:.0%} -> {b.cost:.0%} of the run]")
+        out.append(f"in both: {b.title} [{b.id}; {a.cost:.0%} -> {b.cost:.0%} of the {whole}]")
     out.append("")
     out.append(f"A: {d.a.headline}")
     out.append(f"B: {d.b.headline}")
