@@ -20,8 +20,9 @@ FILES = sorted(DATA.glob("*.json.gz"))
 API = {"cuda_runtime", "cuda_driver"}
 # Which of the API calls these files hold block the caller until the GPU catches up, and
 # which launch GPU work (by the CUDA and HIP documentation of each call).
-SYNCS = {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaStreamWaitEvent",
-         "cudaEventQuery", "cudaFree", "cudaMemcpy", "hipDeviceSynchronize", "hipMemcpyWithStream"}
+# (cudaEventQuery returns at once and cudaStreamWaitEvent makes a stream wait, not the host.)
+SYNCS = {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
+         "cudaFree", "cudaMemcpy", "hipDeviceSynchronize", "hipMemcpyWithStream"}
 LAUNCHES = {"cudaLaunchKernel", "cuLaunchKernel", "hipLaunchKernel", "hipExtModuleLaunchKernel"}
 DIRECTIONS = {"HtoD": "h2d", "DtoH": "d2h", "DtoD": "d2d", "PtoP": "p2p"}
 _loaded: dict[Path, tuple[list[dict], object]] = {}
@@ -61,15 +62,19 @@ def test_roles_by_category(path):
     assert counts.get("memset", 0) == len(_x(events, "gpu_memset"))
     api = Counter(e["name"] for e in _x(events, *API))
     records = _syncs(events)
-    called = sum(1 for _, call in records if call is not None)
+    # A stream's wait on an event holds no host thread: those records are runtime calls.
+    called = sum(1 for e, call in records if call is not None and e["name"] != "Stream Wait Event")
+    stream_waits = sum(1 for e, call in records if call is not None and e["name"] == "Stream Wait Event")
     assert counts.get("sync", 0) == sum(n for name, n in api.items() if name in SYNCS) + called
     assert counts.get("launch", 0) == sum(n for name, n in api.items() if name in LAUNCHES)
-    assert counts.get("runtime", 0) == sum(n for name, n in api.items() if name not in SYNCS | LAUNCHES)
+    others = sum(n for name, n in api.items() if name not in SYNCS | LAUNCHES)
+    assert counts.get("runtime", 0) == others + stream_waits
     steps = [e for e in _x(events, "user_annotation", "cpu_op") if e["name"].startswith("ProfilerStep#")]
     assert counts.get("unit", 0) == len(steps)
     # The GPU-side mirrors are "other"; the profiler's recording window ("Trace") is an instant.
     mirrors = _x(events, "gpu_user_annotation", "cuda_profiler_range")
-    assert counts.get("other", 0) == len(mirrors) + len(records) - called
+    placed = called + stream_waits  # records with their call sit on its cuda/ track
+    assert counts.get("other", 0) == len(mirrors) + len(records) - placed
     windows = _x(events, "Trace")
     assert sum(counts.values()) == len(_x(events, *{e.get("cat") for e in events})) - len(windows)
     marks = [i for i in trace.iter_instants() if i.attrs.get("profiler_window")]

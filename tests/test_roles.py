@@ -20,6 +20,8 @@ CASES = [
     (cuda_track("thread/12"), "cuStreamSynchronize_ptsz", "sync"),
     (cuda_track("thread/12"), "cudaMemcpy", "sync"),
     (cuda_track("thread/12"), "cudaMemcpyAsync", "runtime"),
+    (cuda_track("thread/12"), "cudaEventQuery", "runtime"),  # returns at once
+    (cuda_track("thread/12"), "cudaStreamWaitEvent", "runtime"),  # the stream waits, not the host
     (cuda_track("thread/12"), "cudaLaunchKernel", "launch"),
     (cuda_track("thread/12"), "cuLaunchKernelEx", "launch"),
     (cuda_track("thread/12"), "cudaMalloc", "runtime"),

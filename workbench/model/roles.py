@@ -59,12 +59,14 @@ CODE = {name: i for i, name in enumerate(ROLE_NAMES)}
 # CUDA runtime and driver calls that block the calling thread until the GPU has caught up,
 # and the activity records of such waits, named for what was synchronised (an nsys export's
 # synchronisation table, the workbench's own activity collector).
+# Queries (cudaEventQuery, cudaStreamQuery) return at once and cudaStreamWaitEvent makes a stream,
+# not the host, wait: none of them is a wait of the host's.
 SYNC_CALLS = re.compile(
-    r"^(?:(?:cuda|cu|hip)(?:DeviceSynchronize|CtxSynchronize|StreamSynchronize|EventSynchronize|StreamWaitEvent"
+    r"^(?:(?:cuda|cu|hip)(?:DeviceSynchronize|CtxSynchronize|StreamSynchronize|EventSynchronize"
     r"|Memcpy(?:2D|3D|Peer|ToSymbol|FromSymbol|HtoD|DtoH|DtoD|WithStream)?(?:_v\d+)?"
     r"|Memset(?:D8|D16|D32)?(?:_v\d+)?"
-    r"|Free|FreeHost|MemFree|MemFreeHost|StreamQuery|EventQuery)(?:_v\d+|_ptsz|_ptds)*"
-    r"|(?:event_|stream_|context_)?synchronize|stream_wait_event)$"
+    r"|Free|FreeHost|MemFree|MemFreeHost)(?:_v\d+|_ptsz|_ptds)*"
+    r"|(?:event_|stream_|context_)?synchronize)$"
 )
 # ROCm's HIP calls are named as CUDA's (hipLaunchKernel, hipDeviceSynchronize, hipExtModuleLaunchKernel).
 LAUNCH_CALLS = re.compile(r"^(?:cuda|cu|hip)(?:LaunchKernel\w*|LaunchCooperativeKernel\w*|GraphLaunch\w*"
