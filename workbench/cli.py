@@ -224,13 +224,14 @@ def _run(args: argparse.Namespace) -> int:
     fault = _fault_hook(args.inject_fault)
     # Every output checked before any work, so no run is lost to a path found bad at its end.
     fresh = config.trace and args.trace_path is None
-    trace_path = output.fresh_run_path() if fresh else args.trace_path
-    if fresh:
-        trace_path.parent.mkdir(exist_ok=True)
-    trace_path, chrome, save_config, proofs = output.check_all([
-        ("--trace", trace_path if config.trace else None),
+    trace_path: Path | None = output.fresh_run_path() if fresh else None
+    if trace_path is not None:  # a new name in runs/ (created if need be): only the folder to check
+        output.check_folder(trace_path.parent, f"default trace {trace_path}", created=True)
+    explicit, chrome, save_config, proofs = output.check_all([
+        ("--trace", args.trace_path if config.trace and not fresh else None),
         ("--chrome", args.chrome if config.trace else None),
         ("--save-config", args.save_config), ("--proofs", args.proofs)])
+    trace_path = trace_path or explicit
     if save_config is not None:
         output.write_text(save_config, config.to_json() + "\n")
     try:

@@ -39,7 +39,7 @@ def _not_regular(path: Path) -> str | None:
     """Why an existing `path` must not be replaced, or None (missing, or an ordinary file)."""
     try:
         info = os.lstat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # the folder's own check says why
         return None
     if stat.S_ISLNK(info.st_mode):
         return f"is a symbolic link to {os.readlink(path)}, not a regular file (give the target itself)"
@@ -60,25 +60,32 @@ def check(path: str | os.PathLike[str] | None, flag: str | None = None) -> Path:
     if text.endswith(os.sep):
         raise OutputError(f"{where}: ends with {os.sep}, a folder; give a file name")
     target = Path(text)
-    reason = _not_regular(target)
-    if reason:
-        raise OutputError(f"{where}: {reason}")
     limit = _name_max(target)
     if len(os.fsencode(target.name)) > limit:
         raise OutputError(f"{where}: file name is {len(os.fsencode(target.name))} bytes, longer than the "
                           f"{limit} this file system allows")
     if len(os.fsencode(os.path.abspath(target))) >= 4096:
         raise OutputError(f"{where}: path is longer than the 4096 bytes a path may have")
+    reason = _not_regular(target)
+    if reason:
+        raise OutputError(f"{where}: {reason}")
     if target.exists() and not os.access(target, os.W_OK):
         raise OutputError(f"{where}: exists and is not writable")
-    folder = target.parent
+    check_folder(target.parent, where)
+    return target
+
+
+def check_folder(folder: Path, where: str, *, created: bool = False) -> None:
+    """A folder files can be written into; with `created`, one the writer will create, so a
+    missing one is fine where the folder above it can take it."""
+    if created and not os.path.lexists(folder) and folder != folder.parent:
+        folder = folder.parent
     if not os.path.lexists(folder):
         raise OutputError(f"{where}: folder {folder} does not exist")
     if not folder.is_dir():
         raise OutputError(f"{where}: {folder} is not a directory")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise OutputError(f"{where}: folder {folder} is not writable")
-    return target
 
 
 def check_all(outputs: Sequence[tuple[str, str | os.PathLike[str] | None]],
