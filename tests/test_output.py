@@ -214,3 +214,17 @@ def test_runs_started_at_once_each_keep_their_trace(tmp_path):
     files = sorted((tmp_path / "runs").iterdir())
     assert len(files) == 4 and sorted(tmp_path / name for name in said) == files
     assert all(load(path).meta["outcome"] == "completed" for path in files)
+
+
+def test_fresh_names_without_hard_links_still_never_overwrite(tmp_path, monkeypatch):
+    def no_links(src, dst):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    first = tmp_path / "run.wbtrace"
+    first.write_text("an earlier run")
+    assert output.write_text(first, "x") == first  # an explicit name is replaced, as asked
+    first.write_text("an earlier run")
+    assert output.write(first, lambda h: h.write(b"new"), fresh=True) == tmp_path / "run-2.wbtrace"
+    assert first.read_text() == "an earlier run" and (tmp_path / "run-2.wbtrace").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run-2.wbtrace", "run.wbtrace"]

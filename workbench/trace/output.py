@@ -177,6 +177,15 @@ def _publish_fresh(tmp: str, target: Path) -> Path:
             return name
         except FileExistsError:
             continue
+        except OSError as err:
+            if err.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK):
+                raise
+        try:  # a file system without hard links: claim the name empty, then rename over it
+            os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            continue
+        os.replace(tmp, name)
+        return name
     raise OutputError(f"{target}: no free name beside it (tried 9999)")
 
 
