@@ -84,7 +84,8 @@ def test_every_bad_input_is_one_line_and_exit_2_from_every_command(tmp_path, cap
     _one_line_error(capsys, message)
     nowhere = tmp_path / "no" / "such" / "folder" / "out.json"
     assert main(["export", "chrome", str(SEED_LOG), "-o", str(nowhere)]) == 2
-    _one_line_error(capsys, rf"{re.escape(str(nowhere))}: No such file or directory")
+    _one_line_error(capsys, rf"-o {re.escape(str(nowhere))}: folder {re.escape(str(nowhere.parent))} does "
+                            "not exist")
 
 
 def test_every_command_reads_a_foreign_input_and_takes_roles(tmp_path, capsys):

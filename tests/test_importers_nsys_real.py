@@ -2,6 +2,7 @@
 grammar with its role; every expected figure is counted here with SQL over the file itself."""
 
 import re
+import shutil
 import sqlite3
 from collections import Counter
 from pathlib import Path
@@ -144,3 +145,19 @@ def test_synchronisation_records_sit_on_the_thread_that_called(trace):
         assert record.track == tr.cuda_track(tr.thread_track(callers[record.attrs["correlation"]]))
     assert "sync_callers" not in trace.meta["import"]
     assert trace.meta["import"]["skipped"] == {}
+
+
+@pytest.mark.parametrize(("name", "decoy"), [("x#y.sqlite", "x"), ("a%41.sqlite", "aA.sqlite"),
+                                             ("q?mode=rwc.sqlite", "q")])
+def test_the_file_named_is_the_file_read(tmp_path, monkeypatch, name, decoy):
+    """`#`, `%` and `?` in a name belong to the name, not to the SQLite URI it is opened by."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copyfile(EXPORT, name)
+    with sqlite3.connect(decoy) as conn:  # another export's skeleton, with one kernel in it
+        conn.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT, end INT)")
+        conn.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1, 2)")
+    conn.close()
+    (kernels,) = _sql("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")[0]
+    for path in (Path(name), tmp_path / name):
+        assert roles.role_counts(load_any(path))["kernel"] == kernels
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([name, decoy])

@@ -88,6 +88,9 @@ def test_the_real_diagnosis_fills_the_section(trace):
 
 def test_report_command_writes_the_file(trace, tmp_path, capsys):
     path = store.save(trace, tmp_path / "run.wbtrace")
+    assert cli.main(["report", str(path), "-o", str(tmp_path / "out" / "r.html")]) == 2
+    assert "folder" in capsys.readouterr().err and not (tmp_path / "out").exists()
+    (tmp_path / "out").mkdir()
     assert cli.main(["report", str(path), "-o", str(tmp_path / "out" / "r.html")]) == 0
     assert (tmp_path / "out" / "r.html").read_text().startswith("<!DOCTYPE html>")
     assert "opens without network" in capsys.readouterr().out

@@ -79,14 +79,14 @@ def build_parser() -> argparse.ArgumentParser:
             choices=choices, help=f"{_HELP[f.name]} ({allowed}default: {default})",
         )
     run.add_argument("--config", type=Path, help="read settings from a JSON file (flags override)")
-    run.add_argument("--save-config", type=Path, help="write the effective settings as JSON")
-    run.add_argument("--trace", dest="trace_path", type=Path,
-                     help="trace file to write (default: runs/run-<time>.wbtrace)")
+    run.add_argument("--save-config", type=str, help="write the effective settings as JSON")
+    run.add_argument("--trace", dest="trace_path", type=str,
+                     help="trace file to write (default: runs/run-<time>-<pid>.wbtrace, a new name)")
     run.add_argument("--no-trace", action="store_true", help="run without recording events")
-    run.add_argument("--chrome", type=Path, help="also write Chrome trace JSON (opens in Perfetto)")
+    run.add_argument("--chrome", type=str, help="also write Chrome trace JSON (opens in Perfetto)")
     run.add_argument("--cuzk-log", action="store_true",
                      help="print cuzk-compatible CUZK_TIMING / TIMELINE lines to stderr")
-    run.add_argument("--proofs", type=Path, metavar="FILE",
+    run.add_argument("--proofs", type=str, metavar="FILE",
                      help="write the proofs, public inputs and verifying key as JSON (compressed points)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--inject-fault", metavar="PHASE:PARTITION",
@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="chrome: Chrome trace JSON (Perfetto, chrome://tracing, Holistic Trace "
                              "Analysis); cuzk: cuzk daemon CUZK_TIMING / TIMELINE lines")
     add_input(export, "trace_file")
-    export.add_argument("-o", "--output", type=Path,
+    export.add_argument("-o", "--output", type=str,
                         help="output file (default: stdout); chrome output ending in .gz is gzipped")
     add_roles(export)
 
@@ -218,12 +218,22 @@ def _run(args: argparse.Namespace) -> int:
     from workbench.pipeline.backends import BackendUnavailable, select_backend
     from workbench.pipeline.run import Pipeline
     from workbench.render.text import render_summary
-    from workbench.trace import store
+    from workbench.trace import output, store
 
     config = config_from_args(args)
     fault = _fault_hook(args.inject_fault)
-    if args.save_config is not None:
-        args.save_config.write_text(config.to_json() + "\n")
+    # Every output checked before any work, so no run is lost to a path found bad at its end.
+    fresh = config.trace and args.trace_path is None
+    trace_path: Path | None = output.fresh_run_path() if fresh else None
+    if trace_path is not None:  # a new name in runs/ (created if need be): only the folder to check
+        output.check_folder(trace_path.parent, f"default trace {trace_path}", created=True)
+    explicit, chrome, save_config, proofs = output.check_all([
+        ("--trace", args.trace_path if config.trace and not fresh else None),
+        ("--chrome", args.chrome if config.trace else None),
+        ("--save-config", args.save_config), ("--proofs", args.proofs)])
+    trace_path = trace_path or explicit
+    if save_config is not None:
+        output.write_text(save_config, config.to_json() + "\n")
     try:
         backend = select_backend(config)
     except BackendUnavailable as err:
@@ -245,24 +255,23 @@ def _run(args: argparse.Namespace) -> int:
     for notice in pipeline.notices:
         print(f"workbench: {notice}", file=sys.stderr)
 
-    path = args.trace_path or Path("runs") / time.strftime("run-%Y%m%d-%H%M%S.wbtrace")
-    if config.trace:
-        store.save(result.trace, path)
+    if trace_path is not None:
+        trace_path = store.save(result.trace, trace_path, fresh=fresh)
     from workbench.analysis.summary import summarize
 
     print(render_summary(summarize(result.trace), config.to_dict()))
-    if config.trace:
-        print(f"trace: {path}")
-    if args.chrome is not None and config.trace:
+    if trace_path is not None:
+        print(f"trace: {trace_path}")
+    if chrome is not None:
         from workbench.export.chrome import to_chrome_json
 
-        args.chrome.write_text(to_chrome_json(result.trace))
-        print(f"chrome trace: {args.chrome}")
+        output.write_text(chrome, to_chrome_json(result.trace))
+        print(f"chrome trace: {chrome}")
     if args.cuzk_log and config.trace:
         from workbench.export.cuzk_log import cuzk_lines
 
         sys.stderr.write("".join(line + "\n" for line in cuzk_lines(result.trace)))
-    if args.proofs is not None and not _write_proofs(args.proofs, pipeline, result.proofs):
+    if proofs is not None and not _write_proofs(proofs, pipeline, result.proofs):
         return EXIT_USAGE
     if interrupted:
         return EXIT_INTERRUPTED
@@ -275,6 +284,7 @@ def _run(args: argparse.Namespace) -> int:
 def _write_proofs(path: Path, pipeline: Any, proofs: dict[int, Any]) -> bool:
     from workbench.prover import proof_json
     from workbench.prover.verify import VerifyingKey
+    from workbench.trace import output
 
     try:
         vk = VerifyingKey.of(pipeline.backend.key)
@@ -282,7 +292,7 @@ def _write_proofs(path: Path, pipeline: Any, proofs: dict[int, Any]) -> bool:
         print(f"workbench: error: --proofs {path}: {err}", file=sys.stderr)
         return False
     entries = [(proofs[p], pipeline.circuit.public_inputs(p)) for p in sorted(proofs)]
-    path.write_text(proof_json.dumps(proof_json.document(vk, entries)))
+    output.write_text(path, proof_json.dumps(proof_json.document(vk, entries)))
     print(f"proofs: {path} ({len(entries)} proofs)")
     return True
 
@@ -313,7 +323,10 @@ def _summary(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     from workbench.commands._inputs import load_inputs
+    from workbench.trace import output
 
+    (target,) = (output.check_all([("-o", args.output)], [args.trace_file])
+    if args.output is not None else (None,))
     (trace,) = load_inputs(args, "trace_file")
     if args.format == "chrome":
         from workbench.export.chrome import to_chrome_json
@@ -326,14 +339,14 @@ def _export(args: argparse.Namespace) -> int:
         if not text:
             raise ValueError(f"{args.trace_file}: nothing to write as cuzk lines (no GPU worker phases of a "
                              "proving pipeline in it)")
-    if args.output is None:
+    if target is None:
         sys.stdout.write(text)
-    elif args.output.suffix == ".gz":
+    elif target.suffix == ".gz":
         import gzip
 
-        args.output.write_bytes(gzip.compress(text.encode()))
+        output.write_bytes(target, gzip.compress(text.encode()))
     else:
-        args.output.write_text(text)
+        output.write_text(target, text)
     return EXIT_OK
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.config import RunConfig
+from workbench.trace import output
 from workbench.trace.container import Trace
 from workbench.viz.compare import compare_figure, summaries_html
 from workbench.viz.deps import require
@@ -139,11 +140,8 @@ def compare(a: TraceLike, b: TraceLike) -> Any:
 
 def report(item: TraceLike, path: str | Path = "report.html", title: str | None = None) -> Path:
     """Write the self-contained HTML report of a run; returns where it went."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
     label = title or (item.label if isinstance(item, RunRecord) else None)
-    target.write_text(render_report(_trace(item), title=label), encoding="utf-8")
-    return target
+    return output.write_text(path, render_report(_trace(item), title=label))
 
 
 def load(path: str | Path, roles: str | Path | Sequence[Mapping[str, str]] | None = None) -> Trace:

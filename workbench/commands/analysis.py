@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from workbench.commands._inputs import add_input, add_roles, load_inputs, read_rules
@@ -21,7 +20,7 @@ def register(commands: Any) -> None:
     importing = commands.add_parser(
         "import", help="convert a cuzk log, nsys export or Chrome trace to a trace; show the roles found")
     add_input(importing)
-    importing.add_argument("-o", "--output", type=Path,
+    importing.add_argument("-o", "--output", type=str,
                            help="trace file to write (.wbtrace); needed unless --show-roles")
     importing.add_argument("--show-roles", action="store_true",
                            help="print each role's span count and the (track kind, span name) pairs "
@@ -88,15 +87,18 @@ def _import(args: argparse.Namespace) -> int:
 
     if args.output is None and not args.show_roles:
         raise ValueError("import needs -o FILE (the trace to write), --show-roles, or both")
+    from workbench.trace import output
+
+    (target,) = output.check_all([("-o", args.output)], [args.path])
     rules = read_rules(args)
     trace = load_input(args.path, rules)
     if args.show_roles:
         from workbench.render.roles_text import render_roles
 
         print(render_roles(trace, len(rules)))
-    if args.output is None:
+    if target is None:
         return 0
-    path = store.save(trace, args.output)
+    path = store.save(trace, target)
     report = trace.meta.get("import", {})
     skipped = report.get("skipped", {}) if isinstance(report, dict) else {}
     print(f"{len(trace.spans)} spans, {len(trace.instants)} instants, {len(trace.counters)} counter samples "

@@ -21,7 +21,7 @@ def register(commands: Any) -> None:
     report = commands.add_parser(
         "report", help="write a self-contained HTML report (Gantt, tables, verdict) of a trace")
     add_input(report, "trace_file")
-    report.add_argument("-o", "--output", type=Path,
+    report.add_argument("-o", "--output", type=str,
                         help="HTML file to write (default: the trace's name with .html)")
     report.add_argument("--title", help="heading of the report")
     report.add_argument("--max-bars", type=int, default=None, metavar="N",
@@ -45,6 +45,11 @@ def register(commands: Any) -> None:
 def _report(args: argparse.Namespace) -> int:
     if args.max_bars is not None and args.max_bars < 100:
         raise ValueError(f"--max-bars {args.max_bars} is not allowed: at least 100")
+    from workbench.trace import output as outputs
+
+    output = outputs.check_beside(
+        args.output if args.output is not None else args.trace_file.with_suffix(".html"), "-o",
+        [args.trace_file])
     (trace,) = load_inputs(args, "trace_file")
     try:
         from workbench.viz.gantt import DEFAULT_MAX_BARS
@@ -52,11 +57,9 @@ def _report(args: argparse.Namespace) -> int:
     except ImportError as err:
         print(f"workbench: error: {err}", file=sys.stderr)
         return EXIT_USAGE
-    output = args.output or args.trace_file.with_suffix(".html")
     html = render_report(trace, title=args.title, max_bars=args.max_bars or DEFAULT_MAX_BARS,
                          verdict=not args.no_verdict)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(html, encoding="utf-8")
+    outputs.write_text(output, html)
     print(f"report: {output} ({len(html.encode()) / 1e6:.1f} MB, {len(trace.spans):,} spans; "
           "opens without network)")
     return EXIT_OK

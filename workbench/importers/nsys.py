@@ -23,6 +23,7 @@ import os
 import sqlite3
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from workbench.importers import nsys_cuda as cuda
 from workbench.importers.nsys_nvtx import TABLE as NVTX
@@ -50,7 +51,8 @@ def load_nsys(path: str | os.PathLike[str]) -> Trace:
     if not path.is_file():
         raise FileNotFoundError(f"no export at {path}")
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        # Quoted, so `#`, `?` and `%` in the name are part of it, not of the URI.
+        conn = sqlite3.connect(f"file:{quote(str(path.absolute()))}?mode=ro", uri=True)
     except sqlite3.Error as err:
         raise ImportFailed(f"{path}: cannot open as SQLite ({err})") from None
     try:

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from workbench.trace import output
 from workbench.trace.container import (
     CounterTable,
     InstantTable,
@@ -31,17 +31,15 @@ FORMAT = "workbench-trace"
 VERSION = 1
 SUFFIX = ".wbtrace"
 ZIP_MAGIC = b"PK\x03\x04"
-# Read once at import (reading it means setting it), not while other threads create files.
-_UMASK = os.umask(0o022)
-os.umask(_UMASK)
 
 
 class TraceFormatError(ValueError):
     """A file that is not a workbench trace, or a damaged or too-new one."""
 
 
-def save(trace: Trace, path: str | os.PathLike[str]) -> Path:
-    path = Path(path)
+def save(trace: Trace, path: str | os.PathLike[str], *, fresh: bool = False) -> Path:
+    """Write `trace` to `path` (never over a device, FIFO, socket or symbolic link); with
+    `fresh`, an existing file is kept and the next free name taken. Returns the path written."""
     arrays: dict[str, np.ndarray] = {}
     schema: dict[str, list[dict[str, Any]]] = {}
     for table_name, table in (("spans", trace.spans), ("instants", trace.instants)):
@@ -59,19 +57,9 @@ def save(trace: Trace, path: str | os.PathLike[str]) -> Path:
         "attrs": schema,
     }
     arrays["header"] = np.frombuffer(json.dumps(header, default=_json_default).encode(), np.uint8)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Write beside the target and rename so a crash mid-save never leaves half a trace.
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.savez_compressed(handle, allow_pickle=False, **arrays)
-        # A temporary file is private; the trace itself is an ordinary file to share.
-        os.chmod(tmp, 0o666 & ~_UMASK)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    # Written beside the target and renamed, so a crash mid-save never leaves half a trace.
+    return output.write(
+        path, lambda handle: np.savez_compressed(handle, allow_pickle=False, **arrays), fresh=fresh)
 
 
 def load(path: str | os.PathLike[str]) -> Trace:

@@ -19,6 +19,7 @@ from typing import Any
 from workbench.analysis.summary import summarize
 from workbench.config import ConfigError, RunConfig
 from workbench.prover.backend import BackendUnavailable
+from workbench.trace import output
 from workbench.trace.container import Trace
 from workbench.viz.compare import compare_figure, summaries_html
 from workbench.viz.deps import require
@@ -251,9 +252,7 @@ class ControlPanel:
         if record is None:
             raise ValueError("no finished run to report on yet")
         target = Path(path) if path is not None else self.report_dir / f"run-{record.number}.html"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(render_report(record.trace, title=record.label), encoding="utf-8")
-        return target
+        return output.write_text(target, render_report(record.trace, title=record.label))
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
