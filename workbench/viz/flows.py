@@ -58,7 +58,7 @@ def _recorded(
     """A foreign trace's own flows: their steps in time order, keyed by flow id."""
     flows: dict[Any, list[tuple[float, int, str, str]]] = defaultdict(list)
     inst, text = trace.instants, trace.strings.values
-    for i in np.flatnonzero([bool(a) and "flow_id" in a for a in inst.attrs]).tolist():
+    for i in np.flatnonzero([a is not None and "flow_id" in a for a in inst.attrs]).tolist():
         attrs = inst.attrs[i] or {}
         if attrs.get("derived") or attrs.get("cat") == LAUNCH:
             # Our own export's hand-offs read back, and launch flows, which the correlation ids
