@@ -55,7 +55,8 @@ def test_gantt_has_a_bar_per_span_a_lane_per_role_and_a_legend(trace):
     fig = layout.children[0]
     labels = list(fig.yaxis[0].major_label_overrides.values())
     assert labels[:3] == ["run", "synth 0", "synth 1"] and "worker 1 mutex hold" in labels
-    hover = fig.select({"type": HoverTool})[0]
+    # The span hover, not the flow arrows' (a figure has both; select gives no order).
+    (hover,) = [h for h in fig.select({"type": HoverTool}) if h.name and h.name.endswith("_span_hover")]
     assert {"partition", "worker", "phase", "duration"} <= {name for name, _ in hover.tooltips}
 
 

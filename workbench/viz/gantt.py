@@ -81,12 +81,13 @@ class GanttView:
                         location="top_left", label_text_font_size="11px", glyph_height=14,
                         spacing=0, click_policy="none")
         fig.add_layout(legend, "right")
-        fig.add_tools(HoverTool(renderers=bars, tooltips=TOOLTIPS))
+        fig.add_tools(HoverTool(renderers=bars, tooltips=TOOLTIPS, name=f"{name}_span_hover"))
         # Hand-offs and recorded flows, thin and under the hover of the bars they join.
         self.flow_source = ColumnDataSource({c: [] for c in FLOW_COLUMNS}, name=f"{name}_flows")
         arrows = fig.segment(x0="x0", y0="y0", x1="x1", y1="y1", source=self.flow_source,
                              line_color="#555555", line_alpha=0.55, line_width=1)
-        fig.add_tools(HoverTool(renderers=[arrows], tooltips=[("flow", "@kind"), ("", "@label")]))
+        fig.add_tools(HoverTool(renderers=[arrows], tooltips=[("flow", "@kind"), ("", "@label")],
+                                name=f"{name}_flow_hover"))
         self.figure = fig
         # Both ranges are Range1d; the figure types them as any Range.
         self.x_range: Any = fig.x_range
