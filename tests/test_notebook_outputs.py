@@ -59,7 +59,7 @@ def test_compare_names_the_runs_by_their_files_or_the_labels_given(monkeypatch):
     html = shown[0].data
     assert f"A: {A.name}" in html and f"B: {B.name}" in html and "run A" not in html
     assert figure_labels == [(A.name, B.name)]
-    assert handle.value is shown[-1] and handle.children == shown[-1].children  # the figure, through the handle
+    assert handle.value is shown[-1] and handle.children == shown[-1].children  # through the handle
 
     wb.compare(str(A), b, labels=("before", "after"))
     assert "A: before" in shown[2].data and "B: after" in shown[2].data
