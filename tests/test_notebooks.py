@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -36,9 +37,15 @@ def test_notebook_runs_top_to_bottom(path, tmp_path):
         notebook, timeout=CELL_TIMEOUT_S, kernel_name="python3",
         resources={"metadata": {"path": str(tmp_path)}},
     )
-    client.execute()
+    # The kernel runs in tmp_path: point it at this checkout, not whichever copy is installed.
+    here = os.pathsep.join(p for p in (str(NOTEBOOKS.parent), os.environ.get("PYTHONPATH", "")) if p)
+    client.execute(env={**os.environ, "PYTHONPATH": here})
     outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
+    for cell in notebook.cells:  # a cell ending in a helper shows its output once, not again as Out[]
+        last = cell.source.strip().splitlines()[-1] if cell.source.strip() else ""
+        if cell.cell_type == "code" and last.startswith("wb."):
+            assert "execute_result" not in [o.output_type for o in cell.outputs], cell.source
     widgets = [o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
     assert widgets, "the notebook shows its figures and panel as widgets"
     if path.stem == "01_quickstart":
@@ -49,6 +56,7 @@ def test_notebook_runs_top_to_bottom(path, tmp_path):
         assert "Slow host-to-device copies hold the GPU mutex" in html
         assert "zerocopy_t14_w2_load14 (repeat)" in html  # the what-if table reached its last rows
         assert "in steady state" in html  # the zerocopy verdict's kernel busy
+        assert "A: pageable_t14_w2_load14.wbtrace" in html and "run A" not in html  # compare's names
     if path.stem == "02_memory_modes":
         text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
         assert "pageable:" in text and "zerocopy:" in text

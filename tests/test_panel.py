@@ -120,3 +120,19 @@ def test_report_and_compare_after_two_runs(panel):
     summaries, chart = panel.compare_box.children
     assert "pageable" in summaries.value and "pinned" in summaries.value
     assert chart.__class__.__name__ == "BokehModel"
+
+
+def test_the_live_summary_of_a_run_says_running_not_unknown(panel):
+    from types import SimpleNamespace
+
+    from workbench.model.pipeline import PROVER
+    from workbench.pipeline.backends import select_backend
+    from workbench.pipeline.run import Pipeline
+
+    pipeline = Pipeline(SMALL, select_backend(SMALL))
+    pipeline.run()
+    finished = sum(1 for track, name, *_ in pipeline.recorder.spans
+                   if name == PROVER.done and track.startswith("worker"))
+    panel._show_live_summary(SimpleNamespace(recorder=pipeline.recorder))  # what the poller shows
+    assert "unknown" not in panel.summary.value
+    assert f"running: {finished} partitions in" in panel.summary.value and finished == 3

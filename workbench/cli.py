@@ -217,7 +217,7 @@ def _fault_hook(spec: str | None) -> Any:
 def _run(args: argparse.Namespace) -> int:
     from workbench.pipeline.backends import BackendUnavailable, select_backend
     from workbench.pipeline.run import Pipeline
-    from workbench.render.text import render_summary
+    from workbench.render.text import render_summary, render_untraced
     from workbench.trace import output, store
 
     config = config_from_args(args)
@@ -243,12 +243,13 @@ def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     bar = _ProgressBar(enabled=not args.no_progress)
 
-    def tick(final: bool = False) -> None:
-        bar.draw(pipeline.progress.done, config.partitions, time.perf_counter() - started, final)
+    def tick() -> None:
+        bar.draw(pipeline.progress.done, config.partitions, time.perf_counter() - started)
 
     _announce(config, backend.name)
     result = pipeline.run(tick)
-    tick(final=True)
+    summary, done, wall_s = _run_figures(pipeline, result)
+    bar.draw(done, config.partitions, wall_s, final=True)  # the summary's own figures
     interrupted = pipeline.interrupted
     if interrupted:
         print("workbench: interrupted; saving the trace of what ran", file=sys.stderr)
@@ -257,9 +258,10 @@ def _run(args: argparse.Namespace) -> int:
 
     if trace_path is not None:
         trace_path = store.save(result.trace, trace_path, fresh=fresh)
-    from workbench.analysis.summary import summarize
-
-    print(render_summary(summarize(result.trace), config.to_dict()))
+    if summary is not None:
+        print(render_summary(summary, config.to_dict()))
+    else:
+        print(render_untraced(result.outcome, done, wall_s, config.to_dict()))
     if trace_path is not None:
         print(f"trace: {trace_path}")
     if chrome is not None:
@@ -279,6 +281,20 @@ def _run(args: argparse.Namespace) -> int:
         print(f"workbench: run failed: {result.error}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _run_figures(pipeline: Any, result: Any) -> tuple[Any, int, float]:
+    """The run's summary (None untraced), partitions done and wall seconds: the figures the
+    progress bar ends on and the summary prints, so the two agree. Untraced, they come from
+    the pipeline's own count and clock, from the end of setup as a trace's run window does."""
+    from workbench.analysis.summary import summarize
+
+    if pipeline.config.trace:
+        summary = summarize(result.trace)
+        return summary, summary.partitions_done, summary.wall_s
+    started = pipeline.progress.started_ns
+    wall_ns = pipeline.recorder.now_ns() - started if started else 0
+    return None, pipeline.progress.done, wall_ns / 1e9
 
 
 def _write_proofs(path: Path, pipeline: Any, proofs: dict[int, Any]) -> bool:

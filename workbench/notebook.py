@@ -10,6 +10,11 @@
 Figures are shown as widgets (jupyter_bokeh), which render in JupyterLab and in the
 classic notebook alike and keep streaming while the kernel is busy elsewhere. BokehJS is
 written into the notebook itself, so nothing is fetched from the network.
+
+Each helper shows its output once, where it is called, and returns a `Shown` handle: its
+`value` is the widget or HTML shown, and its attributes are the value's, so a script can
+keep using it; a cell that ends in `wb.summary(run)` does not show the summary a second time.
+`display(handle.value)` shows it again.
 """
 
 from __future__ import annotations
@@ -47,18 +52,36 @@ def setup() -> None:
     _state["bokeh_loaded"] = True
 
 
-def _display(obj: Any) -> None:
+class Shown:
+    """What a helper showed: `value`, its attributes reachable through the handle. As a cell's
+    last value it shows nothing more, since the output is already on the page above."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "value" or name.startswith(("_repr_", "_ipython_")):
+            raise AttributeError(name)  # never render the value through the handle
+        return getattr(self.value, name)
+
+    def _ipython_display_(self) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return f"<shown: {type(self.value).__name__}>"
+
+
+def _display(obj: Any) -> Shown:
     from IPython.display import display
 
     display(obj)
+    return Shown(obj)
 
 
-def show(layout: Any) -> Any:
-    """Display a Bokeh figure or layout as a widget; returns the widget."""
+def show(layout: Any) -> Shown:
+    """Display a Bokeh figure or layout as a widget; returns the handle of the widget."""
     setup()
-    widget = require("jupyter_bokeh").BokehModel(layout)
-    _display(widget)
-    return widget
+    return _display(require("jupyter_bokeh").BokehModel(layout))
 
 
 def _trace(item: TraceLike) -> Trace:
@@ -70,11 +93,12 @@ def _trace(item: TraceLike) -> Trace:
 
 
 def _label(item: TraceLike, default: str) -> str:
+    """A run's own name: its record's label, its file's name, or the name `load` gave it."""
     if isinstance(item, RunRecord):
         return item.label
     if isinstance(item, str | Path):
         return Path(item).name
-    return default
+    return str(item.meta.get("label") or default)
 
 
 def config(**settings: Any) -> RunConfig:
@@ -96,15 +120,15 @@ def run(**settings: Any) -> RunRecord:
     return run_to_end(config(**settings), number=_state["runs"])
 
 
-def gantt(item: TraceLike, **options: Any) -> Any:
+def gantt(item: TraceLike, **options: Any) -> Shown:
     return show(gantt_figure(_trace(item), **options))
 
 
-def distributions(item: TraceLike) -> Any:
+def distributions(item: TraceLike) -> Shown:
     return show(distribution_figure(_trace(item)))
 
 
-def summary(item: TraceLike) -> Any:
+def summary(item: TraceLike) -> Shown:
     from IPython.display import HTML
 
     from workbench.analysis.role_summary import is_pipeline, role_summary
@@ -115,25 +139,24 @@ def summary(item: TraceLike) -> Any:
     html = HTML(f"<style>{CSS}</style><div style='display:flex;gap:32px;flex-wrap:wrap'>"
                 f"<div>{config_table(trace.config, trace.meta)}</div>"
                 f"<div>{tables}</div></div>")
-    _display(html)
-    return html
+    return _display(html)
 
 
-def verdict(item: TraceLike) -> Any:
+def verdict(item: TraceLike) -> Shown:
     """What holds the pipeline back, with its numbers and the change it suggests."""
     from IPython.display import HTML
 
     html = HTML(f"<style>{CSS}</style>" + verdict_html(diagnose(_trace(item))))
-    _display(html)
-    return html
+    return _display(html)
 
 
-def compare(a: TraceLike, b: TraceLike) -> Any:
-    """Two runs on one time scale with their summaries side by side."""
+def compare(a: TraceLike, b: TraceLike, labels: tuple[str, str] | None = None) -> Shown:
+    """Two runs on one time scale with their summaries side by side, named by `labels` or
+    else by their own names (record label, file name)."""
     from IPython.display import HTML
 
-    labels = (_label(a, "run A"), _label(b, "run B"))
     ta, tb = _trace(a), _trace(b)
+    labels = labels or (_label(a, "run A"), _label(b, "run B"))
     _display(HTML(summaries_html(ta, tb, labels)))
     return show(compare_figure(ta, tb, labels, with_summaries=False))
 
@@ -152,13 +175,14 @@ def load(path: str | Path, roles: str | Path | Sequence[Mapping[str, str]] | Non
     from workbench.model.roles import load_rules, parse_rules, with_rules
 
     trace = load_any(path)
+    trace.meta["label"] = Path(path).name  # what compare calls it
     if roles is not None:
         rules = load_rules(roles) if isinstance(roles, str | Path) else parse_rules(list(roles), "roles")
         with_rules(trace, rules)
     return trace
 
 
-def grid(runs: Mapping[str, TraceLike]) -> Any:
+def grid(runs: Mapping[str, TraceLike]) -> Shown:
     """Runs side by side: throughput, phase spreads, copy rates, utilisations, first finding."""
     from IPython.display import HTML
 
@@ -166,11 +190,10 @@ def grid(runs: Mapping[str, TraceLike]) -> Any:
     from workbench.viz.grid_tables import cells_table
 
     html = HTML(f"<style>{CSS}</style>" + cells_table({k: cell_metrics(_trace(v)) for k, v in runs.items()}))
-    _display(html)
-    return html
+    return _display(html)
 
 
-def utilisations(runs: Mapping[str, TraceLike]) -> Any:
+def utilisations(runs: Mapping[str, TraceLike]) -> Shown:
     """Every utilisation measure of each run's first GPU, side by side."""
     from IPython.display import HTML
 
@@ -179,12 +202,11 @@ def utilisations(runs: Mapping[str, TraceLike]) -> Any:
 
     found = {k: u[0] for k, v in runs.items() if (u := utilisation(_trace(v)))}
     html = HTML(f"<style>{CSS}</style>" + utilisation_table(found))
-    _display(html)
-    return html
+    return _display(html)
 
 
 def check_predictions(checks: Sequence[tuple[TraceLike, Any, TraceLike]],
-                      labels: Sequence[tuple[str, str]], link_gbps: float | None = None) -> Any:
+                      labels: Sequence[tuple[str, str]], link_gbps: float | None = None) -> Shown:
     """Each (base run, what-if Change, run that made the change): the replay's prediction
     next to the measured throughput."""
     from IPython.display import HTML
@@ -198,5 +220,4 @@ def check_predictions(checks: Sequence[tuple[TraceLike, Any, TraceLike]],
         options = WhatIfOptions(link_gbps=link_gbps)
         rows.append((base_label, cell_label, check_prediction(_trace(base), change, _trace(cell), options)))
     html = HTML(f"<style>{CSS}</style>" + checks_table(rows))
-    _display(html)
-    return html
+    return _display(html)

@@ -14,7 +14,8 @@ def register(commands: Any) -> None:
         "diagnose", help="print the verdict on a trace, cuzk log, nsys SQLite export or Chrome trace")
     add_input(diagnose)
     _analysis_options(diagnose)
-    diagnose.add_argument("--brief", action="store_true", help="findings only, no tables")
+    diagnose.add_argument("--brief", action="store_true",
+                          help="the headline and the findings (with the notes that qualify them), no tables")
     diagnose.set_defaults(func=_diagnose)
 
     importing = commands.add_parser(
@@ -34,30 +35,38 @@ def register(commands: Any) -> None:
     _analysis_options(diff)
     diff.set_defaults(func=_diff)
 
-    whatif = commands.add_parser("whatif", help="predict a run's throughput with a change, by replay")
+    whatif = commands.add_parser(
+        "whatif", help="predict a run's throughput with a change, by replay",
+        description="Replay a run with the changes given (any combination) and print the predicted "
+                    "throughput against the measured one.")
     add_input(whatif)
     whatif.add_argument("--gpu-workers", type=int, metavar="N", help="GPU workers per GPU (1 to 64)")
     whatif.add_argument("--synth-threads", type=int, metavar="N", help="synthesis threads (1 to 64)")
     whatif.add_argument("--lock-scope", choices=LOCK_SCOPES,
                         help="what the mutex covers: coarse (copy and compute) or compute (kernels only)")
-    whatif.add_argument("--zerocopy", action="store_true", help="copies at link speed, no staging")
+    whatif.add_argument("--zerocopy", action="store_true",
+                        help="copies at the link's speed with no staging, as zerocopy memory would "
+                             "(the trace's link speed, or --link-gbps)")
     whatif.add_argument("--synthesis-speedup", type=float, default=1.0, metavar="K",
                         help="synthesis K times faster (default: 1)")
     whatif.add_argument("--prep-speedup", type=float, default=1.0, metavar="K",
                         help="prep_msm K times faster (default: 1)")
     whatif.add_argument("--compute-speedup", type=float, default=1.0, metavar="K",
                         help="GPU compute phases K times faster (default: 1)")
-    _analysis_options(whatif)
+    _analysis_options(whatif, predictions=False)
     whatif.set_defaults(func=_whatif)
 
 
-def _analysis_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--link-gbps", type=float, help="host-to-device link speed in GB/s")
-    parser.add_argument("--copy-bytes", type=float,
+def _analysis_options(parser: argparse.ArgumentParser, predictions: bool = True) -> None:
+    parser.add_argument("--link-gbps", type=float, metavar="GBPS",
+                        help="host-to-device link speed in GB/s (default: what the trace measured or "
+                             "recorded; needed for --zerocopy where it has none)")
+    parser.add_argument("--copy-bytes", type=float, metavar="BYTES",
                         help="bytes of a, b, c per partition, for logs that record times only")
-    parser.add_argument("--host-cores", type=float,
+    parser.add_argument("--host-cores", type=float, metavar="N",
                         help="cores the host phases share in the replay (default: from the backend)")
-    parser.add_argument("--no-whatif", action="store_true", help="skip the what-if predictions")
+    if predictions:  # whatif is the prediction itself: nothing to skip there
+        parser.add_argument("--no-whatif", action="store_true", help="skip the what-if predictions")
     add_roles(parser)
 
 
@@ -68,7 +77,8 @@ def _options(args: argparse.Namespace) -> Any:
         value = getattr(args, name, None)
         if value is not None and not value > 0:
             raise ValueError(f"--{name.replace('_', '-')}={value} is not allowed: a positive number")
-    return DiagnoseOptions(args.link_gbps, args.copy_bytes, args.host_cores, not args.no_whatif)
+    return DiagnoseOptions(args.link_gbps, args.copy_bytes, args.host_cores,
+                           not getattr(args, "no_whatif", False))
 
 
 def _diagnose(args: argparse.Namespace) -> int:
@@ -117,7 +127,8 @@ def _diff(args: argparse.Namespace) -> int:
 
     options = _options(args)
     a, b = load_inputs(args, "a", "b")
-    print(render_diff(diff(a, b, options), str(args.a), str(args.b)))
+    emulated = (bool(a.meta.get("memory_emulated")), bool(b.meta.get("memory_emulated")))
+    print(render_diff(diff(a, b, options), str(args.a), str(args.b), emulated))
     return 0
 
 
@@ -137,6 +148,9 @@ def _whatif(args: argparse.Namespace) -> int:
     link = options.link_gbps
     if link is None and (report := transfer_report(trace)) is not None and report.link is not None:
         link = report.link.gbps
+    if args.zerocopy and link is None:
+        raise ValueError(f"{args.path}: --zerocopy needs the link's speed and the trace has none: "
+                         "give --link-gbps GBPS")
     change = Change(
         gpu_workers=args.gpu_workers, synth_threads=args.synth_threads, lock_scope=args.lock_scope,
         copies_at_link=args.zerocopy, synthesis_speedup=args.synthesis_speedup,

@@ -18,6 +18,22 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
 
 
+def _config_line(config: dict[str, Any]) -> str:
+    keys = ("backend", "gpus", "gpu_workers", "synth_threads", "synth_lookahead", "memory_mode",
+            "lock_scope", "log2_constraints", "bool_fraction")
+    return "config: " + " ".join(f"{k}={config[k]}" for k in keys if k in config)
+
+
+def render_untraced(outcome: str, done: int, wall_s: float, config: dict[str, Any] | None = None) -> str:
+    """A run without a trace: what the pipeline counted and timed itself, no per-phase figures."""
+    rate = done / wall_s * 60 if wall_s > 0 else 0.0
+    out = [f"{outcome}: {done} partitions in {wall_s:.2f} s = {rate:.1f} partitions/min "
+           "(no trace recorded: no phase, mutex or barrier figures)"]
+    if config:
+        out.append(_config_line(config))
+    return "\n".join(out)
+
+
 def render_summary(summary: RunSummary, config: dict[str, Any] | None = None) -> str:
     out: list[str] = []
     head = (f"{summary.outcome}: {summary.partitions_done} partitions in {summary.wall_s:.2f} s "
@@ -27,9 +43,7 @@ def render_summary(summary: RunSummary, config: dict[str, Any] | None = None) ->
     if summary.proofs_verified is not None:
         out.append(f"{summary.proofs_verified} of {summary.partitions_done} proofs verified")
     if config:
-        keys = ("backend", "gpus", "gpu_workers", "synth_threads", "synth_lookahead", "memory_mode",
-                "lock_scope", "log2_constraints", "bool_fraction")
-        out.append("config: " + " ".join(f"{k}={config[k]}" for k in keys if k in config))
+        out.append(_config_line(config))
     out.append("")
     out.append(table(
         ["phase", "count", "min ms", "median ms", "max ms", "max/min"],

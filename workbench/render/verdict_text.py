@@ -16,9 +16,13 @@ def _pct(value: float | None) -> str:
 
 
 def render_verdict(verdict: Verdict, trace: Trace | None = None, details: bool = True) -> str:
+    """The verdict in full, or (details=False) its headline and findings with the notes that
+    qualify them."""
+    pipeline = verdict.pipeline
+    if not details:
+        return "\n".join([verdict.headline, "", *_findings(verdict, trace), *_notes(verdict)])
     s = verdict.summary
     out = [verdict.headline, ""]
-    pipeline = verdict.pipeline
     if pipeline:
         out.append(f"{s.outcome}: {s.partitions_done} partitions in {s.wall_s:.2f} s = "
                    f"{s.throughput_per_min:.1f} partitions/min")
@@ -43,20 +47,26 @@ def render_verdict(verdict: Verdict, trace: Trace | None = None, details: bool =
         if u.held_over_compute is not None:
             out.append(f"the mutex is held {u.held_over_compute:.1f}x as long as the GPU computes")
     out.append("")
-    out.append("Findings" if verdict.findings else "No findings.")
-    for n, finding in enumerate(verdict.findings, start=1):
-        out.extend(_finding(n, finding, trace, "run" if pipeline else "trace"))
-    if details:
-        out.extend(_details(verdict))
-        out.extend(_program(verdict))
+    out.extend(_findings(verdict, trace))
+    out.extend(_details(verdict))
+    out.extend(_program(verdict))
     if verdict.replay_error is not None:
         out.append("")
         out.append(f"what-if: the unchanged replay is {verdict.replay_error:+.1%} from the measured "
                    "throughput")
-    if verdict.notes:
-        out.append("")
-        out.extend(f"note: {note}" for note in verdict.notes)
+    out.extend(_notes(verdict))
     return "\n".join(out)
+
+
+def _findings(verdict: Verdict, trace: Trace | None) -> list[str]:
+    out = ["Findings" if verdict.findings else "No findings."]
+    for n, finding in enumerate(verdict.findings, start=1):
+        out.extend(_finding(n, finding, trace, "run" if verdict.pipeline else "trace"))
+    return out
+
+
+def _notes(verdict: Verdict) -> list[str]:
+    return ["", *(f"note: {note}" for note in verdict.notes)] if verdict.notes else []
 
 
 def _finding(n: int, finding: Finding, trace: Trace | None, whole: str = "run") -> list[str]:
@@ -225,10 +235,16 @@ def _change(delta: Delta, share: bool = False) -> list[str]:
     return [delta.name, a, b, change]
 
 
-def render_diff(d: RunDiff, label_a: str = "A", label_b: str = "B") -> str:
+def render_diff(d: RunDiff, label_a: str = "A", label_b: str = "B",
+                emulated: tuple[bool, bool] = (False, False)) -> str:
+    """`emulated`: whether each run's memory modes were emulated (the CPU backend)."""
     out = [f"A: {label_a}", f"B: {label_b}"]
     if d.settings:
         out.append("settings: " + "; ".join(f"{k} {a} -> {b}" for k, a, b in d.settings))
+    if any(emulated) and any(k == "memory_mode" for k, _, _ in d.settings):
+        which = "both runs" if all(emulated) else "run A" if emulated[0] else "run B"
+        out.append(f"note: memory is emulated in {which} (CPU backend): the memory modes differ in how "
+                   "host memory is allocated and copied, not in transfers over a link")
     # Two programs that are not pipelines have no partitions or phases to compare: their shares
     # are of each trace.
     pipeline = d.a.pipeline or d.b.pipeline

@@ -169,7 +169,9 @@ class ControlPanel:
                 f"{progress.synthesised} synthesised · {elapsed:.1f} s · {rate:.1f} partitions/min")
 
     def _show_live_summary(self, run: BackgroundRun) -> None:
-        self.summary.value = summary_html(summarize(Trace.from_recorder(run.recorder)))
+        # The run has no outcome yet: its headline says it is running, not "unknown".
+        so_far = Trace.from_recorder(run.recorder, meta={"outcome": "running"})
+        self.summary.value = summary_html(summarize(so_far))
 
     def _finish(self, run: BackgroundRun) -> None:
         try:
