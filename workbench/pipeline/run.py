@@ -57,6 +57,8 @@ from workbench.trace.recorder import Recorder
 from workbench.trace.scope import Scope
 
 INTERRUPTED = "interrupted (Ctrl-C)"
+# Every name `_phase` passes a fault hook: a fault named otherwise would never fire.
+FAULT_POINTS = ("buffer_checkout", *PROVER.phases, PROVER.lock.copy_before_lock)
 POLL_S = 0.05  # how often blocked threads look for a stop request
 
 # A test hook: called before every phase with (phase, partition, worker); raising fails it.

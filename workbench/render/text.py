@@ -6,6 +6,7 @@ from typing import Any
 
 from workbench.analysis.role_summary import RoleSummary
 from workbench.analysis.summary import RunSummary
+from workbench.render.safe import terminal_safe
 
 
 def table(headers: list[str], rows: list[list[str]]) -> str:
@@ -18,6 +19,7 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
 
 
+@terminal_safe
 def render_summary(summary: RunSummary, config: dict[str, Any] | None = None) -> str:
     out: list[str] = []
     head = (f"{summary.outcome}: {summary.partitions_done} partitions in {summary.wall_s:.2f} s "
@@ -55,6 +57,7 @@ def render_summary(summary: RunSummary, config: dict[str, Any] | None = None) ->
     return "\n".join(out)
 
 
+@terminal_safe
 def render_role_summary(summary: RoleSummary) -> str:
     """A program that is not our pipeline: its spans by role, and the names that took longest."""
     spans = sum(r.spans for r in summary.roles)
