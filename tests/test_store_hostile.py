@@ -174,3 +174,16 @@ def test_mutated_fields_and_columns_raise_only_trace_format_error(
     _only_format_errors(write(tmp_path / "h.wbtrace", with_header(real, header)))
     values = np.arange(rows).astype(dtype)
     _only_format_errors(write(tmp_path / "c.wbtrace", {**real, f"{column}.npy": npy(values)}))
+
+
+def test_a_hold_ending_far_past_the_run_counts_only_within_the_wall_time(real, tmp_path):
+    from workbench.analysis.summary import summarize
+
+    trace = load(write(tmp_path / "t.wbtrace", real))
+    names = trace.strings.values
+    holds = [i for i in range(len(trace.spans)) if names[trace.spans.name[i]] == "hold"
+             and names[trace.spans.track[i]].startswith("mutex/")]
+    assert holds
+    trace.spans.end_ns[holds[0]] = trace.spans.start_ns[holds[0]] + 2**52  # within the limits, far past
+    held = summarize(load(save(trace, tmp_path / "late.wbtrace"))).mutex_held_fraction
+    assert 0 < held <= 1  # was 1.9e7: "mutex held 1939678604% of wall time"

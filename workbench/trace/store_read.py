@@ -48,14 +48,15 @@ class TraceFormatError(ValueError):
 def read(path: Path, version: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     try:
         with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+            if "header.npy" not in names:  # another zip file: say so before reading it
+                entries = ", ".join(name.removesuffix(".npy") for name in names[:3]) or "none"
+                raise TraceFormatError(f"{path} is not a workbench trace (no readable header: a zip "
+                                       f"archive holding {entries})")
             raw = _members(path, archive)
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError) as err:
         raise TraceFormatError(
             f"{path} is not a workbench trace (a damaged or cut-off zip archive: {err})") from None
-    if "header" not in raw:
-        entries = ", ".join(list(raw)[:3]) or "none"
-        raise TraceFormatError(f"{path} is not a workbench trace (no readable header: a zip archive "
-                               f"holding {entries})")
     header = _json(path, "header", raw.pop("header"))
     _check_header(path, header, version)
     return header, _check_columns(path, header, raw)
