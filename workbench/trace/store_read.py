@@ -14,6 +14,7 @@ Contract: `read(path) -> (header, columns)`, columns cast to the dtypes the trac
 from __future__ import annotations
 
 import json
+import re
 import tokenize
 import zipfile
 import zlib
@@ -104,21 +105,27 @@ def _array(path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.nd
 
 
 def _json(path: Path, field: str, raw: np.ndarray) -> Any:
+    text = raw.tobytes()
+    # Measured before parsing: the parser recurses in C, and past a raised recursion limit a
+    # deep enough text overflows the stack instead of raising RecursionError.
+    if _depth(text) > MAX_DEPTH:
+        raise TraceFormatError(f"{path} is damaged ({field} nests deeper than {MAX_DEPTH} levels)")
     try:
-        value = json.loads(raw.tobytes().decode())
+        return json.loads(text.decode())
     except (ValueError, RecursionError) as err:
-        what = "nested too deeply" if isinstance(err, RecursionError) else str(err)
-        raise TraceFormatError(f"{path} is not a workbench trace (no readable {field}: {what})") from None
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise TraceFormatError(f"{path} is damaged ({field} nests deeper than {MAX_DEPTH} levels)")
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
-    return value
+        raise TraceFormatError(f"{path} is not a workbench trace (no readable {field}: {err})") from None
+
+
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+
+
+def _depth(text: bytes) -> int:
+    """How deep arrays and objects nest in JSON text (brackets inside strings not counted)."""
+    codes = np.frombuffer(_JSON_STRING.sub(b"", text), np.uint8)
+    if not len(codes):
+        return 0
+    step = np.isin(codes, (0x5B, 0x7B)).astype(np.int32) - np.isin(codes, (0x5D, 0x7D))
+    return int(np.cumsum(step).max())
 
 
 def _fault(path: Path, field: str, what: str) -> TraceFormatError:
