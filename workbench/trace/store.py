@@ -82,9 +82,9 @@ def load(path: str | os.PathLike[str]) -> Trace:
     with open(path, "rb") as handle:
         head = handle.read(len(ZIP_MAGIC))
     if head != ZIP_MAGIC:
-        # numpy would try other formats (and speak of pickles): say what the file is not.
+        # Say what the file is not, rather than what a zip reader makes of it.
         raise TraceFormatError(f"{path} is not a workbench trace (not a zip archive; it begins {head!r})")
-    header, columns = store_read.read(path, VERSION)
+    header, columns = store_read.read(path, FORMAT, VERSION)
     try:
         return _build(header, columns)
     except (KeyError, ValueError, IndexError, TypeError) as err:

@@ -8,7 +8,7 @@ the header's fields and the columns' dtypes, lengths and values are checked agai
 format, and every fault ends in a `TraceFormatError` naming the file and the field, the column
 or the row at fault.
 
-Contract: `read(path) -> (header, columns)`, columns cast to the dtypes the trace uses.
+Contract: `read(path, format, version) -> (header, columns)`, columns cast to the dtypes the trace uses.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class TraceFormatError(ValueError):
     """A file that is not a workbench trace, or a damaged or too-new one."""
 
 
-def read(path: Path, version: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def read(path: Path, format: str, version: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     try:
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()
@@ -59,7 +59,7 @@ def read(path: Path, version: int) -> tuple[dict[str, Any], dict[str, np.ndarray
         raise TraceFormatError(
             f"{path} is not a workbench trace (a damaged or cut-off zip archive: {err})") from None
     header = _json(path, "header", raw.pop("header"))
-    _check_header(path, header, version)
+    _check_header(path, header, format, version)
     return header, _check_columns(path, header, raw)
 
 
@@ -132,8 +132,8 @@ def _fault(path: Path, field: str, what: str) -> TraceFormatError:
     return TraceFormatError(f"{path} is damaged (header field {field!r} {what})")
 
 
-def _check_header(path: Path, header: Any, version: int) -> None:
-    if not isinstance(header, dict) or header.get("format") != "workbench-trace":
+def _check_header(path: Path, header: Any, format: str, version: int) -> None:
+    if not isinstance(header, dict) or header.get("format") != format:
         raise TraceFormatError(f"{path} is not a workbench trace (no workbench header)")
     found = header.get("version")
     if not isinstance(found, int) or isinstance(found, bool) or found < 1:
