@@ -99,6 +99,10 @@ def test_bad_options_and_missing_files_exit_2(traces, tmp_path, capsys):
     assert "--link-gbps=-3.0 is not allowed" in capsys.readouterr().err
     assert main(["diagnose", str(tmp_path / "absent.log")]) == 2
     assert "no file at" in capsys.readouterr().err
+    for factor in ("1e-300", "1e300", "nan"):  # 1e-300 overflowed the replay
+        assert main(["whatif", str(traces[0]), "--synthesis-speedup", factor]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "a factor from 0.001 to 1000" in err, err
 
 
 def test_whatif_without_a_link_speed_is_refused(tmp_path, capsys):

@@ -66,6 +66,7 @@ def test_summary_and_export_of_a_saved_trace(tmp_path, capsys):
     (["run", "--gpu-workers", "two"], "invalid int value: 'two'"),
     (["run", "--backend", "cpu", "--log2-constraints", "22"], "at most 18 on the CPU backend"),
     (["run", "--inject-fault", "nonsense"], "--inject-fault 'nonsense' is not allowed"),
+    (["run", "--inject-fault", "nophase:1"], "no phase 'nophase' (one of buffer_checkout, synthesis,"),
     (["summary", "/nonexistent.wbtrace"], "no file at /nonexistent.wbtrace"),
 ])
 def test_bad_input_exits_2_with_a_message_naming_it(argv, message, capsys):

@@ -1,10 +1,12 @@
 """Host memory load beside a run: recorded, stopped with the run, named by the analysis."""
 
+import time
+
 import numpy as np
 import pytest
 
 from workbench.analysis.transfers import transfer_report
-from workbench.cli import build_parser
+from workbench.cli import build_parser, main
 from workbench.config import ConfigError, RunConfig
 from workbench.model.tracks import HOST_LOAD_TRACK
 from workbench.pipeline import host_load
@@ -101,3 +103,24 @@ def test_a_load_thread_that_cannot_allocate_is_a_notice_not_a_traceback(small_bl
     notices = result.trace.meta["notices"]
     assert sum("could not allocate its 2 x 4 MiB buffers" in n for n in notices) == 2
 
+
+
+def test_a_load_larger_than_the_host_can_give_is_refused_before_the_run(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(host_load, "available_bytes", lambda: 16 << 30)
+    message = r"host_load_threads=256 is not allowed: it would ask for 128\.0 GiB .* use at most 16$"
+    with pytest.raises(ConfigError, match=message):
+        host_load.check_memory(256)
+    host_load.check_memory(16)  # 8 GiB of 16: allowed
+    started = time.monotonic()
+    code = main(["run", "--backend", "cpu", "--host-load-threads", "256", "--no-progress",
+                 "--trace", str(tmp_path / "t.wbtrace")])
+    assert code == 2 and time.monotonic() - started < 5
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "host_load_threads=256 is not allowed: it would ask for 128.0 GiB" in err
+
+
+def test_the_machine_says_what_memory_is_available():
+    available = host_load.available_bytes()
+    with open("/proc/meminfo") as meminfo:
+        kib = next(int(line.split()[1]) for line in meminfo if line.startswith("MemAvailable:"))
+    assert available is not None and abs(available - kib * 1024) < 1 << 30

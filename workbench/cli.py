@@ -206,6 +206,11 @@ def _fault_hook(spec: str | None) -> Any:
     if not phase or not partition_text.isdigit():
         raise UsageError(f"--inject-fault {spec!r} is not allowed: PHASE:PARTITION, e.g. batch_add:2")
     partition = int(partition_text)
+    from workbench.pipeline.run import FAULT_POINTS
+
+    if phase not in FAULT_POINTS:
+        raise UsageError(f"--inject-fault {spec!r} is not allowed: no phase {phase!r} (one of "
+                         f"{', '.join(FAULT_POINTS)})")
 
     def hook(name: str, p: int, worker: int) -> None:
         if name == phase and p == partition:

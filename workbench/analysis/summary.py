@@ -162,7 +162,9 @@ def _held_fraction(trace: Trace, start: int, end: int) -> float:
     holds = kind_mask(trace, tr.MUTEX, name="hold")
     if end <= start or not holds.any():
         return 0.0
-    return Intervals.of(trace.spans.start_ns[holds], trace.spans.end_ns[holds]).total() / (end - start)
+    # Within the wall time only: a hold ending past the run (a damaged time) cannot exceed it.
+    held = Intervals.of(trace.spans.start_ns[holds], trace.spans.end_ns[holds]).clip(start, end)
+    return held.total() / (end - start)
 
 
 def _median(values: np.ndarray) -> float:

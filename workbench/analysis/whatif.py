@@ -31,6 +31,10 @@ class WhatIfError(ValueError):
     """A change the recording cannot support (say, link speed unknown, or no partitions)."""
 
 
+# Beyond these factors a replay's times overflow or vanish below a nanosecond.
+SPEEDUP_RANGE = (1e-3, 1e3)
+
+
 @dataclass(frozen=True)
 class Change:
     gpu_workers: int | None = None
@@ -42,6 +46,13 @@ class Change:
     prep_speedup: float = 1.0
     compute_speedup: float = 1.0  # NTTs, MSMs, batch addition: faster kernels
     phase_at_fastest: str | None = None  # every instance of this phase as fast as the fastest
+
+    def __post_init__(self) -> None:
+        low, high = SPEEDUP_RANGE
+        for name in ("synthesis_speedup", "prep_speedup", "compute_speedup"):
+            value = getattr(self, name)
+            if not low <= value <= high:
+                raise WhatIfError(f"{name}={value!r} is not allowed: a factor from {low:g} to {high:g}")
 
     def describe(self) -> str:
         words = []

@@ -134,13 +134,14 @@ def _diff(args: argparse.Namespace) -> int:
 
 def _whatif(args: argparse.Namespace) -> int:
     from workbench.analysis.transfers import transfer_report
-    from workbench.analysis.whatif import Change, WhatIf, WhatIfOptions
+    from workbench.analysis.whatif import SPEEDUP_RANGE, Change, WhatIf, WhatIfOptions
 
     options = _options(args)
     for name in ("synthesis_speedup", "prep_speedup", "compute_speedup"):
         value = getattr(args, name)
-        if not value > 0:
-            raise ValueError(f"--{name.replace('_', '-')}={value} is not allowed: a positive number")
+        if not SPEEDUP_RANGE[0] <= value <= SPEEDUP_RANGE[1]:
+            raise ValueError(f"--{name.replace('_', '-')}={value} is not allowed: a factor from "
+                             f"{SPEEDUP_RANGE[0]:g} to {SPEEDUP_RANGE[1]:g}")
     for name in ("gpu_workers", "synth_threads"):
         if getattr(args, name) is not None and not 1 <= getattr(args, name) <= 64:
             raise ValueError(f"--{name.replace('_', '-')}={getattr(args, name)} is not allowed: 1 to 64")

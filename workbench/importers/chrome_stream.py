@@ -9,7 +9,8 @@ because a float64 of an epoch microsecond (1.7e15) keeps only a quarter microsec
 
 Syntax errors, text cut off inside an event and broken gzip streams raise ImportFailed
 naming the file, the line and column, and the event. The array form may lack its closing
-bracket (a trace cut off while written, which the format allows).
+bracket (a trace cut off while written, which the format allows). A `.gz` file that inflates
+past `gzip_limit` (64 times its size, at least 256 MiB, at most 8 GiB) is refused as it streams.
 
 Contract: `read_events(handle, source, on_member, on_event)`, `GzipText(path)`,
 `exact_ns(text, value)`.
@@ -28,6 +29,9 @@ from typing import IO, Any
 
 from workbench.importers.report import ImportFailed
 
+GZIP_RATIO = 64
+GZIP_FLOOR = 256 << 20
+GZIP_MAX = 8 << 30
 CHUNK = 1 << 18  # characters read at a time (a window of 1 MiB made small traces cost 3.1x)
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r'\s*:\s*(-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?)')
@@ -42,9 +46,12 @@ class GzipText:
     """
 
     def __init__(self, path: Path) -> None:
+        self.path = path
         self.raw = gzip.open(path, "rb")  # noqa: SIM115 (closed by close(), as a file is)
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.broken: Exception | None = None
+        self.limit = gzip_limit(path.stat().st_size)
+        self.inflated = 0
 
     def read(self, n: int) -> str:
         if self.broken is not None:
@@ -54,10 +61,21 @@ class GzipText:
         except (EOFError, OSError, zlib.error) as err:
             self.broken = err
             return ""
+        self.inflated += len(data)
+        if self.inflated > self.limit:
+            raise ImportFailed(
+                f"{self.path}: decompresses to more than {self.limit} bytes, over {GZIP_RATIO} times its "
+                f"size (the limit for a gzipped trace: real ones inflate 7 to 20 times); decompress it "
+                f"yourself if it is genuine")
         return self.decoder.decode(data, final=not data)
 
     def close(self) -> None:
         self.raw.close()
+
+
+def gzip_limit(compressed: int) -> int:
+    """Real Chrome and Kineto traces inflate 7 to 20 times: far more is a bomb, refused while streaming."""
+    return min(GZIP_MAX, max(GZIP_FLOOR, GZIP_RATIO * compressed))
 
 
 class _Cut(Exception):

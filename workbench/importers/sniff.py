@@ -9,6 +9,10 @@ Whatever goes wrong while a file is read (a truncated gzip stream, a damaged dat
 in another encoding) comes out of `load_any` as an `ImportFailed` naming the file, so every
 command can say it in one line.
 
+Files that are not regular files are never read twice or forever: a device (`/dev/zero`) or
+a socket is refused; a FIFO or pipe (`workbench import <(cat log)`) is read once into a private
+temporary file, at most `PIPE_LIMIT` bytes, and imported from there.
+
 Contract: `sniff(path) -> str` (one of FORMATS), `load_any(path) -> Trace`.
 """
 
@@ -17,6 +21,8 @@ from __future__ import annotations
 import gzip
 import os
 import sqlite3
+import stat
+import tempfile
 import zlib
 from pathlib import Path
 
@@ -30,6 +36,7 @@ GZIP_MAGIC = b"\x1f\x8b"
 CUZK_MARKERS = (b"CUZK_TIMING:", b"CUZK_NTT_H:", b"TIMELINE,")
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 HEAD = 4096
+PIPE_LIMIT = 2 << 30  # what a pipe may hold: it is copied whole to a temporary file
 
 
 class UnknownFormat(ImportFailed):
@@ -40,6 +47,8 @@ def sniff(path: str | os.PathLike[str]) -> str:
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"{path} is a directory, not a trace, log or export")
+    if _kind_of_file(path) != "regular":
+        raise UnknownFormat(f"{path}: not a regular file, so its format is not sniffed (load_any reads it)")
     with open(path, "rb") as handle:
         head = handle.read(HEAD)
     if not head:
@@ -89,10 +98,47 @@ def _cuzk_further(path: Path) -> bool:
     return False
 
 
+def _kind_of_file(path: Path) -> str:
+    mode = path.stat().st_mode
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return "regular"
+    return "pipe" if stat.S_ISFIFO(mode) else "device"
+
+
 def load_any(path: str | os.PathLike[str]) -> Trace:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no file at {path}")
+    kind = _kind_of_file(path)
+    if kind == "device":
+        raise ImportFailed(f"{path}: a device or socket, not a trace, log or export (give a regular file "
+                           f"or a pipe)")
+    if kind == "pipe":
+        return _load_pipe(path)
+    return _load_regular(path)
+
+
+def _load_pipe(path: Path) -> Trace:
+    """Read a pipe once, whole and bounded, so the sniffer and the importer see the same bytes."""
+    with tempfile.TemporaryDirectory(prefix="workbench-pipe-") as folder:
+        copy = Path(folder) / "input"
+        with open(path, "rb") as source, open(copy, "wb") as target:
+            while chunk := source.read(1 << 20):
+                if target.tell() + len(chunk) > PIPE_LIMIT:
+                    raise ImportFailed(f"{path}: a pipe holding more than {PIPE_LIMIT >> 30} GiB; save it "
+                                       f"to a file and import that")
+                target.write(chunk)
+        try:
+            trace = _load_regular(copy)
+        except ValueError as err:  # ImportFailed, TraceFormatError: say the name the user gave
+            raise type(err)(str(err).replace(str(copy), str(path))) from None
+    report = trace.meta.get("import")
+    if isinstance(report, dict):
+        report["source"] = str(path)
+    return trace
+
+
+def _load_regular(path: Path) -> Trace:
     kind = sniff(path)
     try:
         return _load(kind, path)

@@ -15,17 +15,53 @@ ran and the analysis can name it.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
 import numpy as np
 
+from workbench.config import ConfigError
 from workbench.model.tracks import HOST_LOAD_TRACK as TRACK
 from workbench.prover import native
 from workbench.trace.recorder import Recorder
 
 SAMPLE_S = 0.25
 BLOCK_BYTES = 256 << 20  # per buffer, two a thread: past any last-level cache (the H200 host's is 300 MB)
+
+
+# The load may take at most this share of the memory available: the run needs the rest.
+MEMORY_SHARE = 0.5
+
+
+def available_bytes() -> int | None:
+    """What the kernel says can be allocated without swapping (MemAvailable); None when unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def check_memory(threads: int, block_bytes: int | None = None, available: int | None = None) -> None:
+    """Refuse, before the run starts, a load that would ask for more memory than the host can give."""
+    if threads < 1:
+        return
+    per_thread = 2 * (block_bytes or BLOCK_BYTES)
+    available = available_bytes() if available is None else available
+    if available is None or threads * per_thread <= available * MEMORY_SHARE:
+        return
+    fits = int(available * MEMORY_SHARE // per_thread)
+    raise ConfigError(
+        "host_load_threads", threads,
+        f"it would ask for {threads * per_thread / 2**30:.1f} GiB of host memory (2 x {per_thread >> 21} "
+        f"MiB a thread), more than half of the {available / 2**30:.1f} GiB available; use at most {fits}")
 
 
 class HostLoad:

@@ -40,7 +40,7 @@ from workbench.model.tracks import (
     worker_track,
 )
 from workbench.pipeline import switching
-from workbench.pipeline.host_load import HostLoad
+from workbench.pipeline.host_load import HostLoad, check_memory
 from workbench.pipeline.memory import MemoryMode, PartitionBuffers, PoolClosed, make_memory_mode
 from workbench.pipeline.steps import PREP_PARTY, Unit, consumer_steps
 from workbench.pipeline.synth_processes import ProcessSynthesis
@@ -57,6 +57,8 @@ from workbench.trace.recorder import Recorder
 from workbench.trace.scope import Scope
 
 INTERRUPTED = "interrupted (Ctrl-C)"
+# Every name `_phase` passes a fault hook: a fault named otherwise would never fire.
+FAULT_POINTS = ("buffer_checkout", *PROVER.phases, PROVER.lock.copy_before_lock)
 POLL_S = 0.05  # how often blocked threads look for a stop request
 
 # A test hook: called before every phase with (phase, partition, worker); raising fails it.
@@ -109,6 +111,7 @@ class Pipeline:
         collectors: Sequence[Collector] | None = None,
     ) -> None:
         backend.check(config)
+        check_memory(config.host_load_threads)  # before any work: the run would not fit
         self.config = config
         self.backend = backend
         self.recorder = recorder or Recorder(enabled=config.trace)

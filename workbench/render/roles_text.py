@@ -15,6 +15,7 @@ import numpy as np
 
 from workbench.model import tracks as tr
 from workbench.model.roles import ROLES, default_role, role_counts, trace_rules
+from workbench.render.safe import terminal_safe
 from workbench.trace.container import Trace
 
 TOP = 5  # pairs shown per role
@@ -57,6 +58,7 @@ def role_pairs(trace: Trace, user_rules: int = 0) -> list[RolePair]:
     return sorted(pairs, key=lambda p: (-p.spans, p.role, p.track_kind, p.name))
 
 
+@terminal_safe
 def render_roles(trace: Trace, user_rules: int = 0) -> str:
     pairs = role_pairs(trace, user_rules)
     by_role: dict[str, list[RolePair]] = defaultdict(list)

@@ -6,6 +6,7 @@ from typing import Any
 
 from workbench.analysis.role_summary import RoleSummary
 from workbench.analysis.summary import RunSummary
+from workbench.render.safe import terminal_safe
 
 
 def table(headers: list[str], rows: list[list[str]]) -> str:
@@ -24,6 +25,7 @@ def _config_line(config: dict[str, Any]) -> str:
     return "config: " + " ".join(f"{k}={config[k]}" for k in keys if k in config)
 
 
+@terminal_safe
 def render_untraced(outcome: str, done: int, wall_s: float, config: dict[str, Any] | None = None) -> str:
     """A run without a trace: what the pipeline counted and timed itself, no per-phase figures."""
     rate = done / wall_s * 60 if wall_s > 0 else 0.0
@@ -34,6 +36,7 @@ def render_untraced(outcome: str, done: int, wall_s: float, config: dict[str, An
     return "\n".join(out)
 
 
+@terminal_safe
 def render_summary(summary: RunSummary, config: dict[str, Any] | None = None) -> str:
     out: list[str] = []
     head = (f"{summary.outcome}: {summary.partitions_done} partitions in {summary.wall_s:.2f} s "
@@ -69,6 +72,7 @@ def render_summary(summary: RunSummary, config: dict[str, Any] | None = None) ->
     return "\n".join(out)
 
 
+@terminal_safe
 def render_role_summary(summary: RoleSummary) -> str:
     """A program that is not our pipeline: its spans by role, and the names that took longest."""
     spans = sum(r.spans for r in summary.roles)

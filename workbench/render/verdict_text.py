@@ -5,6 +5,7 @@ from __future__ import annotations
 from workbench.analysis.diff import Delta, RunDiff
 from workbench.analysis.finding import Finding
 from workbench.analysis.verdict import Verdict
+from workbench.render.safe import terminal_safe
 from workbench.render.text import table
 from workbench.trace.container import Trace
 
@@ -15,6 +16,7 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 
 
+@terminal_safe
 def render_verdict(verdict: Verdict, trace: Trace | None = None, details: bool = True) -> str:
     """The verdict in full, or (details=False) its headline and findings with the notes that
     qualify them."""
@@ -235,6 +237,7 @@ def _change(delta: Delta, share: bool = False) -> list[str]:
     return [delta.name, a, b, change]
 
 
+@terminal_safe
 def render_diff(d: RunDiff, label_a: str = "A", label_b: str = "B",
                 emulated: tuple[bool, bool] = (False, False)) -> str:
     """`emulated`: whether each run's memory modes were emulated (the CPU backend)."""

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from workbench.trace import output
+from workbench.trace import output, store_read
 from workbench.trace.container import (
     CounterTable,
     InstantTable,
@@ -26,15 +25,12 @@ from workbench.trace.container import (
     StringTable,
     Trace,
 )
+from workbench.trace.store_read import TraceFormatError
 
 FORMAT = "workbench-trace"
 VERSION = 1
 SUFFIX = ".wbtrace"
 ZIP_MAGIC = b"PK\x03\x04"
-
-
-class TraceFormatError(ValueError):
-    """A file that is not a workbench trace, or a damaged or too-new one."""
 
 
 def save(trace: Trace, path: str | os.PathLike[str], *, fresh: bool = False) -> Path:
@@ -68,46 +64,18 @@ def load(path: str | os.PathLike[str]) -> Trace:
         raise FileNotFoundError(f"no trace file at {path}")
     if path.is_dir():
         raise TraceFormatError(f"{path} is a directory, not a workbench trace")
+    if not path.is_file():
+        raise TraceFormatError(f"{path} is not a regular file (a device, FIFO or socket): not a trace")
     with open(path, "rb") as handle:
         head = handle.read(len(ZIP_MAGIC))
-        if head != ZIP_MAGIC:
-            # numpy would try other formats (and speak of pickles): say what the file is not.
-            raise TraceFormatError(f"{path} is not a workbench trace (not a zip archive; it begins {head!r})")
-        handle.seek(0)
-        try:
-            archive = np.load(handle, allow_pickle=False)
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
-            raise TraceFormatError(
-                f"{path} is not a workbench trace (a damaged or cut-off zip archive: {err})") from None
-        with archive:
-            header, columns = _read_archive(path, archive)
+    if head != ZIP_MAGIC:
+        # Say what the file is not, rather than what a zip reader makes of it.
+        raise TraceFormatError(f"{path} is not a workbench trace (not a zip archive; it begins {head!r})")
+    header, columns = store_read.read(path, FORMAT, VERSION)
     try:
         return _build(header, columns)
-    except (KeyError, ValueError, IndexError) as err:
+    except (KeyError, ValueError, IndexError, TypeError) as err:
         raise TraceFormatError(f"{path} is damaged (inconsistent columns: {err})") from None
-
-
-def _read_archive(path: Path, archive: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    if "header" not in archive.files:
-        entries = ", ".join(archive.files[:3]) or "none"
-        raise TraceFormatError(f"{path} is not a workbench trace (no readable header: a zip archive "
-                               f"holding {entries})")
-    try:
-        header = json.loads(bytes(archive["header"]).decode())
-    except (KeyError, ValueError, zipfile.BadZipFile, EOFError, OSError) as err:
-        raise TraceFormatError(f"{path} is not a workbench trace (no readable header: {err})") from None
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise TraceFormatError(f"{path} is not a workbench trace (no workbench header)")
-    if header.get("version", 0) > VERSION:
-        raise TraceFormatError(
-            f"{path} was written by a newer workbench (trace format {header['version']}, "
-            f"this one reads up to {VERSION})"
-        )
-    try:
-        columns = {key: archive[key] for key in archive.files if key != "header"}
-    except (ValueError, zipfile.BadZipFile, EOFError, OSError) as err:
-        raise TraceFormatError(f"{path} is damaged ({err})") from None
-    return header, columns
 
 
 def _build(header: dict[str, Any], c: dict[str, np.ndarray]) -> Trace:
