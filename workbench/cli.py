@@ -220,6 +220,7 @@ def _fault_hook(spec: str | None) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from workbench.commands._signals import signals_as_interrupt
     from workbench.pipeline.backends import BackendUnavailable, select_backend
     from workbench.pipeline.run import Pipeline
     from workbench.render.text import render_summary, render_untraced
@@ -252,12 +253,15 @@ def _run(args: argparse.Namespace) -> int:
         bar.draw(pipeline.progress.done, config.partitions, time.perf_counter() - started)
 
     _announce(config, backend.name)
-    result = pipeline.run(tick)
+    received: list[str] = []
+    with signals_as_interrupt(received):
+        result = pipeline.run(tick)
     summary, done, wall_s = _run_figures(pipeline, result)
     bar.draw(done, config.partitions, wall_s, final=True)  # the summary's own figures
     interrupted = pipeline.interrupted
     if interrupted:
-        print("workbench: interrupted; saving the trace of what ran", file=sys.stderr)
+        by = f" by {received[0]}" if received else ""
+        print(f"workbench: interrupted{by}; saving the trace of what ran", file=sys.stderr)
     for notice in pipeline.notices:
         print(f"workbench: {notice}", file=sys.stderr)
 
