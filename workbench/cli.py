@@ -350,8 +350,7 @@ def _export(args: argparse.Namespace) -> int:
     from workbench.commands._inputs import load_inputs
     from workbench.trace import output
 
-    (target,) = (output.check_all([("-o", args.output)], [args.trace_file])
-    if args.output is not None else (None,))
+    (target,) = output.check_all([("-o", args.output)], [args.trace_file])
     (trace,) = load_inputs(args, "trace_file")
     if args.format == "chrome":
         from workbench.export.chrome import to_chrome_json

@@ -53,7 +53,7 @@ CAUSES = {
     "host": "a host thread busy in calls or ranges",
     "nothing": "nothing running and no host activity recorded",
 }
-LOCK_ROLES = ("lock_wait", "cond_wait", "barrier_wait")
+LOCK_ROLES = rl.WAIT_ROLES
 BUSY_ROLES = ("launch", "runtime", "os_call", "host", "producer", "prep", "consumer", "other")
 
 

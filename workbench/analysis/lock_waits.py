@@ -19,7 +19,7 @@ from workbench.analysis.host_threads import span_threads, thread_label
 from workbench.model import roles as rl
 from workbench.trace.container import Trace
 
-ROLES = ("lock_wait", "cond_wait", "barrier_wait")
+ROLES = rl.WAIT_ROLES
 EVIDENCE = 5
 
 

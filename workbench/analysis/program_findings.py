@@ -11,6 +11,7 @@ from __future__ import annotations
 from workbench.analysis.detectors import Context, Registered
 from workbench.analysis.device_idle import Cause, DeviceIdle, Part
 from workbench.analysis.finding import Evidence, Finding
+from workbench.model.roles import WAIT_ROLES
 
 IDLE_CAUSE = 0.02  # an idle cause below this share of the trace is left to the table
 VARIABLE_CV = 0.25  # a unit varies when its instances' CV reaches this
@@ -229,7 +230,7 @@ PROGRAM_DETECTORS: tuple[Registered, ...] = (
     Registered(unit_variation, "a repeated unit of work that varies", any_of=("unit", "host"),
                without=ANY_PROGRAM),
     Registered(lock_contention, "lock waits on host threads",
-               any_of=("lock_wait", "cond_wait", "barrier_wait"), without=ANY_PROGRAM),
+               any_of=WAIT_ROLES, without=ANY_PROGRAM),
 )
 # The idle causes come as several findings at once; gated like the others.
 IDLE = Registered(gpu_idle, "GPU idle time by cause", needs=("kernel",), without=ANY_PROGRAM)

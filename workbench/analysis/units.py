@@ -89,7 +89,7 @@ def unit_report(trace: Trace) -> UnitReport | None:
     parts[0] = covered_ns(kernels, starts, ends)
     parts[1] = covered_ns(copies, starts, ends)
     sync = codes == rl.CODE["sync"]
-    locks = np.isin(codes, [rl.CODE[r] for r in ("lock_wait", "cond_wait", "barrier_wait")])
+    locks = np.isin(codes, [rl.CODE[r] for r in rl.WAIT_ROLES])
     for t in np.unique(owner).tolist():
         mine = owner == t
         on = thread == t
@@ -100,11 +100,12 @@ def unit_report(trace: Trace) -> UnitReport | None:
     lengths = (ends - starts).astype(np.float64)
     parts[4] = np.clip(lengths - parts[:4].sum(axis=0), 0, None)
     variance = float(lengths.var())
+    dists = [Distribution.of_ns(parts[k]) for k in range(len(COMPONENTS))]
     components = tuple(
-        Component(label, Distribution.of_ns(parts[k]),
+        Component(label, dists[k],
                   float(np.mean((parts[k] - parts[k].mean()) * (lengths - lengths.mean()))) / variance
                   if variance > 0 else None,
-                  Distribution.of_ns(parts[k]).cv < CONSTANT_CV)
+                  dists[k].cv < CONSTANT_CV)
         for k, label in enumerate(COMPONENTS)
     )
     return UnitReport(name, source, Distribution.of_ns(lengths), components,

@@ -76,7 +76,7 @@ def to_chrome(trace: Trace) -> dict[str, Any]:
         device = records.get(i, -1)
         pid, tid = threads.of(track, max(lane, 0), name if lane == _OWN_THREAD else "", device)
         event: dict[str, Any] = {"pid": pid, "tid": tid, "cat": CATEGORIES[role], "name": name}
-        parsed = threads.parsed(track)
+        parsed = tr.parse(track)
         if parsed.on_device:
             next_correlation += 1
             event["name"] = _device_args(parsed, role, name, args, tid, next_correlation)
@@ -141,8 +141,8 @@ def _layout(trace: Trace, records: dict[int, int]) -> np.ndarray:
     recorded = np.zeros(len(spans), bool)
     recorded[list(records)] = True
     for track_id in np.unique(spans.track).tolist():
-        for on_track in (np.flatnonzero((spans.track == track_id) & ~recorded),
-                         np.flatnonzero((spans.track == track_id) & recorded)):
+        on = spans.track == track_id
+        for on_track in (np.flatnonzero(on & ~recorded), np.flatnonzero(on & recorded)):
             if len(on_track):
                 _lay_out(trace, text[track_id], on_track, lanes, by_name=bool(recorded[on_track[0]]))
     return lanes
@@ -195,23 +195,17 @@ class _Threads:
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
         self.ids: dict[tuple[str, int, str, int], tuple[int, int]] = {}
-        self._parsed: dict[str, tr.Track] = {}
-        streams = [t.stream for t in map(self.parsed, trace.tracks()) if t.kind == tr.KERNELS]
+        streams = [t.stream for t in map(tr.parse, trace.tracks()) if t.kind == tr.KERNELS]
         self.next_tid = max(streams, default=0) + 1  # other threads never take a stream's number
         for track in trace.tracks():
             self.of(track)
-
-    def parsed(self, track: str) -> tr.Track:
-        if track not in self._parsed:
-            self._parsed[track] = tr.parse(track)
-        return self._parsed[track]
 
     def of(self, track: str, lane: int = 0, name: str = "", device: int = -1) -> tuple[int, int]:
         """The thread of a track's lane (or of its spans of one name), in GPU `device`'s
         process when given (synchronisation records), else in the track's own."""
         key = (track, lane, name, device)
         if key not in self.ids:
-            parsed = self.parsed(track)
+            parsed = tr.parse(track)
             pid = device if device >= 0 else parsed.gpu if parsed.on_device else HOST_PID
             if parsed.kind == tr.KERNELS and lane == 0:
                 tid = parsed.stream

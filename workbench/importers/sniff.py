@@ -28,10 +28,10 @@ from pathlib import Path
 
 from workbench.importers.report import ImportFailed
 from workbench.trace.container import Trace
+from workbench.trace.store import ZIP_MAGIC
 
 FORMATS = ("wbtrace", "nsys", "chrome", "cuzk")
 SQLITE_MAGIC = b"SQLite format 3\x00"
-ZIP_MAGIC = b"PK\x03\x04"
 GZIP_MAGIC = b"\x1f\x8b"
 CUZK_MARKERS = (b"CUZK_TIMING:", b"CUZK_NTT_H:", b"TIMELINE,")
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")

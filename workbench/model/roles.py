@@ -54,6 +54,7 @@ ROLES: dict[str, str] = {
     "other": "none of the above",
 }
 ROLE_NAMES = tuple(ROLES)
+WAIT_ROLES = ("lock_wait", "cond_wait", "barrier_wait")  # a host thread waiting on another
 CODE = {name: i for i, name in enumerate(ROLE_NAMES)}
 
 # CUDA runtime and driver calls that block the calling thread until the GPU has caught up,
@@ -202,11 +203,27 @@ def role_of(track: str, name: str, rules: tuple[RoleRule, ...] = ()) -> str:
 
 
 def span_roles(trace: Trace) -> np.ndarray:
-    """Each span's role, as an index into ROLE_NAMES."""
+    """Each span's role, as an index into ROLE_NAMES (read-only).
+
+    Kept on the trace, keyed by its span columns and its rules, so the analyses of one verdict
+    (idle causes, copies, units, lock waits, the export) share one computation; rules added
+    later (`with_rules`) or new columns make a new one."""
+    spans = trace.spans
+    rules = trace_rules(trace)
+    key = (id(spans.track), id(spans.name), len(spans), rules)
+    cached = trace.__dict__.get("_span_roles")
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    codes = _span_roles(trace, rules)
+    codes.setflags(write=False)
+    trace.__dict__["_span_roles"] = (key, codes)
+    return codes
+
+
+def _span_roles(trace: Trace, rules: tuple[RoleRule, ...]) -> np.ndarray:
     spans = trace.spans
     if not len(spans):
         return np.zeros(0, np.int8)
-    rules = trace_rules(trace)
     width = np.int64(len(trace.strings.values) + 1)
     keys = spans.track.astype(np.int64) * width + spans.name.astype(np.int64)
     pairs, inverse = np.unique(keys, return_inverse=True)

@@ -279,7 +279,15 @@ class SyntheticCircuit:
         return total
 
     def r1cs(self) -> R1cs:
-        """The constraint matrices, built from the structure alone (no witness)."""
+        """The constraint matrices, built from the structure alone (no witness); built once per
+        circuit, since the key cache's fingerprint, the setup and a failed proof's diagnosis all
+        read them."""
+        built = self.__dict__.get("_r1cs")
+        if built is None:
+            built = self.__dict__["_r1cs"] = self._build_r1cs()
+        return built
+
+    def _build_r1cs(self) -> R1cs:
         inputs = np.array([0, *range(2, self.public + 1)], dtype=np.uint64)  # z_1 is in B
         j = np.arange(self.public + 1, self.n, dtype=np.uint64)
         boolean = self.is_boolean(j)

@@ -106,8 +106,8 @@ def check_all(outputs: Sequence[tuple[str, str | os.PathLike[str] | None]],
 
 def check_beside(path: str | os.PathLike[str], flag: str, inputs: Iterable[str | os.PathLike[str]]) -> Path:
     """One output checked, and not one of the command's inputs (a report written over its trace)."""
-    target = check(path, flag)
-    check_all([(flag, target)], inputs)
+    (target,) = check_all([(flag, path)], inputs)
+    assert target is not None
     return target
 
 
