@@ -132,3 +132,12 @@ def test_a_phase_that_is_not_a_string_is_skipped_and_named():
     trace = parse_chrome(text)
     assert len(trace.spans) == 1
     assert trace.meta["import"]["skipped"]["phase ('ph') is not a string"] == 2
+
+
+def test_an_async_begin_without_end_is_named_by_its_event_index():
+    from workbench.importers.chrome import parse_chrome
+
+    events = [{"ph": "X", "name": "a", "ts": 1, "dur": 2, "pid": 1, "tid": 1},
+              {"ph": "b", "name": "open", "cat": "c", "id": 7, "ts": 5000, "pid": 1, "tid": 1}]
+    report = parse_chrome(json.dumps(events), "t.json").meta["import"]
+    assert report["first_at"]["begin without end (trace cut off?)"] == "event 1"

@@ -304,7 +304,7 @@ class Columns:
             for n, _, _ in sync:
                 self.report.skip("begin without end (trace cut off?)", f"event {n}")
         for stack in self.open_async.values():
-            for _, _, n, _ in stack:
+            for _, n, _, _ in stack:  # (name, event index, start, event)
                 self.report.skip("begin without end (trace cut off?)", f"event {n}")
 
 
