@@ -116,3 +116,16 @@ def test_an_empty_trace_has_no_roles() -> None:
     trace = Trace.from_rows([])
     assert span_roles(trace).dtype == np.int8 and len(span_roles(trace)) == 0
     assert role_counts(trace) == {}
+
+
+def test_roles_follow_new_rules_and_new_columns():
+    from workbench.trace.container import SpanTable
+
+    trace = _trace([(stream_track(0, 1), "k"), ("thread/1", "step")])
+    assert [roles.ROLE_NAMES[c] for c in span_roles(trace)] == ["kernel", "host"]
+    roles.with_rules(trace, parse_rules([{"role": "unit", "name": "step"}]))
+    assert [roles.ROLE_NAMES[c] for c in span_roles(trace)] == ["kernel", "unit"]
+    s = trace.spans
+    swapped = np.array([s.track[1], s.track[0]], dtype=s.track.dtype)
+    trace.spans = SpanTable(swapped, s.name.copy(), s.start_ns, s.end_ns, s.partition, s.worker, s.attrs)
+    assert [roles.ROLE_NAMES[c] for c in span_roles(trace)] == ["host", "unit"]  # the rule matches any track

@@ -210,13 +210,13 @@ def span_roles(trace: Trace) -> np.ndarray:
     later (`with_rules`) or new columns make a new one."""
     spans = trace.spans
     rules = trace_rules(trace)
-    key = (id(spans.track), id(spans.name), len(spans), rules)
     cached = trace.__dict__.get("_span_roles")
-    if cached is not None and cached[0] == key:
-        return cached[1]
+    # The cache holds the columns themselves, so a column replaced since cannot pass for them.
+    if cached is not None and cached[0] is spans.track and cached[1] is spans.name and cached[2] == rules:
+        return cached[3]
     codes = _span_roles(trace, rules)
     codes.setflags(write=False)
-    trace.__dict__["_span_roles"] = (key, codes)
+    trace.__dict__["_span_roles"] = (spans.track, spans.name, rules, codes)
     return codes
 
 
