@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workbench.analysis.transfers import LinkSpeed
+from workbench.analysis.transfers import LinkSpeed, link_speed
 from workbench.model import roles as rl
 from workbench.trace.container import Trace
 
@@ -100,13 +100,6 @@ def _bytes(attrs: dict[str, object] | None) -> float:
 
 
 def _link(trace: Trace, given: float | None, kinds: list[CopyKind]) -> LinkSpeed | None:
-    if given:
-        return LinkSpeed(float(given), "given")
-    stored = trace.meta.get("link_gbps")
-    if isinstance(stored, int | float) and stored > 0:
-        return LinkSpeed(float(stored), "measured by the run")
     pinned = [k.max_gbps for k in kinds if k.max_gbps is not None and k.direction in ("h2d", "d2h")
               and PINNED in (k.src_kind, k.dst_kind)]
-    if pinned:
-        return LinkSpeed(max(pinned), "the fastest pinned copy in the trace")
-    return None
+    return link_speed(trace, given, max(pinned) if pinned else None, "the fastest pinned copy in the trace")

@@ -223,7 +223,9 @@ def _bytes(trace: Trace, host: np.ndarray, copy_bytes: float | None) -> np.ndarr
     return nbytes
 
 
-def _link(trace: Trace, given: float | None, rates: np.ndarray, pinned: np.ndarray) -> LinkSpeed | None:
+def link_speed(trace: Trace, given: float | None, fastest_pinned: float | None,
+               pinned_source: str) -> LinkSpeed | None:
+    """The host link's speed: given, else the run's own probe, else the fastest pinned copy."""
     if given:
         return LinkSpeed(float(given), "given")
     # The run's own probe (a pinned copy timed at setup, before any load) comes before copies
@@ -232,9 +234,14 @@ def _link(trace: Trace, given: float | None, rates: np.ndarray, pinned: np.ndarr
     stored = trace.meta.get("link_gbps")
     if isinstance(stored, int | float) and stored > 0:
         return LinkSpeed(float(stored), "measured by the run")
-    if pinned.any():
-        return LinkSpeed(float(rates[pinned].max()), "fastest pinned copy timed on the device")
+    if fastest_pinned is not None:
+        return LinkSpeed(float(fastest_pinned), pinned_source)
     return None
+
+
+def _link(trace: Trace, given: float | None, rates: np.ndarray, pinned: np.ndarray) -> LinkSpeed | None:
+    fastest = float(rates[pinned].max()) if pinned.any() else None
+    return link_speed(trace, given, fastest, "fastest pinned copy timed on the device")
 
 
 def _per_partition_ns(trace: Trace, idx: np.ndarray, values: np.ndarray) -> np.ndarray:
