@@ -102,7 +102,8 @@ class Context:
         return ms / self.window_ms if self.window_ms > 0 else 0.0
 
 
-Detector = Callable[[Context], Finding | None]
+# A detector gives one finding, none, or (for causes found per device) several.
+Detector = Callable[[Context], "Finding | list[Finding] | None"]
 
 
 def _gain_sentence(predictions: tuple[Prediction, ...], what: str) -> str:
@@ -563,6 +564,13 @@ class Registered:
     @property
     def id(self) -> str:
         return self.detect.__name__
+
+    def findings(self, ctx: Context) -> list[Finding]:
+        """What it finds on `ctx`, as a list whatever the detector returns."""
+        result = self.detect(ctx)
+        if result is None:
+            return []
+        return result if isinstance(result, list) else [result]
 
     def absent(self, roles: Mapping[str, int]) -> tuple[str, ...]:
         """The roles it needs that the trace lacks (empty: it can run)."""

@@ -130,12 +130,6 @@ def idle_causes(ctx: Context) -> list[Finding]:
     return out
 
 
-def gpu_idle(ctx: Context) -> Finding | None:
-    """The largest idle cause as a finding; the others follow through `idle_causes`."""
-    found = sorted(idle_causes(ctx), key=lambda f: -f.cost)
-    return found[0] if found else None
-
-
 def pageable_copies(ctx: Context) -> Finding | None:
     k = ctx.copies.pageable_h2d if ctx.copies else None
     if ctx.copies is None or k is None or k.gbps is None:
@@ -233,4 +227,4 @@ PROGRAM_DETECTORS: tuple[Registered, ...] = (
                any_of=WAIT_ROLES, without=ANY_PROGRAM),
 )
 # The idle causes come as several findings at once; gated like the others.
-IDLE = Registered(gpu_idle, "GPU idle time by cause", needs=("kernel",), without=ANY_PROGRAM)
+IDLE = Registered(idle_causes, "GPU idle time by cause", needs=("kernel",), without=ANY_PROGRAM)

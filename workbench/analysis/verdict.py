@@ -30,7 +30,7 @@ from workbench.analysis.idle import IdleReport, idle_report
 from workbench.analysis.lock_waits import LockWaits, lock_waits
 from workbench.analysis.locks import BarrierReport, MutexReport, barrier_reports, mutex_reports
 from workbench.analysis.phases import PhaseReport, phase_report
-from workbench.analysis.program_findings import IDLE, PROGRAM_DETECTORS, headline, idle_causes
+from workbench.analysis.program_findings import IDLE, PROGRAM_DETECTORS, headline
 from workbench.analysis.summary import RunSummary, run_window_ns, summarize
 from workbench.analysis.tracks import worker_ids
 from workbench.analysis.transfers import TransferReport, transfer_report
@@ -174,15 +174,10 @@ def _run_detectors(ctx: Context, notes: list[str]) -> tuple[Finding, ...]:
     for registered in run:
         if registered is BOUND:
             continue
-        if registered is IDLE:
-            found.extend(idle_causes(ctx))
-            continue
-        finding = registered.detect(ctx)
-        if finding is not None:
+        for finding in registered.findings(ctx):
             found.append(finding)
             ctx.fired.add(finding.id)
-    bound = BOUND.detect(ctx) if BOUND in run else None
-    return _rank(found, [bound] if bound else [])
+    return _rank(found, BOUND.findings(ctx) if BOUND in run else [])
 
 
 def _skip_notes(skipped: dict[tuple[str, ...], list[str]]) -> list[str]:
@@ -226,19 +221,16 @@ def _diagnose_gpus(trace: Trace, options: DiagnoseOptions, run: Context, notes: 
         ctx.memo = run.memo
         per_gpu, _ = runnable(DETECTORS, ctx.roles)
         for registered in per_gpu:
-            finding = registered.detect(ctx)
-            if finding is not None:
+            for finding in registered.findings(ctx):
                 found.append(_on_gpu(finding, share.gpu, n, index))
                 ctx.fired.add(finding.id)
-        if not BOUND.absent(ctx.roles) and (b := BOUND.detect(ctx)) is not None:
-            bound.append(_on_gpu(b, share.gpu, n, index))
+        if not BOUND.absent(ctx.roles):
+            bound.extend(_on_gpu(b, share.gpu, n, index) for b in BOUND.findings(ctx))
         failed += ctx.failed_predictions
     whole_run, skipped = runnable(RUN_DETECTORS, run.roles)
     notes.extend(_skip_notes(skipped))
     for registered in whole_run:
-        finding = registered.detect(run)
-        if finding is not None:
-            found.append(finding)
+        found.extend(registered.findings(run))
     failed += run.failed_predictions
     findings = _rank(found, bound)
     notes.append(f"{n} GPUs: findings about one GPU name it; their cost is a share of all {n} GPUs' time; "
