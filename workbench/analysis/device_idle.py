@@ -112,18 +112,21 @@ def device_idle(trace: Trace) -> tuple[DeviceIdle, ...]:
     gpu_of_track = np.array([tr.parse(t).gpu for t in text], dtype=np.int64)
     gpu = gpu_of_track[spans.track]
     kernels = codes == rl.CODE["kernel"]
-    return tuple(_one(trace, g, codes, gpu) for g in sorted(set(gpu[kernels].tolist())))
+    gpus = sorted(set(gpu[kernels].tolist()))
+    host = _host_causes(trace, codes) if gpus else None
+    return tuple(_one(trace, g, codes, gpu, host) for g in gpus if host is not None)
 
 
-def _one(trace: Trace, g: int, codes: np.ndarray, gpu: np.ndarray) -> DeviceIdle:
-    spans = trace.spans
-    start, end = run_window_ns(trace)
-    window = max(end - start, 1)
-    mine = gpu == g
-    kernel = mine & (codes == rl.CODE["kernel"])
-    busy = _of(trace, kernel).clip(start, end)
-    idle = busy.complement(start, end)
-    first, last = int(spans.start_ns[kernel].min()), int(spans.end_ns[kernel].max())
+@dataclass(frozen=True)
+class _HostCauses:
+    """The host side of idle causes (waits, launch gaps, host work): the same for every GPU."""
+
+    groups: list[tuple[str, np.ndarray, list[tuple[int, str, str]]]]
+    not_judged: list[str]
+    launchers: tuple[str, ...]
+
+
+def _host_causes(trace: Trace, codes: np.ndarray) -> _HostCauses:
     thread, names = span_threads(trace)
     role = np.array(rl.ROLE_NAMES)[codes]
     sleeping = _name_mask(trace, SLEEP_CALLS) & (codes == rl.CODE["os_call"])
@@ -131,7 +134,6 @@ def _one(trace: Trace, g: int, codes: np.ndarray, gpu: np.ndarray) -> DeviceIdle
     driving = set(thread[drives & (thread >= 0)].tolist())
     launchers = set(thread[(codes == rl.CODE["launch"]) & (thread >= 0)].tolist())
     not_judged = []
-    copies = mine & np.isin(codes, [rl.CODE["copy"], rl.CODE["memset"]])
     sync = codes == rl.CODE["sync"]
     lock = np.isin(codes, [rl.CODE[r] for r in LOCK_ROLES]) & (thread >= 0)
     if driving:
@@ -140,8 +142,6 @@ def _one(trace: Trace, g: int, codes: np.ndarray, gpu: np.ndarray) -> DeviceIdle
         lock &= np.isin(thread, [*driving, *threadless])
     busy_host = np.isin(codes, [rl.CODE[r] for r in BUSY_ROLES]) & (thread >= 0) & ~sleeping
     on_launcher = np.isin(thread, list(launchers))
-    if not copies.any():
-        not_judged.append("copies (no copy or memset records for this GPU)")
     if not sync.any():
         not_judged.append("synchronisation waits (no spans of role sync)")
     if not lock.any():
@@ -151,13 +151,25 @@ def _one(trace: Trace, g: int, codes: np.ndarray, gpu: np.ndarray) -> DeviceIdle
         not_judged.append("launch gaps (no spans of role launch: the trace does not say which thread "
                           "launches GPU work)")
     labels = {k: thread_label(n, trace.thread_names) for k, n in enumerate(names)}
-    groups: list[tuple[str, np.ndarray, list[tuple[int, str, str]]]] = [
-        ("copy", copies, [(0, *_copy_what(trace, i)) for i in np.flatnonzero(copies).tolist()]),
-        ("sync", sync, _by_thread(trace, sync, thread, labels, role)),
-        ("lock", lock, _by_thread(trace, lock, thread, labels, role)),
-        ("launch", busy_host & on_launcher, _by_thread(trace, busy_host & on_launcher, thread, labels, role)),
-        ("host", busy_host & ~on_launcher, _by_thread(trace, busy_host & ~on_launcher, thread, labels, role)),
-    ]
+    masks = (("sync", sync), ("lock", lock), ("launch", busy_host & on_launcher),
+             ("host", busy_host & ~on_launcher))
+    groups = [(cause, mask, _by_thread(trace, mask, thread, labels, role)) for cause, mask in masks]
+    return _HostCauses(groups, not_judged, tuple(labels[k] for k in sorted(launchers)))
+
+
+def _one(trace: Trace, g: int, codes: np.ndarray, gpu: np.ndarray, host: _HostCauses) -> DeviceIdle:
+    spans = trace.spans
+    start, end = run_window_ns(trace)
+    window = max(end - start, 1)
+    mine = gpu == g
+    kernel = mine & (codes == rl.CODE["kernel"])
+    busy = _of(trace, kernel).clip(start, end)
+    idle = busy.complement(start, end)
+    first, last = int(spans.start_ns[kernel].min()), int(spans.end_ns[kernel].max())
+    copies = mine & np.isin(codes, [rl.CODE["copy"], rl.CODE["memset"]])
+    not_judged = [] if copies.any() else ["copies (no copy or memset records for this GPU)"]
+    groups = [("copy", copies, [(0, *_copy_what(trace, i)) for i in np.flatnonzero(copies).tolist()]),
+              *host.groups]
     causes = []
     remaining = idle
     for cause, mask, keys in groups:
@@ -173,8 +185,7 @@ def _one(trace: Trace, g: int, codes: np.ndarray, gpu: np.ndarray) -> DeviceIdle
         gpu=g, window_ms=window / 1e6, busy_ms=busy.total() / 1e6, idle_ms=idle.total() / 1e6,
         before_first_ms=max(min(first, end) - start, 0) / 1e6,
         after_last_ms=max(end - max(last, start), 0) / 1e6,
-        causes=tuple(causes), launchers=tuple(labels[k] for k in sorted(launchers)),
-        not_judged=tuple(not_judged),
+        causes=tuple(causes), launchers=host.launchers, not_judged=tuple([*not_judged, *host.not_judged]),
     )
 
 
