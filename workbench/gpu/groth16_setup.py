@@ -75,10 +75,10 @@ def setup(circuit: SyntheticCircuit, backend: Any = None,
     with clock("download"):
         g1_xy = np.ascontiguousarray(be.download(g1), "<u4").view(np.uint8)
         g2_xy = np.ascontiguousarray(be.download(g2), "<u4").view(np.uint8)
-        queries = {name: G1Points(g1_xy[lo:hi]) for name, (lo, hi) in spans.items()}
+        q = {name: G1Points(g1_xy[lo:hi]) for name, (lo, hi) in spans.items()}
         b_g2 = G2Points(g2_xy)
-    return Srs(log2_size=circuit.log2, m=m, seed=circuit.seed, b_g2=b_g2, trapdoor=t,
-               **queries, **key_points(t))
+    return Srs(log2_size=circuit.log2, m=m, seed=circuit.seed, h=q["h"], l=q["l"], a=q["a"], b_g1=q["b_g1"],
+               b_g2=b_g2, ic=q["ic"], trapdoor=t, **key_points(t))
 
 
 def tau_columns(be: Any, matrices: tuple[Matrix, ...], m: int, tau: int, log2: int) -> list[Any]:
