@@ -2,6 +2,7 @@
 
     python benchmarks/case_study.py [--log2 22] [--partitions 40] [--synth-terms 4] [--cells all|NAME ...]
                                     [--data notebooks/data/h200_2e22] [--out summary.json] [--report FILE]
+                                    [--verify]
     python benchmarks/case_study.py --summarize [--data DIR] [--report FILE]   # no GPU needed
 
 Each cell is one run on the GPU backend (`--backend cpu` makes a dry run) with device
@@ -75,6 +76,13 @@ def run_cell(name: str, changes: dict[str, Any], base: Any, data: Path) -> None:
     if not result.ok:
         raise SystemExit(f"cell {name} did not complete: {result.error}")
     save(result.trace, data / f"{name}.wbtrace")
+    if config.verify:
+        from workbench.analysis.summary import summarize
+
+        summary = summarize(result.trace)
+        verify_s = sum(s.duration_ns for s in result.trace.select(name="verify")) / 1e9
+        print(f"{name}: {summary.proofs_verified} of {summary.partitions_done} proofs verified "
+              f"({verify_s:.2f} s of verify spans)", file=sys.stderr, flush=True)
 
 
 def main() -> None:
@@ -88,6 +96,8 @@ def main() -> None:
     parser.add_argument("--synth-terms", type=int, default=4,
                         help="synthesis cost knob (RunConfig.synth_terms)")
     parser.add_argument("--cells", nargs="+", default=["all"])
+    parser.add_argument("--verify", action="store_true",
+                        help="verify every proof (a verify span after finish); each cell says how many")
     parser.add_argument("--data", type=Path, default=Path("notebooks/data/h200_2e22"))
     parser.add_argument("--out", type=Path)
     parser.add_argument("--summarize", action="store_true",
@@ -103,7 +113,7 @@ def main() -> None:
         args.data.mkdir(parents=True, exist_ok=True)
         base = RunConfig(backend=args.backend, log2_constraints=args.log2, partitions=args.partitions,
                          bool_fraction=args.bool_fraction, synth_terms=args.synth_terms, gpu_workers=2,
-                         synthesis="processes", gpu_trace=True)
+                         synthesis="processes", gpu_trace=True, verify=args.verify)
         for name in names:
             print(f"running {name} ...", file=sys.stderr, flush=True)
             run_cell(name, CELLS[name], base, args.data)

@@ -1,5 +1,5 @@
 // Pippenger multi-scalar multiplication over BLS12-381 G1 and G2, plus the point-format kernels
-// the host side needs (to and from Montgomery form, fixed-base multiplication for the SRS).
+// the host side needs (to and from Montgomery form; fixed-base multiplication is in fixed_base.cu).
 //
 // Pipeline for sum_i s_i * P_i with c-bit windows (workbench/gpu/msm.py drives it):
 //   1. msm_count: each scalar (Montgomery Fr, converted here) is recoded into W = ceil(256/c)
@@ -275,25 +275,4 @@ extern "C" __global__ void fp_array_to_mont(uint4* elements, msm_u64 n)
 extern "C" __global__ void fp_array_from_mont(uint4* out, const uint4* elements, msm_u64 n)
 {
     MSM_GRID_STRIDE(i, n) fp_store(out, i, fp_from_mont(fp_load(elements, i)));
-}
-
-// out_i = s_i * G for canonical scalars s_i (the (n, 4) uint64 layout), written as canonical
-// affine coordinates. table holds d * 2^(8w) * G for 32 byte positions w and d < 256 (entry
-// 0 is infinity) in Montgomery form, so each product is 32 mixed additions and one inversion.
-extern "C" __global__ void __launch_bounds__(128)
-g1_fixed_base(const uint4* table, const uint4* scalars, uint4* out, msm_u64 n)
-{
-    MSM_GRID_STRIDE(i, n) {
-        const fr_t s = fr_load(scalars, i);
-        g1_xyzz_t acc = ec_infinity<fp_t>();
-#pragma unroll 1
-        for (unsigned int w = 0; w < 32; ++w) {
-            const unsigned int byte = (msm_limb(s, w >> 2) >> (8 * (w & 3))) & 0xffu;
-            if (byte) acc = ec_add_affine(acc, ec_affine_load<fp_t>(table, 256ull * w + byte));
-        }
-        g1_affine_t a = ec_to_affine(acc);
-        a.x = fp_from_mont(a.x);
-        a.y = fp_from_mont(a.y);
-        ec_affine_store(out, i, a);
-    }
 }

@@ -71,12 +71,3 @@ def test_two_gpus_give_the_cpu_runs_proofs():
            {p: proof.to_bytes() for p, proof in cpu.proofs.items()}
     mutex_holds_never_overlap(gpu.trace)
     assert {s.track for s in gpu.trace.select(name="hold")} == {"mutex/gpu0", "mutex/gpu1"}
-
-
-def test_verify_is_refused_where_the_gpu_key_is_random_points():
-    from workbench.config import ConfigError
-    from workbench.gpu.backend import GPU_KEY_FROM_LOG2, GpuBackend
-
-    config = RunConfig(backend="gpu", log2_constraints=GPU_KEY_FROM_LOG2, partitions=1, verify=True)
-    with pytest.raises(ConfigError, match="random points"):
-        Pipeline(config, GpuBackend())

@@ -99,18 +99,29 @@ def test_the_key_is_the_trapdoors():
     assert trusted_setup.trapdoor(4, 5) != t
 
 
-def test_a_gpu_style_fixed_base_plugs_in():
-    """setup's g1_fixed_base gets canonical limbs and must give the same key."""
+def test_the_comb_tables_encoding_is_its_points():
+    """comb_table_xy (the GPU kernels' table) encodes the CPU comb's own points."""
+    rng = np.random.default_rng()
+    for group, kind, width in (("g1", G1Point, 96), ("g2", G2Point, 192)):
+        xy = trusted_setup.comb_table_xy(group)
+        assert xy.shape == (32 * 256, width) and not xy.flags.writeable
+        for w, d in [(0, 0), (0, 1), (31, 255), *(tuple(rng.integers((32, 256))) for _ in range(4))]:
+            want = kind() * Scalar(int(d) * pow(2, 8 * int(w), R) % R)
+            assert xy[256 * w + d].tobytes() == bytes(want.to_xy_bytes_le()), (group, w, d)
+
+
+def test_a_setup_can_be_plugged_into_the_cache(tmp_path: Path):
+    """load_or_setup's make(circuit) (the GPU backend's setup) makes the key that is stored."""
     circuit = SyntheticCircuit(3, 0.5, 1, seed=1)
-    seen = []
+    made = []
 
-    def fixed_base(limbs: np.ndarray) -> G1Points:
-        seen.append(limbs.shape)
-        values = [sum(int(x) << (64 * q) for q, x in enumerate(row)) for row in limbs]
-        return G1Points.from_objects([G1Point() * Scalar(k) for k in values])
+    def make(c: SyntheticCircuit):
+        made.append(c.log2)
+        return trusted_setup.setup(c)
 
-    assert trusted_setup.setup(circuit, g1_fixed_base=fixed_base) == trusted_setup.setup(circuit)
-    assert (8, 4) in seen and (PUBLIC + 1, 4) in seen
+    key = key_cache.load_or_setup(circuit, tmp_path, make=make)
+    key_cache.clear_memory_cache()
+    assert made == [3] and key_cache.load_or_setup(circuit, tmp_path, make=make) == key and made == [3]
 
 
 def test_the_cache_reads_its_file_and_says_why_it_cannot(tmp_path: Path, monkeypatch):
@@ -156,7 +167,8 @@ def test_an_old_format_is_stale(tmp_path: Path, monkeypatch):
     monkeypatch.setattr(key_cache, "FORMAT_VERSION", key_cache.FORMAT_VERSION + 1)
     lines: list[str] = []
     key_cache.load_or_setup(circuit, tmp_path, lines.append)
-    assert lines and "is stale (format 1, this code writes 2)" in lines[0]
+    version = key_cache.FORMAT_VERSION
+    assert lines and f"is stale (format {version - 1}, this code writes {version})" in lines[0]
 
 
 def test_a_pool_of_processes_gives_the_same_points(monkeypatch):

@@ -270,7 +270,7 @@ def backend(tmp_path_factory: pytest.TempPathFactory) -> EmulatedBackend:
         pytest.skip("host C++ compiler or CUDA headers (vector_types.h) not found")
     tmp = tmp_path_factory.mktemp("emulated_kernels")
     libs = {name: ctypes.CDLL(str(_compile_host(tmp, f"{name}.so", KERNELS / f"{name}.cu", shared=True)))
-            for name in ("msm", "batch_add")}
+            for name in ("msm", "batch_add", "fixed_base")}
     return EmulatedBackend(libs)
 
 

@@ -7,7 +7,9 @@ whose scalar is 1) and tail_msm (the rest), inside the mutex: on the host (the c
 library's G2 multi-exponentiation) it took 6.4 s a 2^22 partition on the H200 machine beside
 14 synthesis threads, against about 0.07 s here. finish stays on the host. With
 `gpu_msm=False` every curve sum, b_g2_msm included, runs on the host instead and every such
-span says `on="cpu"`, so a trace never passes CPU time off as GPU time.
+span says `on="cpu"`, so a trace never passes CPU time off as GPU time. The proving key is
+the circuit's Groth16 key at every size, made on the GPU (gpu/groth16_setup.py) when the key
+cache has no file for it: the CPU backend's key byte for byte, so the proofs verify.
 """
 
 from __future__ import annotations
@@ -31,10 +33,6 @@ from workbench.trace.scope import Scope
 HOST_TO_DEVICE = 1  # cudaMemcpyHostToDevice
 G1_QUERIES = "g1_queries"  # key of the joined table of the G1 queries' points
 MAX_LOG2_GPU = 26
-# Below this size the key is the circuit's Groth16 key (prover/trusted_setup.py, on the host),
-# the CPU backend's own; from it, a synthetic key whose G1 points the GPU makes (fixed-base
-# multiplication of random scalars), and proofs do not verify.
-GPU_KEY_FROM_LOG2 = 16
 
 
 Method = TypeVar("Method", bound=Callable[..., Any])
@@ -71,9 +69,6 @@ class GpuBackend(HostCurvePhases, Backend):
         if config.log2_constraints > MAX_LOG2_GPU:
             raise ConfigError("log2_constraints", config.log2_constraints,
                               f"at most {MAX_LOG2_GPU} on the GPU backend")
-        if config.verify and config.log2_constraints >= GPU_KEY_FROM_LOG2:
-            raise ConfigError("verify", True, f"only below 2^{GPU_KEY_FROM_LOG2} constraints on the GPU "
-                              "backend: its key from there up is random points, whose proofs cannot verify")
         visible = self._cp.cuda.runtime.getDeviceCount()
         if config.gpus > visible:
             raise ConfigError("gpus", config.gpus, f"at most {visible} (the GPUs visible here)")
@@ -92,18 +87,13 @@ class GpuBackend(HostCurvePhases, Backend):
     def setup(self, config: RunConfig, scope: Scope) -> None:
         self.log2 = config.log2_constraints
         self.gpus = config.gpus
-        n = 1 << config.log2_constraints
-        if config.log2_constraints < GPU_KEY_FROM_LOG2:
-            self.load_groth16_key(config, scope)  # the CPU backend's key: the same proofs
-        else:
-            # Random points: the CPU's Groth16 setup takes minutes from here (G2 above all).
-            # The GPU's fixed-base setup would plug in as load_groth16_key(config, scope,
-            # g1_fixed_base=srs_gen.generate_g1_from_scalars), with a G2 kernel still to write.
-            with scope.span("proving_key", log2=config.log2_constraints, g1_method="gpu"):
-                from workbench.gpu import srs_gen
+        # The circuit's Groth16 key at every size, the CPU backend's own byte for byte, made on
+        # the GPU (gpu/groth16_setup.py) when no cache file has it.
+        from workbench.gpu import groth16_setup
 
-                self.key = srs.load_or_generate(config.log2_constraints, n, config.seed,
-                                                g1_generator=srs_gen.generate_g1, method="gpu")
+        self.load_groth16_key(config, scope, make=groth16_setup.setup)
+        # The setup's scratch (gigabytes at 2^22) goes back to the driver, not to the pool.
+        self._cp.get_default_memory_pool().free_all_blocks()
         if not self.gpu_msm:
             self.parse_key_points(scope)
         for gpu in range(config.gpus):

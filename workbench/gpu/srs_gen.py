@@ -1,30 +1,28 @@
-"""G1 query points for large SRS sizes, generated on the GPU.
+"""Fixed-base multiplication s_i·G on the GPU, in G1 and G2: the points of the Groth16 setup
+(gpu/groth16_setup.py) and of random G1 queries for the MSM benchmarks.
 
-Each point is s_i * G for an independent uniform scalar s_i in [1, r), the way a real
-trusted setup's points look (no linear relations between them, unlike the CPU grid method
-of :mod:`workbench.prover.srs`, which is faster on the CPU but structured).
-
-The device does a fixed-base multiplication: a table of d * 2^(8w) * G for the 32 byte
-positions w of a scalar and d < 256 (8160 points, built once on the host, ~0.1 s) turns
-each product into 32 mixed additions, plus one inversion for the affine result
-(kernels/msm.cu, g1_fixed_base). Scalars come from the caller's numpy generator, so the
-points are a deterministic function of its seed, as the on-disk cache needs. The output is
-:class:`~workbench.prover.curve.G1Points` bytes, the cache's format.
+The device runs a comb (kernels/fixed_base.cu): the table of d·2^(8w)·G for the 32 byte
+positions w of a scalar and d < 256 is the CPU setup's own (prover/trusted_setup.py,
+`comb_table_xy`: one table, built once per process with the curve library), so each product
+is 32 mixed additions, plus one inversion for the affine result, and the result is exactly the
+CPU's. Random scalars come from the caller's numpy generator, so random points are a
+deterministic function of its seed. Outputs are :class:`~workbench.prover.curve.G1Points` or
+G2Points bytes, the key cache's format.
 """
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import numpy as np
-from py_arkworks_bls12381 import G1Point, Scalar
 
 from workbench.gpu import msm as gpu_msm
 from workbench.prover.curve import R_MODULUS, G1Points
+from workbench.prover.trusted_setup import comb_table_xy
 
 __all__ = [
     "device_points_from_scalars",
+    "fixed_base_on_device",
     "fixed_base_table",
     "generate_g1",
     "generate_g1_from_scalars",
@@ -64,43 +62,39 @@ def random_scalars(count: int, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
-_table_lock = threading.Lock()
-_table: np.ndarray | None = None
+def fixed_base_table(group: str = "g1") -> np.ndarray:
+    """(32 * 256, 24 or 48) uint32, read-only: canonical affine d * 2^(8w) * G at row 256 w + d
+    (row 256 w is infinity, all zeros): the comb's table as the kernels' words."""
+    return comb_table_xy(group).view("<u4")
 
 
-def fixed_base_table() -> np.ndarray:
-    """(32 * 256, 24) uint32: canonical affine d * 2^(8w) * G at row 256 w + d (row 256 w is
-    infinity, all zeros). Built once per process with the curve library."""
-    global _table
-    with _table_lock:
-        if _table is None:
-            rows = np.zeros((32 * 256, 96), dtype=np.uint8)
-            base, shift = G1Point(), Scalar(256)
-            for w in range(32):
-                acc = G1Point.identity()
-                for d in range(1, 256):
-                    acc = acc + base
-                    rows[256 * w + d] = np.frombuffer(bytes(acc.to_xy_bytes_le()), np.uint8)
-                base = base * shift
-            _table = rows.view("<u4").reshape(32 * 256, 24)
-            _table.setflags(write=False)
-        return _table
+def _device_table(be: Any, group: gpu_msm.Group) -> Any:
+    """The table on the device in Montgomery form (the upload converts it)."""
+    points = group.points_type(comb_table_xy(group.name))
+    return gpu_msm.DevicePoints.from_points(points, backend=be).data
+
+
+def fixed_base_on_device(be: Any, scalars: Any, group: gpu_msm.Group = gpu_msm.G1, out: Any = None) -> Any:
+    """out[i] ((n, 24 or 48) uint32 device array) = canonical affine s_i * G for canonical
+    (n, 4) uint64 device scalars, on the current stream."""
+    n = scalars.shape[0]
+    if out is None:
+        out = be.xp.empty((n, group.affine_words), dtype=be.xp.uint32)
+    if n:
+        be.launch("fixed_base", group.kernel("fixed_base"), n,
+                  (_device_table(be, group), scalars, out, np.uint64(n)))
+    return out
 
 
 def _fixed_base(be: Any, arr: np.ndarray, out: Any) -> None:
-    """out[i] (device, (n, 24) uint32) = canonical affine s_i * G, in launches of _BATCH."""
-    xp = be.xp
-    table = xp.empty((32 * 256, 24), dtype=xp.uint32)
-    be.upload(table, fixed_base_table())
-    elements = 2 * table.shape[0]
-    be.launch("msm", "fp_array_to_mont", elements, (table, np.uint64(elements)), threads=256)
+    """out[i] (device, (n, 24) uint32) = canonical affine s_i * G of host scalars, uploaded in
+    batches of _BATCH."""
     n = arr.shape[0]
-    scalars_dev = xp.empty((max(min(n, _BATCH), 1), 4), dtype=xp.uint64)
+    scalars_dev = be.xp.empty((max(min(n, _BATCH), 1), 4), dtype=be.xp.uint64)
     for start in range(0, n, _BATCH):
         count = min(n, start + _BATCH) - start
         be.upload(scalars_dev[:count], arr[start : start + count])
-        be.launch("msm", "g1_fixed_base", count,
-                  (table, scalars_dev, out[start : start + count], np.uint64(count)))
+        fixed_base_on_device(be, scalars_dev[:count], out=out[start : start + count])
 
 
 def _check(scalars: np.ndarray) -> np.ndarray:

@@ -45,6 +45,7 @@ keyed by the seed alone), so both codes agree without sharing state.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -109,12 +110,18 @@ class SynthesisTarget(Protocol):
 
 @dataclass(frozen=True)
 class Matrix:
-    """A sparse matrix as coordinate lists: entry e is M[rows[e], cols[e]] = coeffs[e]
-    (canonical ints); duplicates add up."""
+    """A sparse matrix as coordinate lists: entry e is M[rows[e], cols[e]], its coefficient's
+    Montgomery form at forms[e] ((nnz, 4) uint64, the shared format: the device multiplies
+    them as they are, and hashing them costs one pass); duplicates add up."""
 
     rows: np.ndarray
     cols: np.ndarray
-    coeffs: list[int]
+    forms: np.ndarray
+
+    @functools.cached_property
+    def coeffs(self) -> list[int]:
+        """The coefficients as canonical ints (for the host's integer code, small sizes)."""
+        return field.from_mont(self.forms)
 
     def times(self, z: list[int], n: int) -> list[int]:
         """M·z over Python integers (canonical values)."""
@@ -293,21 +300,30 @@ class SyntheticCircuit:
         boolean = self.is_boolean(j)
         bools, others = j[boolean], j[~boolean]
         zeros, row1 = np.zeros(others.size, np.uint64), np.ones(others.size + 1, np.uint64)
-        ones = [1] * (inputs.size + bools.size + (self.terms + 1) * others.size)
+        one, minus_one, k_b = field.MONT_ONE, _MINUS_ONE, self._kb
         a = _coo([inputs, zeros, bools, *([others] * self.terms), others],
                  [inputs, others, bools, *(self._reads(others, t) for t in range(self.terms)), zeros],
-                 ones + field.from_mont(self.row_constant_forms(others)))
+                 [(one, inputs.size + bools.size + (self.terms + 1) * others.size),
+                  self.row_constant_forms(others)])
         b = _coo([row1, bools, bools, others, others],
                  [np.array([1, *others], np.uint64), bools, np.zeros(bools.size, np.uint64),
                   self._reads(others, self.terms), zeros],
-                 [1] * (others.size + 1) + [1] * bools.size + [field.MODULUS - 1] * bools.size
-                 + [1] * others.size + [self.k_b] * others.size)
-        c = _coo([others], [others], [1] * others.size)
+                 [(one, others.size + 1 + bools.size), (minus_one, bools.size), (one, others.size),
+                  (k_b, others.size)])
+        c = _coo([others], [others], [(one, others.size)])
         return R1cs(n=self.n, m=self.m, public=self.public, a=a, b=b, c=c)
 
 
-def _coo(rows: list[np.ndarray], cols: list[np.ndarray], coeffs: list[int]) -> Matrix:
-    return Matrix(np.concatenate(rows).astype(np.int64), np.concatenate(cols).astype(np.int64), coeffs)
+def _coo(rows: list[np.ndarray], cols: list[np.ndarray],
+         forms: list[tuple[np.ndarray, int] | np.ndarray]) -> Matrix:
+    """A Matrix from its pieces; a coefficient piece is a (form, count) run or an array of forms."""
+    total = sum(f[1] if isinstance(f, tuple) else f.shape[0] for f in forms)
+    out, at = np.empty((total, 4), np.uint64), 0
+    for f in forms:
+        count = f[1] if isinstance(f, tuple) else f.shape[0]
+        out[at : at + count] = f[0] if isinstance(f, tuple) else f
+        at += count
+    return Matrix(np.concatenate(rows).astype(np.int64), np.concatenate(cols).astype(np.int64), out)
 
 
 def _planes_sum(p: np.ndarray) -> np.ndarray:

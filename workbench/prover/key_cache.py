@@ -22,14 +22,15 @@ from workbench.prover import srs as srs_module
 from workbench.prover.circuit import R1cs, SyntheticCircuit
 from workbench.prover.curve import G1Points, point_from_bytes, point_to_bytes
 from workbench.prover.srs import Srs, Trapdoor
-from workbench.prover.trusted_setup import G1FixedBase, setup
+from workbench.prover.trusted_setup import setup
 
 __all__ = ["FORMAT_VERSION", "cache_path", "clear_memory_cache", "fingerprint", "load_or_setup"]
 
-FORMAT_VERSION = 1
-"""Bump whenever the setup or the file layout changes: older files are then stale."""
+FORMAT_VERSION = 2
+"""Bump whenever the setup, the fingerprint or the file layout changes: older files are then stale."""
 
 Notice = Callable[[str], None]
+Setup = Callable[[SyntheticCircuit], Srs]
 
 _memory: dict[str, Srs] = {}
 _locks: dict[str, threading.Lock] = {}
@@ -53,20 +54,21 @@ def fingerprint(system: R1cs) -> str:
     for matrix in (system.a, system.b, system.c):
         digest.update(matrix.rows.tobytes())
         digest.update(matrix.cols.tobytes())
-        digest.update(b"".join(k.to_bytes(32, "little") for k in matrix.coeffs))
+        digest.update(matrix.forms.tobytes())
     return digest.hexdigest()
 
 
 def load_or_setup(
     circuit: SyntheticCircuit, cache_dir: str | Path | None = None, notice: Notice | None = None,
-    g1_fixed_base: G1FixedBase | None = None,
+    make: Setup | None = None,
 ) -> Srs:
-    """The circuit's key from memory, else from its file, else from the setup (then stored).
-    `notice(line)` hears why a file there was not used."""
+    """The circuit's key from memory, else from its file, else from the setup (then stored):
+    `make(circuit)`, the CPU's `trusted_setup.setup` by default (the GPU backend passes its
+    own, which gives the same bytes). `notice(line)` hears why a file there was not used."""
     path = cache_path(circuit, cache_dir)
     say = notice or (lambda line: None)
-    # In one process the name's parameters fix the circuit: the fingerprint (a second or so
-    # at 2^18) is only needed against files.
+    # In one process the name's parameters fix the circuit: the fingerprint (0.3 s at 2^20 on
+    # the 2-core box, a pass of SHA-256 over the matrices) is only needed against files.
     key = str(path)
     with _guard:
         lock = _locks.setdefault(key, threading.Lock())
@@ -79,7 +81,7 @@ def load_or_setup(
         if srs is None:
             if why:
                 say(f"proving key cache {path} is {why}; made a new key")
-            srs = setup(circuit, g1_fixed_base=g1_fixed_base)
+            srs = (make or setup)(circuit)
             _write(path, srs, stamp)
         _memory[key] = srs
         return srs

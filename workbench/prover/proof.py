@@ -6,10 +6,10 @@
     C   = (batch_l + tail_l) + h_msm + s·A + r·B1 − r·s·delta        (G1)
 
 r and s are the blinding scalars, drawn per partition from the run's seed so a run repeats.
-With the circuit's Groth16 key (prover/trusted_setup.py: every key the CPU backend uses, and
-the GPU backend's below 2^16) the proofs verify (prover/verify.py, under two independent
-libraries); with a synthetic key of random points (the GPU backend's from 2^16 up) the
-arithmetic is the same but the proofs cannot verify.
+With the circuit's Groth16 key (prover/trusted_setup.py, made on the GPU by gpu/groth16_setup.py
+for the GPU backend: every key either backend uses) the proofs verify (prover/verify.py, under
+two independent libraries); with a synthetic key of random points (prover/srs.py, for tests of
+the MSMs alone) the arithmetic is the same but the proofs cannot verify.
 """
 
 from __future__ import annotations

@@ -2,9 +2,8 @@
 
 :class:`Srs` holds a key's queries. The Groth16 key of the circuit, whose proofs verify, is
 made by prover/trusted_setup.py (cached by prover/key_cache.py); it fills in IC, γ and the
-trapdoor too. This module also makes a *synthetic* key of random points, for sizes the real
-setup is too slow for (the GPU backend from 2^16) and for tests of the MSMs alone: proofs made
-with it do not verify.
+trapdoor too. This module also makes a *synthetic* key of random points, for tests and
+benchmarks of the MSMs alone (no backend runs with one): proofs made with it do not verify.
 
 A real proving key needs one full scalar multiplication per point, which is
 far too slow to produce in a notebook at 2^16. Instead each query of ``count``

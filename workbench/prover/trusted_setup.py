@@ -19,10 +19,10 @@ of a scalar and d < 256, so each product is 31 additions in the curve library. M
 2-core development box: 62 µs per G1 point against 170 µs for the library's own k·G, 110 µs
 per G2 point against 520 µs; from 2^14 points a query is shared among processes. That is the
 CPU's setup, for the small sizes the CPU backend and the tests run (2^10: 0.6 s, 2^12: 1.4 s
-on that box when quiet, 1.3 s and 5.3 s beside other work). Large keys want the GPU's fixed-base
-kernel (gpu/srs_gen.py, `generate_g1_from_scalars` computes exactly `fixed_base_g1` from the
-same canonical scalars), which is where `setup(..., g1_fixed_base=...)` plugs it in; G2 has no
-kernel yet, and the QAP evaluation below runs over Python integers (seconds at 2^18).
+on that box when quiet, 1.3 s and 5.3 s beside other work). The GPU's setup
+(gpu/groth16_setup.py) makes the same key, byte for byte, for every size the GPU backend
+runs: the same comb table (`comb_table_xy`, one table for both) in fixed-base kernels, and the
+QAP columns on the device.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import itertools
 import multiprocessing
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
@@ -44,11 +44,10 @@ from workbench.prover.curve import R_MODULUS, G1Points, G2Points
 from workbench.prover.ntt import Domain
 from workbench.prover.srs import Srs, Trapdoor
 
-__all__ = ["fixed_base_g1", "fixed_base_g2", "qap_at", "setup", "trapdoor"]
+__all__ = ["comb_table_xy", "fixed_base_g1", "fixed_base_g2", "key_points", "qap_at", "setup", "trapdoor"]
 
 R = R_MODULUS
 _Ps = TypeVar("_Ps", G1Points, G2Points)
-G1FixedBase = Callable[[np.ndarray], G1Points]
 
 
 def trapdoor(seed: int, log2: int) -> Trapdoor:
@@ -95,9 +94,8 @@ def qap_at(system: R1cs, tau: int, log2: int) -> tuple[list[int], list[int], lis
     return columns(system.a), columns(system.b), columns(system.c)
 
 
-def setup(circuit: SyntheticCircuit, g1_fixed_base: G1FixedBase | None = None) -> Srs:
-    """The proving key of `circuit` from the trapdoor of its seed. `g1_fixed_base(scalars)`
-    (canonical (k, 4) uint64 limbs) replaces the CPU's comb for the G1 points."""
+def setup(circuit: SyntheticCircuit) -> Srs:
+    """The proving key of `circuit` from the trapdoor of its seed."""
     t = trapdoor(circuit.seed, circuit.log2)
     u, v, w = qap_at(circuit.r1cs(), t.tau, circuit.log2)
     n, public = circuit.n, circuit.public
@@ -111,18 +109,20 @@ def setup(circuit: SyntheticCircuit, g1_fixed_base: G1FixedBase | None = None) -
     for i in range(n):
         h_scalars[i] = acc
         acc = acc * t.tau % R
-
-    def g1(scalars: list[int]) -> G1Points:
-        return fixed_base_g1(scalars) if g1_fixed_base is None else g1_fixed_base(_limbs(scalars))
-
     return Srs(
         log2_size=circuit.log2, m=circuit.m, seed=circuit.seed,
-        h=g1(h_scalars), l=g1(l_scalars), a=g1(u), b_g1=g1(v), b_g2=fixed_base_g2(v),
-        alpha_g1=G1Point() * Scalar(t.alpha), beta_g1=G1Point() * Scalar(t.beta),
-        beta_g2=G2Point() * Scalar(t.beta), delta_g1=G1Point() * Scalar(t.delta),
-        delta_g2=G2Point() * Scalar(t.delta), gamma_g2=G2Point() * Scalar(t.gamma),
-        ic=g1(ic_scalars), trapdoor=t,
+        h=fixed_base_g1(h_scalars), l=fixed_base_g1(l_scalars), a=fixed_base_g1(u),
+        b_g1=fixed_base_g1(v), b_g2=fixed_base_g2(v), ic=fixed_base_g1(ic_scalars), trapdoor=t,
+        **key_points(t),
     )
+
+
+def key_points(t: Trapdoor) -> dict[str, Any]:
+    """The key's single points: α·G1, β·G1, β·G2, δ·G1, δ·G2, γ·G2 (Srs field names)."""
+    g1, g2 = G1Point(), G2Point()
+    return {"alpha_g1": g1 * Scalar(t.alpha), "beta_g1": g1 * Scalar(t.beta), "beta_g2": g2 * Scalar(t.beta),
+            "delta_g1": g1 * Scalar(t.delta), "delta_g2": g2 * Scalar(t.delta),
+            "gamma_g2": g2 * Scalar(t.gamma)}
 
 
 def _limbs(scalars: Sequence[int]) -> np.ndarray:
@@ -148,6 +148,22 @@ def _table(group: str) -> list[list[Any]]:
                 base = row[-1] + base  # 256·2^(8w)·G = 2^(8(w+1))·G
             _tables[group] = rows
         return _tables[group]
+
+
+_tables_xy: dict[str, np.ndarray] = {}
+
+
+def comb_table_xy(group: str) -> np.ndarray:
+    """The comb's table encoded, as the GPU's fixed-base kernels read it: (32·256, 96 or 192)
+    uint8, row 256·w + d the xy bytes of d·2^(8w)·G (rows 256·w all zeros, the identity).
+    Read-only, built once per process (G1: 0.1 s, G2: 0.3 s)."""
+    table = _table(group)
+    with _tables_lock:
+        if group not in _tables_xy:
+            raw = b"".join(bytes(p.to_xy_bytes_le()) for row in table for p in row)
+            xy = np.frombuffer(raw, np.uint8).reshape(32 * 256, -1)
+            _tables_xy[group] = xy
+        return _tables_xy[group]
 
 
 # From this many points a query is made by a pool of processes, one a core (the comb holds
