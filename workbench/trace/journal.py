@@ -19,6 +19,7 @@ facts (`thread_names`, `meta`: the whole object each time).
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import struct
@@ -76,6 +77,7 @@ class Journal:
         """A new journal beside `target` (a fresh name: never over what is there), its header
         written and synced."""
         target = Path(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
         fd, path = output.create_fresh(journal_path(target))
         journal = cls(fd, path, target, recorder, **options)
         header = {"format": FORMAT, "version": VERSION, "target": str(target), "pid": os.getpid(),
@@ -93,6 +95,9 @@ class Journal:
     def start(self) -> Journal:
         self._thread = threading.Thread(target=self._loop, name="workbench-journal", daemon=True)
         self._thread.start()
+        # However the interpreter ends short of a kill (an uncaught error, sys.exit), the last
+        # records are flushed.
+        atexit.register(self.close)
         return self
 
     def note(self, facts: dict[str, Any]) -> None:
@@ -103,6 +108,7 @@ class Journal:
 
     def close(self, facts: dict[str, Any] | None = None) -> None:
         """Stop the flusher and write the last records (with `facts`); idempotent."""
+        atexit.unregister(self.close)
         self._stopping.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()

@@ -19,11 +19,26 @@ from typing import Any
 import numpy as np
 
 from workbench.trace.container import CounterTable, InstantTable, SpanTable, StringTable, Trace
-from workbench.trace.journal_format import FORMAT, HEADER, MAGIC, ROWS, SUFFIX, VERSION, Ending, Record, records
+from workbench.trace.journal_format import (
+    FORMAT,
+    HEADER,
+    MAGIC,
+    ROWS,
+    SUFFIX,
+    VERSION,
+    Ending,
+    Record,
+    records,
+)
 from workbench.trace.store_read import EXTENT_LIMIT, TIME_LIMIT, TraceFormatError, parse_json
 
 I32, I64, F64 = np.dtype("<i4"), np.dtype("<i8"), np.dtype("<f8")
-SPAN_BYTES, INSTANT_BYTES, COUNTER_BYTES = 32, 24, 24
+# The columns of a ROWS record, in order (journal.py writes them).
+SPAN_COLUMNS: tuple[np.dtype, ...] = (I32, I32, I64, I64, I32, I32)
+INSTANT_COLUMNS: tuple[np.dtype, ...] = (I32, I32, I64, I32, I32)
+COUNTER_COLUMNS: tuple[np.dtype, ...] = (I32, I32, I64, F64)
+SPAN_BYTES, INSTANT_BYTES, COUNTER_BYTES = (sum(d.itemsize for d in c) for c in (
+    SPAN_COLUMNS, INSTANT_COLUMNS, COUNTER_COLUMNS))
 
 
 @dataclass(frozen=True)
@@ -153,8 +168,7 @@ def _add(path: Path, record: Record, rows: _Rows) -> None:
     top = len(rows.strings) + len(new)
     offset = 4 + length
     columns: list[np.ndarray] = []
-    for count, dtypes in ((n, (I32, I32, I64, I64, I32, I32)), (m, (I32, I32, I64, I32, I32)),
-                          (k, (I32, I32, I64, F64))):
+    for count, dtypes in ((n, SPAN_COLUMNS), (m, INSTANT_COLUMNS), (k, COUNTER_COLUMNS)):
         for dtype in dtypes:
             columns.append(np.frombuffer(body, dtype, count, offset).astype(dtype.newbyteorder("=")))
             offset += count * dtype.itemsize
@@ -177,7 +191,8 @@ def _add(path: Path, record: Record, rows: _Rows) -> None:
     span_attrs = _attrs(part, "span_attrs", n)
     instant_attrs = _attrs(part, "instant_attrs", m)
     names = part.get("thread_names")
-    if names is not None and (not isinstance(names, dict) or not all(isinstance(v, str) for v in names.values())):
+    named = isinstance(names, dict) and all(isinstance(v, str) for v in names.values())
+    if names is not None and not named:
         raise ValueError("thread_names is not an object of names")
     meta = part.get("meta")
     if meta is not None and not isinstance(meta, dict):
@@ -189,7 +204,9 @@ def _add(path: Path, record: Record, rows: _Rows) -> None:
             store.append(column)
     rows.span_attrs += span_attrs
     rows.instant_attrs += instant_attrs
-    rows.n_spans, rows.n_instants, rows.n_counters = rows.n_spans + n, rows.n_instants + m, rows.n_counters + k
+    rows.n_spans += n
+    rows.n_instants += m
+    rows.n_counters += k
     if times:
         rows.first_ns, rows.last_ns = first, last
     if names is not None:
@@ -220,10 +237,12 @@ def _joined(parts: list[np.ndarray], dtype: np.dtype) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype)
 
 
-def _trace(path: Path, header: dict[str, Any], rows: _Rows, kept: int, ending: Ending) -> tuple[Trace, Recovery]:
-    s = [_joined(p, d) for p, d in zip(rows.spans, (I32, I32, I64, I64, I32, I32), strict=True)]
-    i = [_joined(p, d) for p, d in zip(rows.instants, (I32, I32, I64, I32, I32), strict=True)]
-    c = [_joined(p, d) for p, d in zip(rows.counters, (I32, I32, I64, F64), strict=True)]
+def _trace(
+    path: Path, header: dict[str, Any], rows: _Rows, kept: int, ending: Ending,
+) -> tuple[Trace, Recovery]:
+    s = [_joined(p, d) for p, d in zip(rows.spans, SPAN_COLUMNS, strict=True)]
+    i = [_joined(p, d) for p, d in zip(rows.instants, INSTANT_COLUMNS, strict=True)]
+    c = [_joined(p, d) for p, d in zip(rows.counters, COUNTER_COLUMNS, strict=True)]
     origin = int(header.get("origin_ns", 0))
     target = header.get("target")
     recovery = Recovery(
@@ -236,7 +255,7 @@ def _trace(path: Path, header: dict[str, Any], rows: _Rows, kept: int, ending: E
                        "damaged": ending.damaged, "dropped_bytes": ending.dropped}
     if "outcome" not in meta:
         meta["outcome"] = "unfinished"
-        meta["error"] = "the run ended before its trace was saved; this is what its journal held"
+        meta["error"] = "it ended before its trace was saved (killed, or crashed); read from its journal"
     trace = Trace(
         StringTable.of(rows.strings),
         SpanTable(s[0], s[1], s[2], s[3], s[4], s[5], rows.span_attrs),
@@ -251,3 +270,47 @@ def trace_name(journal: Path) -> Path:
     """The trace a journal turns into by default: its own name without `.wbjournal`."""
     name = journal.name.removesuffix(SUFFIX)
     return journal.with_name(name if name and name != journal.name else journal.name + ".wbtrace")
+
+
+def left_behind(folder: str | os.PathLike[str], limit: int = 100) -> list[Path]:
+    """Journals in `folder` whose run is gone (killed, or crashed): not this process's, nor a
+    running one's (by the process id in the header). At most `limit` files are looked at."""
+    found = []
+    for number, path in enumerate(sorted(Path(folder).glob("*" + SUFFIX))):
+        if number >= limit:
+            break
+        pid = _writer(path)
+        if pid != os.getpid() and not _running(pid):
+            found.append(path)
+    return found
+
+
+def _writer(path: Path) -> int | None:
+    try:
+        with open(path, "rb") as handle:
+            if handle.read(len(MAGIC)) != MAGIC:
+                return None
+            first = next(records(handle, path.stat().st_size, Ending()), None)
+        header = parse_json(path, "journal header", first.body) if first is not None else None
+    except (OSError, ValueError):
+        return None
+    pid = header.get("pid") if isinstance(header, dict) else None
+    return pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None
+
+
+def _running(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except OSError:
+        return True  # someone else's process: it may be writing its journal
+    return True
+
+
+def live_writer(path: str | os.PathLike[str]) -> int | None:
+    """The process id of the run still writing the journal at `path`, or None."""
+    pid = _writer(Path(path))
+    return pid if pid is not None and pid != os.getpid() and _running(pid) else None
