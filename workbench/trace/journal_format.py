@@ -24,12 +24,21 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+import numpy as np
+
 MAGIC = b"\x89WBJRNL\n"  # not text, not a zip: never mistaken for a trace, a log or an export
 FORMAT = "workbench-journal"
 VERSION = 1
 SUFFIX = ".wbjournal"
 HEADER, ROWS = b"H", b"R"
 FRAME = struct.Struct("<II")
+# The columns of a ROWS record's body, in order, after its JSON part (journal.py).
+I32, I64, F64 = np.dtype("<i4"), np.dtype("<i8"), np.dtype("<f8")
+# spans: track, name, start_ns, end_ns, partition, worker; instants: track, name, ts_ns,
+# partition, worker; counters: track, name, ts_ns, value. Track and name number strings.
+SPAN_COLUMNS: tuple[np.dtype, ...] = (I32, I32, I64, I64, I32, I32)
+INSTANT_COLUMNS: tuple[np.dtype, ...] = (I32, I32, I64, I32, I32)
+COUNTER_COLUMNS: tuple[np.dtype, ...] = (I32, I32, I64, F64)
 # A flush holds at most a second of records; a length beyond this is damage, not data.
 MAX_RECORD = 1 << 30
 

@@ -20,10 +20,13 @@ import numpy as np
 
 from workbench.trace.container import CounterTable, InstantTable, SpanTable, StringTable, Trace
 from workbench.trace.journal_format import (
+    COUNTER_COLUMNS,
     FORMAT,
     HEADER,
+    INSTANT_COLUMNS,
     MAGIC,
     ROWS,
+    SPAN_COLUMNS,
     SUFFIX,
     VERSION,
     Ending,
@@ -32,11 +35,6 @@ from workbench.trace.journal_format import (
 )
 from workbench.trace.store_read import EXTENT_LIMIT, TIME_LIMIT, TraceFormatError, parse_json
 
-I32, I64, F64 = np.dtype("<i4"), np.dtype("<i8"), np.dtype("<f8")
-# The columns of a ROWS record, in order (journal.py writes them).
-SPAN_COLUMNS: tuple[np.dtype, ...] = (I32, I32, I64, I64, I32, I32)
-INSTANT_COLUMNS: tuple[np.dtype, ...] = (I32, I32, I64, I32, I32)
-COUNTER_COLUMNS: tuple[np.dtype, ...] = (I32, I32, I64, F64)
 SPAN_BYTES, INSTANT_BYTES, COUNTER_BYTES = (sum(d.itemsize for d in c) for c in (
     SPAN_COLUMNS, INSTANT_COLUMNS, COUNTER_COLUMNS))
 
