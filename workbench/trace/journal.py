@@ -89,7 +89,7 @@ class Journal:
         written and synced."""
         target = Path(target)
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, path = output.create_fresh(journal_path(target))
+        fd, path = output.create_fresh(journal_path(target), keep=SUFFIX)
         journal = cls(fd, path, target, recorder, **options)
         header = {"format": FORMAT, "version": VERSION, "target": str(target), "pid": os.getpid(),
                   "started": time.time(), "origin_ns": recorder.origin_ns, "config": config or {},

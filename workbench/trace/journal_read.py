@@ -121,9 +121,10 @@ def read(path: str | os.PathLike[str]) -> tuple[Trace, Recovery]:
 
 def _header(path: Path, record: Record | None, ending: Ending) -> dict[str, Any]:
     if record is None or record.kind != HEADER:
-        why = ("is cut off" if ending.torn else ending.damaged or
-               ("holds no records" if record is None else "does not begin with its header"))
-        raise TraceFormatError(f"{path} is a damaged journal: its first record {why} (nothing to recover)")
+        why = ("its first record is cut off" if ending.torn else
+               f"its first record {ending.damaged}" if ending.damaged else
+               "it holds no record" if record is None else "it does not begin with its header")
+        raise TraceFormatError(f"{path} is a damaged journal: {why} (nothing to recover)")
     header = parse_json(path, "journal header", record.body)
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise TraceFormatError(f"{path} is a damaged journal: its header is not a workbench journal's")
