@@ -23,6 +23,8 @@ class Frame:
 def frames(path: Path) -> list[Frame]:
     """The whole records with a matching CRC-32, up to the first that is not."""
     data = path.read_bytes()
+    if len(data) < len(MAGIC):  # just created: the header is on its way
+        return []
     assert data[:len(MAGIC)] == MAGIC
     found, offset = [], len(MAGIC)
     while offset + 8 <= len(data):

@@ -262,23 +262,23 @@ def _run(args: argparse.Namespace) -> int:
     received: list[str] = []
     with signals_as_interrupt(received):
         result = pipeline.run(tick)
-    summary, done, wall_s = _run_figures(pipeline, result)
-    bar.draw(done, config.partitions, wall_s, final=True)  # the summary's own figures
-    interrupted = pipeline.interrupted
-    if interrupted:
-        by = f" by {received[0]}" if received else ""
-        print(f"workbench: interrupted{by}; saving the trace of what ran", file=sys.stderr)
-    for notice in pipeline.notices:
-        print(f"workbench: {notice}", file=sys.stderr)
-
-    if journal is not None and journal.error is not None:
-        print(f"workbench: the journal stopped early ({journal.error}); the trace is saved from memory",
-              file=sys.stderr)
-    if journal is not None:
-        late: list[str] = []
-        with deferred(late, "saving the trace: it is written whole first, then the run stops"):
+    late: list[str] = []
+    # From the end of the run to the saved trace every signal is held back: what ran is saved whole.
+    with deferred(late, "saving the trace: it is written whole first, then the run stops"):
+        summary, done, wall_s = _run_figures(pipeline, result)
+        bar.draw(done, config.partitions, wall_s, final=True)  # the summary's own figures
+        interrupted = pipeline.interrupted
+        if interrupted:
+            by = f" by {received[0]}" if received else ""
+            print(f"workbench: interrupted{by}; saving the trace of what ran", file=sys.stderr, flush=True)
+        for notice in pipeline.notices:
+            print(f"workbench: {notice}", file=sys.stderr)
+        if journal is not None:
+            if journal.error is not None:
+                print(f"workbench: the journal stopped early ({journal.error}); the trace is saved from "
+                      f"memory", file=sys.stderr)
             trace_path = _save(journal, result.trace, fresh)
-        interrupted = interrupted or bool(late)
+    interrupted = interrupted or bool(late)
     if summary is not None:
         print(render_summary(summary, config.to_dict()))
     else:
