@@ -178,11 +178,11 @@ class Journal:
         new: list[str] = []
         index = self._strings
 
-        def ids(values: list[str]) -> np.ndarray:
-            for value in set(values) - index.keys():
+        def ids(rows: list[Any], k: int) -> np.ndarray:
+            for value in set(map(itemgetter(k), rows)) - index.keys():
                 index[value] = len(index)
                 new.append(value)
-            return np.fromiter(map(index.__getitem__, values), SPAN_COLUMNS[0], len(values))
+            return np.fromiter(map(index.__getitem__, map(itemgetter(k), rows)), SPAN_COLUMNS[0], len(rows))
 
         columns: list[np.ndarray] = []
         part: dict[str, Any] = {"spans": len(spans), "instants": len(instants), "counters": len(counters)}
@@ -191,13 +191,13 @@ class Journal:
         for key, rows, dtypes in tables:
             if not rows:
                 continue
-            # One C-level pass a field (a transposing zip(*rows) costs several times more).
-            fields = [list(map(itemgetter(k), rows)) for k in range(len(dtypes) + bool(key))]
-            columns += [ids(fields[0]), ids(fields[1])]
-            numbers = zip(fields[2:len(dtypes)], dtypes[2:], strict=True)
-            columns += [np.array(values, dtype) for values, dtype in numbers]
-            if key and any(fields[-1]):
-                part[key] = fields[-1]
+            # A C-level pass a field, straight into its column: transposing with zip(*rows), or
+            # through lists, costs a third to twice as much again.
+            columns += [ids(rows, 0), ids(rows, 1)]
+            columns += [np.fromiter(map(itemgetter(k), rows), dtypes[k], len(rows))
+                        for k in range(2, len(dtypes))]
+            if key and any(map(itemgetter(len(dtypes)), rows)):
+                part[key] = list(map(itemgetter(len(dtypes)), rows))
         if new:
             part["strings"] = new
         if names is not None:
