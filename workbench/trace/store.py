@@ -6,6 +6,9 @@ string table, configuration, run facts, thread names and the attribute schema. S
 instants and counters are stored as columns; attributes as one column per key with a
 presence mask, typed (int, float, bool, str) where every value of the key shares a type and
 JSON text otherwise. Columns make millions of spans cheap to write, read and query.
+
+While a run goes on its records stream to a journal (`<trace>.wbjournal`, journal.py) that
+the run removes once this file is written; `load` reads a journal a killed run left as well.
 """
 
 from __future__ import annotations
