@@ -99,3 +99,29 @@ def test_a_run_that_ends_leaves_its_trace_and_no_journal(tmp_path, capsys):
     assert f"trace: {trace}" in capsys.readouterr().out
     assert store.load(trace).meta["outcome"] == "completed"
     assert list(trace.parent.iterdir()) == [trace]
+
+
+def test_a_notebook_run_journals_while_it_runs_and_saves_its_trace(tmp_path):
+    from workbench.config import RunConfig
+    from workbench.viz.runner import BackgroundRun
+
+    trace = tmp_path / "nb.wbtrace"
+    journal = tmp_path / "nb.wbtrace.wbjournal"
+    run = BackgroundRun(RunConfig(backend="cpu", partitions=20, log2_constraints=10), trace_path=trace)
+    run.start()
+    seen: list[int] = []
+
+    def journaled() -> bool:
+        try:
+            seen.append(len(frames(journal)))
+        except FileNotFoundError:  # removed: the run has saved its trace
+            return True
+        return seen[-1] >= 3
+
+    wait_until(journaled, timeout=60)
+    assert max(seen) >= 3  # records streamed while it ran
+    assert run.join(60)
+    record = run.record()
+    assert record.trace_path == trace and run.save_error is None
+    assert not journal.exists()
+    assert len(store.load(trace).spans) == len(record.trace.spans) > 0
