@@ -220,3 +220,20 @@ def test_journals_of_runs_that_are_gone_are_named_and_running_ones_not(tmp_path)
         cwd=Path(__file__).parent.parent, timeout=60, check=True)
     (line,) = say_left_behind(tmp_path)
     assert f"{tmp_path / 'gone.wbtrace.wbjournal'} was left by a run that did not finish" in line
+
+
+def test_the_journal_of_a_run_still_going_is_not_recovered_under_its_feet(tmp_path, capsys):
+    code = ("import time; from workbench.trace import Recorder; from workbench.trace.journal import Journal; "
+            f"Journal.create({str(tmp_path / 'live.wbtrace')!r}, Recorder(nvtx=False)); "
+            "print('ready', flush=True); time.sleep(60)")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).parent.parent,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        journal = tmp_path / "live.wbtrace.wbjournal"
+        assert main(["recover", str(journal)]) == 2
+        assert f"the journal of a run still going (process {proc.pid})" in capsys.readouterr().err
+        assert journal.exists() and say_left_behind(tmp_path) == []
+    finally:
+        proc.kill()
+        proc.communicate(timeout=30)

@@ -28,7 +28,7 @@ def register(commands: Any) -> None:
 
 
 def _recover(args: argparse.Namespace) -> int:
-    from workbench.trace import journal_read, output, store
+    from workbench.trace import journal_owner, journal_read, output, store
     from workbench.trace.store import ZIP_MAGIC
 
     path: Path = args.journal
@@ -41,7 +41,7 @@ def _recover(args: argparse.Namespace) -> int:
             head = handle.read(len(ZIP_MAGIC))
         if head == ZIP_MAGIC:
             raise ValueError(f"{path} is a workbench trace already, not a journal: nothing to recover")
-    writer = journal_read.live_writer(path)
+    writer = journal_owner.live_writer(path)
     if writer is not None:
         raise ValueError(f"{path} is the journal of a run still going (process {writer}): it becomes the "
                          f"trace when that run ends; `workbench summary` reads it as it is")
@@ -62,7 +62,7 @@ def _recover(args: argparse.Namespace) -> int:
 
 def say_left_behind(folder: Path) -> list[str]:
     """Lines for `run` to say about journals killed runs left in `folder` (none when clean)."""
-    from workbench.trace.journal_read import left_behind
+    from workbench.trace.journal_owner import left_behind
 
     found = left_behind(folder) if folder.is_dir() else []
     if not found:
