@@ -194,8 +194,9 @@ def test_a_new_journal_never_replaces_what_is_there(tmp_path):
     (tmp_path / "t.wbtrace.wbjournal").symlink_to("/dev/null")
     recorder = Recorder(nvtx=False)
     journal = Journal.create(tmp_path / "t.wbtrace", recorder)
-    journal.close()
     assert journal.path == tmp_path / "t-2.wbtrace.wbjournal"
+    journal.close()
+    assert not journal.path.exists()  # nothing recorded: nothing left behind
     assert (tmp_path / "t.wbtrace.wbjournal").is_symlink()
 
 
@@ -216,7 +217,7 @@ def test_journals_of_runs_that_are_gone_are_named_and_running_ones_not(tmp_path)
     assert say_left_behind(tmp_path) == []
     subprocess.run(
         [sys.executable, "-c", "from workbench.trace import Recorder; from workbench.trace.journal import "
-         f"Journal; Journal.create({str(tmp_path / 'gone.wbtrace')!r}, Recorder(nvtx=False)).close()"],
+         f"Journal; Journal.create({str(tmp_path / 'gone.wbtrace')!r}, Recorder(nvtx=False))"],
         cwd=Path(__file__).parent.parent, timeout=60, check=True)
     (line,) = say_left_behind(tmp_path)
     assert f"{tmp_path / 'gone.wbtrace.wbjournal'} was left by a run that did not finish" in line

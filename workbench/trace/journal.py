@@ -130,6 +130,8 @@ class Journal:
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
+        if self.records == 0 and self.error is None:  # nothing was recorded: nothing to recover
+            self.remove()
 
     def finish(self, trace: Trace, *, fresh: bool = False) -> Path:
         """The last flush, the trace saved whole to the target, then the journal removed (a
