@@ -220,11 +220,11 @@ def _fault_hook(spec: str | None) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from workbench.commands._signals import signals_as_interrupt
+    from workbench.commands._signals import deferred, signals_as_interrupt
     from workbench.pipeline.backends import BackendUnavailable, select_backend
     from workbench.pipeline.run import Pipeline
     from workbench.render.text import render_summary, render_untraced
-    from workbench.trace import output, store
+    from workbench.trace import output
 
     config = config_from_args(args)
     fault = _fault_hook(args.inject_fault)
@@ -249,24 +249,36 @@ def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     bar = _ProgressBar(enabled=not args.no_progress)
 
+    journal = _journal(trace_path, pipeline)
+    noted: list[bool] = []
+
     def tick() -> None:
+        if journal is not None and not noted and pipeline.progress.started_ns:  # setup is done
+            journal.note(pipeline.facts())
+            noted.append(True)
         bar.draw(pipeline.progress.done, config.partitions, time.perf_counter() - started)
 
     _announce(config, backend.name)
     received: list[str] = []
     with signals_as_interrupt(received):
         result = pipeline.run(tick)
-    summary, done, wall_s = _run_figures(pipeline, result)
-    bar.draw(done, config.partitions, wall_s, final=True)  # the summary's own figures
-    interrupted = pipeline.interrupted
-    if interrupted:
-        by = f" by {received[0]}" if received else ""
-        print(f"workbench: interrupted{by}; saving the trace of what ran", file=sys.stderr)
-    for notice in pipeline.notices:
-        print(f"workbench: {notice}", file=sys.stderr)
-
-    if trace_path is not None:
-        trace_path = store.save(result.trace, trace_path, fresh=fresh)
+    late: list[str] = []
+    # From the end of the run to the saved trace every signal is held back: what ran is saved whole.
+    with deferred(late, "saving the trace: it is written whole first, then the run stops"):
+        summary, done, wall_s = _run_figures(pipeline, result)
+        bar.draw(done, config.partitions, wall_s, final=True)  # the summary's own figures
+        interrupted = pipeline.interrupted
+        if interrupted:
+            by = f" by {received[0]}" if received else ""
+            print(f"workbench: interrupted{by}; saving the trace of what ran", file=sys.stderr, flush=True)
+        for notice in pipeline.notices:
+            print(f"workbench: {notice}", file=sys.stderr)
+        if journal is not None:
+            if journal.error is not None:
+                print(f"workbench: the journal stopped early ({journal.error}); the trace is saved from "
+                      f"memory", file=sys.stderr)
+            trace_path = _save(journal, result.trace, fresh)
+    interrupted = interrupted or bool(late)
     if summary is not None:
         print(render_summary(summary, config.to_dict()))
     else:
@@ -290,6 +302,31 @@ def _run(args: argparse.Namespace) -> int:
         print(f"workbench: run failed: {result.error}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _journal(trace_path: Path | None, pipeline: Any) -> Any:
+    """The journal the run streams its records to beside its trace (None untraced), after
+    saying what journals killed runs left there."""
+    if trace_path is None:
+        return None
+    from workbench.commands.recover import say_left_behind
+    from workbench.trace.journal import Journal
+
+    for line in say_left_behind(trace_path.parent):
+        print(f"workbench: {line}", file=sys.stderr)
+    return Journal.create(trace_path, pipeline.recorder, config=pipeline.config.to_dict()).start()
+
+
+def _save(journal: Any, trace: Any, fresh: bool) -> Path:
+    from workbench.trace.output import OutputError
+
+    kept = f"; what was recorded is kept in {journal.path} (`workbench recover` makes it a trace)"
+    try:
+        return Path(journal.finish(trace, fresh=fresh))
+    except OutputError as err:  # the journal stays: say where the run's records are
+        raise OutputError(f"{err}{kept}") from None
+    except OSError as err:
+        raise OSError(err.errno, f"{err.strerror or err}{kept}", err.filename) from None
 
 
 def _run_figures(pipeline: Any, result: Any) -> tuple[Any, int, float]:

@@ -106,18 +106,22 @@ def config(**settings: Any) -> RunConfig:
     return RunConfig().replace(**settings)
 
 
-def panel(**settings: Any) -> ControlPanel:
-    """Show the control panel, its knobs set to the defaults with `settings` changed."""
+def panel(trace_dir: str | Path | None = None, **settings: Any) -> ControlPanel:
+    """Show the control panel, its knobs set to the defaults with `settings` changed; with
+    `trace_dir`, each run's trace is saved there (journaled while it runs)."""
     setup()
-    control = ControlPanel(config(**settings))
+    control = ControlPanel(config(**settings), trace_dir=trace_dir)
     _display(control.widget)
     return control
 
 
-def run(**settings: Any) -> RunRecord:
-    """Run the pipeline to the end (the CPU backend unless a GPU can run here)."""
+def run(save: str | Path | bool = False, **settings: Any) -> RunRecord:
+    """Run the pipeline to the end (the CPU backend unless a GPU can run here). `save`: a
+    trace file to write (or True: a new name in runs/), journaled while the run goes on so a
+    dead kernel loses at most the last second; the record's `trace_path` says where it went."""
     _state["runs"] += 1
-    return run_to_end(config(**settings), number=_state["runs"])
+    path = output.fresh_run_path() if save is True else (save or None)
+    return run_to_end(config(**settings), number=_state["runs"], trace_path=path, fresh=save is True)
 
 
 def gantt(item: TraceLike, **options: Any) -> Shown:

@@ -1,6 +1,7 @@
 """Which format a file is in, read from its first bytes rather than its name.
 
-A `.wbtrace` archive is a zip file; an nsys export is an SQLite database; Chrome trace JSON
+A `.wbtrace` archive is a zip file, and a journal a killed run left (`.wbjournal`) is read
+as one; an nsys export is an SQLite database; Chrome trace JSON
 starts with `{` or `[` (possibly gzipped); a cuzk log is text holding CUZK_TIMING,
 CUZK_NTT_H or TIMELINE lines. Anything else is refused with a message that says what was
 looked for and how the file begins.
@@ -28,6 +29,7 @@ from pathlib import Path
 
 from workbench.importers.report import ImportFailed
 from workbench.trace.container import Trace
+from workbench.trace.journal_format import MAGIC as JOURNAL_MAGIC
 from workbench.trace.store import ZIP_MAGIC
 
 FORMATS = ("wbtrace", "nsys", "chrome", "cuzk")
@@ -53,7 +55,7 @@ def sniff(path: str | os.PathLike[str]) -> str:
         head = handle.read(HEAD)
     if not head:
         raise UnknownFormat(f"{path}: the file is empty")
-    if head.startswith(ZIP_MAGIC):
+    if head.startswith((ZIP_MAGIC, JOURNAL_MAGIC)):  # store.load reads both
         return "wbtrace"
     if head.startswith(SQLITE_MAGIC):
         return "nsys"
@@ -74,7 +76,7 @@ def sniff(path: str | os.PathLike[str]) -> str:
     if any(marker in head for marker in CUZK_MARKERS) or _cuzk_further(path):
         return "cuzk"
     raise UnknownFormat(
-        f"{path}: not a format the workbench reads (looked for a .wbtrace archive, an nsys SQLite "
+        f"{path}: not a format the workbench reads (looked for a .wbtrace archive or journal, an nsys SQLite "
         f"export, Chrome trace JSON or cuzk log lines); it begins {head[:40]!r}"
     )
 

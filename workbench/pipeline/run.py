@@ -368,20 +368,22 @@ class Pipeline:
         else:
             outcome, error = "completed", None
         self.recorder.instant(RUN_TRACK, "run_end", attrs={"outcome": outcome})
-        meta = {
-            "outcome": outcome, "error": error, **self.backend.describe(),
-            "memory_emulated": self.backend.host.emulated,
-            "partitions_done": self.progress.done, "wall_s": wall_s,
-            "started_ns": self.progress.started_ns, "host_cpus": os.cpu_count(),
-            "notices": list(self.notices), "gpus": self.config.gpus,
-            "switch_interval_s": switching.SWITCH_INTERVAL_S,
-            "synthesis_code": native.status(),
-            "worker_gpu": {str(w): self.config.gpu_of(w) for w in range(self.config.workers)},
-        }
+        meta = {"outcome": outcome, "error": error, **self.facts(), "partitions_done": self.progress.done,
+                "wall_s": wall_s}
         if self.memory is not None and hasattr(self.memory, "pool"):
             meta["pool"] = vars(self.memory.pool.statistics())
         trace = Trace.from_recorder(self.recorder, config=self.config.to_dict(), meta=meta)
         return RunResult(trace, outcome, error, dict(self.proofs), dict(self.outputs), wall_s)
+
+    def facts(self) -> dict[str, Any]:
+        """What the trace says about the run besides its outcome (also journaled once setup is done)."""
+        return {
+            **self.backend.describe(), "memory_emulated": self.backend.host.emulated,
+            "started_ns": self.progress.started_ns, "host_cpus": os.cpu_count(),
+            "notices": list(self.notices), "gpus": self.config.gpus,
+            "switch_interval_s": switching.SWITCH_INTERVAL_S, "synthesis_code": native.status(),
+            "worker_gpu": {str(w): self.config.gpu_of(w) for w in range(self.config.workers)},
+        }
 
     def _discard_unclaimed(self) -> None:
         # Partitions synthesised but never picked up (a stopped run) give their buffers back.

@@ -160,6 +160,24 @@ def fresh_run_path(folder: str | os.PathLike[str] = "runs", prefix: str = "run",
     return Path(folder) / f"{prefix}-{stamp}.{int(now % 1 * 1e6):06d}-{os.getpid()}{suffix}"
 
 
+def create_fresh(path: str | os.PathLike[str], keep: str = "") -> tuple[int, Path]:
+    """A new, empty file at `path`, or at the next free name beside it (`name-2.ext`, ...; the
+    number goes before a `keep` suffix: `t.wbtrace.wbjournal`, `t-2.wbtrace.wbjournal`),
+    opened for appending: (file descriptor, path). Created exclusively, so it never replaces
+    or follows what is there (a file, a symbolic link, a device)."""
+    target = Path(path)
+    keep = keep if keep and target.name.endswith(keep) and target.name != keep else ""
+    inner = Path(target.name[:len(target.name) - len(keep)])
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for number in range(1, 10_000):
+        name = target if number == 1 else target.with_name(f"{inner.stem}-{number}{inner.suffix}{keep}")
+        try:
+            return os.open(name, flags, 0o666), name
+        except FileExistsError:
+            continue
+    raise OutputError(f"{target}: no free name beside it (tried 9999)")
+
+
 def _publish(tmp: str, target: Path) -> Path:
     # Checked again just before the rename: the target may have changed while we wrote.
     reason = _not_regular(target)

@@ -146,6 +146,11 @@ class Recorder:
         with self._names_lock:
             self.thread_names[track] = thread_name
 
+    def thread_names_now(self) -> dict[str, str]:
+        """A copy of the thread names, safe to read while threads name their tracks."""
+        with self._names_lock:
+            return dict(self.thread_names)
+
     def drain(self, cursor: tuple[int, int, int]) -> tuple[
         list[SpanRow], list[InstantRow], list[CounterRow], tuple[int, int, int]
     ]:

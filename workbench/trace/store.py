@@ -6,6 +6,9 @@ string table, configuration, run facts, thread names and the attribute schema. S
 instants and counters are stored as columns; attributes as one column per key with a
 presence mask, typed (int, float, bool, str) where every value of the key shares a type and
 JSON text otherwise. Columns make millions of spans cheap to write, read and query.
+
+While a run goes on its records stream to a journal (`<trace>.wbjournal`, journal.py) that
+the run removes once this file is written; `load` reads a journal a killed run left as well.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.trace import output, store_read
+from workbench.trace import journal_read, output, store_read
 from workbench.trace.container import (
     CounterTable,
     InstantTable,
@@ -25,6 +28,7 @@ from workbench.trace.container import (
     StringTable,
     Trace,
 )
+from workbench.trace.journal_format import MAGIC as JOURNAL_MAGIC
 from workbench.trace.store_read import TraceFormatError
 
 FORMAT = "workbench-trace"
@@ -67,10 +71,13 @@ def load(path: str | os.PathLike[str]) -> Trace:
     if not path.is_file():
         raise TraceFormatError(f"{path} is not a regular file (a device, FIFO or socket): not a trace")
     with open(path, "rb") as handle:
-        head = handle.read(len(ZIP_MAGIC))
-    if head != ZIP_MAGIC:
+        head = handle.read(len(JOURNAL_MAGIC))
+    if head == JOURNAL_MAGIC:  # what a run left that ended before saving: read up to the damage
+        return journal_read.read(path)[0]
+    if head[:len(ZIP_MAGIC)] != ZIP_MAGIC:
         # Say what the file is not, rather than what a zip reader makes of it.
-        raise TraceFormatError(f"{path} is not a workbench trace (not a zip archive; it begins {head!r})")
+        raise TraceFormatError(f"{path} is not a workbench trace (not a zip archive nor a journal; it begins "
+                               f"{head[:len(ZIP_MAGIC)]!r})")
     header, columns = store_read.read(path, FORMAT, VERSION)
     try:
         return _build(header, columns)

@@ -105,7 +105,11 @@ def _array(path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.nd
 
 
 def _json(path: Path, field: str, raw: np.ndarray) -> Any:
-    text = raw.tobytes()
+    return parse_json(path, field, raw.tobytes())
+
+
+def parse_json(path: Path, field: str, text: bytes) -> Any:
+    """JSON text from the file, its nesting bounded; TraceFormatError naming `field` otherwise."""
     # Measured before parsing: the parser recurses in C, and past a raised recursion limit a
     # deep enough text overflows the stack instead of raising RecursionError.
     if _depth(text) > MAX_DEPTH:

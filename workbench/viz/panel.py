@@ -53,9 +53,12 @@ def guarded(handler: Callable[..., None]) -> Callable[..., None]:
 
 
 class ControlPanel:
-    def __init__(self, defaults: RunConfig | None = None, report_dir: str | Path = "reports") -> None:
+    def __init__(self, defaults: RunConfig | None = None, report_dir: str | Path = "reports",
+                 trace_dir: str | Path | None = None) -> None:
         self.knobs = Knobs(defaults or RunConfig())
         self.report_dir = Path(report_dir)
+        # Where each run's trace is saved (a new name a run; journaled while it runs), if anywhere.
+        self.trace_dir = None if trace_dir is None else Path(trace_dir)
         self.history: list[RunRecord] = []
         self.current: BackgroundRun | None = None
         self.live: LiveView | None = None
@@ -117,8 +120,9 @@ class ControlPanel:
         config = self.knobs.check().config
         assert config is not None
         try:
-            run = BackgroundRun(config, number=len(self.history) + 1)
-        except (ConfigError, BackendUnavailable) as err:
+            trace_path = None if self.trace_dir is None else output.fresh_run_path(self.trace_dir)
+            run = BackgroundRun(config, number=len(self.history) + 1, trace_path=trace_path, fresh=True)
+        except (ConfigError, BackendUnavailable, output.OutputError) as err:
             self.say(f"cannot run: {err}", problem=True)
             return
         self._idle.clear()
@@ -190,6 +194,10 @@ class ControlPanel:
             line += f" · {record.error}"
         if run.error is not None:
             line += f" · the run failed: {type(run.error).__name__}: {run.error}"
+        if record.trace_path is not None:
+            line += f" · trace {record.trace_path}"
+        if run.save_error is not None:
+            line += f" · the trace was not saved: {run.save_error}"
         self.status.value = escape(line)
         self.summary.value = "<h4>verdict</h4>" + verdict_html(diagnose(record.trace)) + summary_html(s)
         self.report_button.disabled = False
