@@ -216,7 +216,8 @@ class Written:
 
 
 def production_log(calls: Sequence[CallSpec], *, workers: int = 2, synth_threads: int = 4, noise: int = 1,
-                   seed: int = 0, job: str = "job-7", timeline_lines: bool = True, host: str = "node7") -> Written:
+                   seed: int = 0, job: str = "job-7", timeline_lines: bool = True,
+                   host: str = "node7") -> Written:
     """Every line kind the daemon prints, at the moments it prints them, for these partitions.
 
     Partitions are synthesised by `synth_threads` lanes in order; each goes to the GPU worker

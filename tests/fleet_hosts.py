@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gzip
 import random
+from dataclasses import dataclass
 from pathlib import Path
 
 from cuzk_writer import CallSpec, production_log
@@ -50,25 +51,33 @@ def _call(kind: str, r: random.Random, severity: float) -> CallSpec:
     return CallSpec(ntt_msm_h=named + copy, **base)
 
 
-def plant(folder: Path, mix: tuple[str, ...] = MIX, seed: int = 0) -> dict[str, str]:
-    """Write one log per host into `folder`; returns each host's planted bound (finding id)."""
+@dataclass(frozen=True)
+class Planted:
+    bound: str  # the finding id the planting calls for
+    file: Path
+    calls: tuple[CallSpec, ...]  # each partition's durations, as written
+
+
+def plant(folder: Path, mix: tuple[str, ...] = MIX, seed: int = 0) -> dict[str, Planted]:
+    """Write one log per host into `folder`; returns what was planted on each host."""
     rng = random.Random(seed)
     truth = {}
     for i, kind in enumerate(mix):
         host = f"prover-{i:02d}"
         severity = rng.random()
-        calls = [_call(kind, rng, severity) for _ in range(PARTITIONS)]
+        calls = tuple(_call(kind, rng, severity) for _ in range(PARTITIONS))
         log = production_log(calls, workers=2, synth_threads=4, noise=1, seed=seed + i, host=host)
         # The file's name is not the host's: the log's own lines name it.
-        (folder / f"cuzk-{i:02d}.log").write_text(log.text)
-        truth[host] = BOUND[kind]
+        file = folder / f"cuzk-{i:02d}.log"
+        file.write_text(log.text)
+        truth[host] = Planted(BOUND[kind], file, calls)
     return truth
 
 
-def plant_garbage(folder: Path) -> dict[str, str]:
-    """Files that are no host's log: text without a timing line, a gzip cut short, an empty file.
-    Returns each file's host name (its name) and a word its reason must hold."""
-    (folder / "notes.txt").write_text("rotated logs moved to /var/log/old\n" * 20)
-    (folder / "broken.json.gz").write_bytes(gzip.compress(b'{"traceEvents": [' + b'{"ph":"X"},' * 500)[:200])
-    (folder / "empty.log").write_bytes(b"")
-    return {"notes": "not a format", "broken": "gzip", "empty": "empty"}
+def plant_garbage(folder: Path) -> list[Path]:
+    """Files that are no host's log: text without a timing line, a gzip cut short, an empty file."""
+    files = [folder / "notes.txt", folder / "broken.json.gz", folder / "empty.log"]
+    files[0].write_text("rotated logs moved to /var/log/old\n" * 20)
+    files[1].write_bytes(gzip.compress(b'{"traceEvents": [' + b'{"ph":"X"},' * 500)[:200])
+    files[2].write_bytes(b"")
+    return files

@@ -28,9 +28,10 @@ from workbench.trace.container import Trace
 
 NONE, UNREADABLE, GPU_BOUND = "none", "unreadable", "gpu_bound"
 LABELS = {
-    "copy_bound": "copy-bound", "lock_serialised": "lock-serialised", "synthesis_starved": "synthesis-starved",
-    "prep_bound": "prep-bound", GPU_BOUND: "GPU-bound", "workers_short": "short of GPU workers",
-    "variable_lock_phase": "a lock phase varies", "staging": "staging copies", "gpu_imbalance": "GPU imbalance",
+    "copy_bound": "copy-bound", "lock_serialised": "lock-serialised",
+    "synthesis_starved": "synthesis-starved", "prep_bound": "prep-bound", GPU_BOUND: "GPU-bound",
+    "workers_short": "short of GPU workers", "variable_lock_phase": "a lock phase varies",
+    "staging": "staging copies", "gpu_imbalance": "GPU imbalance",
     "host_contention": "host memory contention", "pageable_copies": "pageable copies",
     "unit_variation": "a varying unit of work", "lock_contention": "lock contention",
     NONE: "no bound found", UNREADABLE: "unreadable",

@@ -52,8 +52,9 @@ OnRecord = Callable[[HostRecord, int, int], None]  # (record, how many done, how
 
 
 def read_fleet(
-    files: Sequence[str | os.PathLike[str]], options: DiagnoseOptions | None = None, parallel: str = "process",
-    workers: int | None = None, address: str | None = None, on_record: OnRecord | None = None,
+    files: Sequence[str | os.PathLike[str]], options: DiagnoseOptions | None = None,
+    parallel: str = "process", workers: int | None = None, address: str | None = None,
+    on_record: OnRecord | None = None,
 ) -> FleetRead:
     if parallel not in PARALLEL:
         raise FleetError(f"parallel={parallel!r} is not allowed: one of {', '.join(PARALLEL)}")

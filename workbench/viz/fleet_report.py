@@ -12,7 +12,8 @@ from html import escape
 
 from bokeh.embed import components
 from bokeh.layouts import row
-from bokeh.models import ColumnDataSource, HoverTool
+from bokeh.models import ColumnDataSource, FactorRange, HoverTool, Range1d
+from bokeh.models.layouts import LayoutDOM
 from bokeh.plotting import figure
 
 from workbench.analysis.fleet import FleetView, HostRecord
@@ -73,19 +74,20 @@ def _host_section(rank: int, r: HostRecord) -> str:
                        evidence=evidence, numbers=numbers, notes=notes)
 
 
-def distribution_figures(view: FleetView) -> object:
+def distribution_figures(view: FleetView) -> LayoutDOM:
     """Hosts per bound (bars) beside each host's cost by bound (one dot a host)."""
     labels = [c.label for c in view.counts][::-1]  # the commonest on top
     height = 80 + 28 * len(labels)
     counts = ColumnDataSource({"label": labels, "hosts": [c.hosts for c in view.counts][::-1]})
-    bars = figure(y_range=labels, height=height, width=420, title="hosts", toolbar_location=None,
+    factors = FactorRange(factors=labels)
+    bars = figure(y_range=factors, height=height, width=420, title="hosts", toolbar_location=None,
                   tools="")
     bars.hbar(y="label", right="hosts", height=0.7, source=counts, color=BOUND_COLOR)
-    bars.x_range.start = 0
+    bars.x_range = Range1d(start=0, end=max((c.hosts for c in view.counts), default=1) * 1.1)
     readable = [r for r in view.records if r.readable]
     dots = ColumnDataSource({"label": [r.label for r in readable], "cost": [r.cost for r in readable],
                              "host": [r.host for r in readable]})
-    cost = figure(y_range=bars.y_range, height=height, width=420, title="cost of each host's bound",
+    cost = figure(y_range=factors, height=height, width=420, title="cost of each host's bound",
                   x_axis_label="share of the host's run", toolbar_location=None, tools="")
     cost.scatter(x="cost", y="label", source=dots, size=8, alpha=0.6, color=HOST_COLOR)
     cost.add_tools(HoverTool(tooltips=[("host", "@host"), ("cost", "@cost{0%}")]))
