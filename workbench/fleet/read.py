@@ -24,6 +24,7 @@ from pathlib import Path
 
 from workbench.analysis.fleet import HostRecord, host_record, unreadable
 from workbench.analysis.verdict import DiagnoseOptions, diagnose
+from workbench.importers import load_any  # every importer, loaded once before a pool forks
 from workbench.importers.sniff import sniff
 
 HEAD_BYTES = 1 << 16  # the part of a log searched for a host name
@@ -82,8 +83,6 @@ def host_from_content(path: Path, kind: str) -> str | None:
 
 def read_host(path: str | os.PathLike[str], options: DiagnoseOptions | None = None) -> HostRecord:
     """Load, diagnose and reduce one host's file; never raises for a bad file."""
-    from workbench.importers import load_any
-
     path = Path(path)
     started = time.perf_counter()
     host = host_from_name(path)
