@@ -58,8 +58,7 @@ class EvidenceItem:
 
     def describe(self, source: str) -> str:
         partition = f", partition {self.partition}" if self.partition >= 0 else ""
-        on = "" if self.line is not None else f" on {self.track}"
-        return f"{self.where(source)} {self.name}{on} {_ms(self.ms)}{partition}"
+        return f"{self.where(source)} {self.name} on {self.track} {_ms(self.ms)}{partition}"
 
 
 def _ms(ms: float) -> str:
@@ -97,6 +96,13 @@ class HostRecord:
     @property
     def readable(self) -> bool:
         return self.bound != UNREADABLE
+
+    @property
+    def cost_text(self) -> str:
+        """The cost as tables show it: a GPU-bound host's is the share its GPU computes."""
+        if not self.readable:
+            return "-"
+        return f"{self.cost:.0%} busy" if self.group == GPU_BOUND else f"{self.cost:.0%}"
 
 
 def label(group: str) -> str:

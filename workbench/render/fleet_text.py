@@ -36,7 +36,7 @@ def _row(rank: int, r: HostRecord) -> list[str]:
     if not r.readable:
         return [str(rank), r.host, "-", r.label, "-", "-", "-", "-", _cut(r.error, TITLE_WIDTH)]
     where = r.evidence[0].where(r.source) if r.evidence else "-"
-    return [str(rank), r.host, r.kind, r.label, f"{r.cost:.0%}", _rate(r), f"{r.window_s:.1f}", where,
+    return [str(rank), r.host, r.kind, r.label, r.cost_text, _rate(r), f"{r.window_s:.1f}", where,
             _cut(r.title, TITLE_WIDTH)]
 
 

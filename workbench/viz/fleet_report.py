@@ -23,6 +23,8 @@ from workbench.viz.tables import table
 HEADERS = ["#", "host", "input", "bound", "cost", "throughput", "window s", "evidence", "finding"]
 BOUND_COLOR = "#e15759"
 HOST_COLOR = "#4e79a7"
+CAPTION = ("cost: the share of the host's run its bound accounts for (a GPU-bound host's: the share its GPU "
+           "computes); evidence: the first log line or trace span that shows it")
 
 BODY = """<p class='wb-headline'>{sentence}</p>
 {interrupted}
@@ -50,14 +52,14 @@ def _row(rank: int, r: HostRecord) -> list[object]:
     if not r.readable:
         return [rank, r.host, "-", r.label, "-", "-", "-", "-", r.error]
     where = r.evidence[0].where(r.source) if r.evidence else "-"
-    return [rank, r.host, r.kind, r.label, f"{r.cost:.0%}", _rate(r), f"{r.window_s:.1f}", where, r.title]
+    return [rank, r.host, r.kind, r.label, r.cost_text, _rate(r), f"{r.window_s:.1f}", where, r.title]
 
 
 def fleet_table(view: FleetView) -> str:
     """The one-line count per bound and the ranked table, as HTML (for the notebook and report)."""
     return (f"<p class='wb-headline'>{escape(view.sentence)}</p>"
             + table(HEADERS, [_row(i, r) for i, r in enumerate(view.records, start=1)],
-                    caption="cost: the share of the host's run its bound accounts for"))
+                    caption=CAPTION))
 
 
 def _host_section(rank: int, r: HostRecord) -> str:
@@ -88,7 +90,8 @@ def distribution_figures(view: FleetView) -> LayoutDOM:
     dots = ColumnDataSource({"label": [r.label for r in readable], "cost": [r.cost for r in readable],
                              "host": [r.host for r in readable]})
     cost = figure(y_range=factors, height=height, width=420, title="cost of each host's bound",
-                  x_axis_label="share of the host's run", toolbar_location=None, tools="")
+                  x_axis_label="share of the host's run (GPU-bound: the share it computes)",
+                  x_range=Range1d(start=0, end=1), toolbar_location=None, tools="")
     cost.scatter(x="cost", y="label", source=dots, size=8, alpha=0.6, color=HOST_COLOR)
     cost.add_tools(HoverTool(tooltips=[("host", "@host"), ("cost", "@cost{0%}")]))
     return row(bars, cost)
@@ -104,7 +107,7 @@ def render_fleet_report(view: FleetView, title: str | None = None, interrupted: 
     body = BODY.format(
         sentence=escape(view.sentence), interrupted=cut, plots_div=div,
         table=table(HEADERS, [_row(i, r) for i, r in enumerate(view.records, start=1)],
-                    caption="cost: the share of the host's run its bound accounts for"),
+                    caption=CAPTION),
         hosts="\n".join(_host_section(i, r) for i, r in enumerate(view.records, start=1)),
         plots_script=script)
     return html_page(title or f"fleet: {len(view.records)} hosts", facts, body)
