@@ -6,7 +6,8 @@ journald-style prefixes, with unrelated lines in between.
 `format!` for TIMELINE and the tracing lines); test_importers_cuzk_formats.py says where each
 is printed. `daemon_log(trace)` writes the lines of a workbench trace; `production_log(calls)`
 runs partitions through the daemon's own order of events (GPU workers taking partitions, the
-prep thread beside the GPU thread, the mutex, the finaliser) and writes every line kind.
+prep thread beside the GPU thread, the mutex, the finaliser) and writes every line kind, behind
+the journald prefix of the host named (`host`).
 """
 
 from __future__ import annotations
@@ -94,9 +95,9 @@ def tracing_line(stamp: str, message: str, values: dict[str, object]) -> str:
     return f"{stamp}  INFO cuzk_core::engine: {message} {fields}"
 
 
-def _stamp(ns: int) -> str:
+def _stamp(ns: int, host: str = "node7") -> str:
     seconds = ns / 1e9
-    return f"Mar 02 10:{int(seconds // 60) % 60:02d}:{seconds % 60:09.6f} node7 cuzk[2231]:"
+    return f"Mar 02 10:{int(seconds // 60) % 60:02d}:{seconds % 60:09.6f} {host} cuzk[2231]:"
 
 
 def _iso(ns: int) -> str:
@@ -104,15 +105,16 @@ def _iso(ns: int) -> str:
     return f"2026-03-02T10:{int(seconds // 60) % 60:02d}:{seconds % 60:09.6f}Z"
 
 
-def _interleave(lines: list[tuple[int, int, str]], origin: int, noise: int, seed: int) -> str:
+def _interleave(lines: list[tuple[int, int, str]], origin: int, noise: int, seed: int,
+                host: str = "node7") -> str:
     rng = random.Random(seed)
     out = []
     for ns, _, text in sorted(lines):
         for _ in range(rng.randint(0, noise)):
-            out.append(f"{_stamp(ns - origin)} {rng.choice(NOISE)}")
+            out.append(f"{_stamp(ns - origin, host)} {rng.choice(NOISE)}")
         if text.startswith(("TIMELINE", "CUZK_")):
             level = rng.choice(("", "WARN ", "INFO cuzk_core::groth16: "))
-            out.append(f"{_stamp(ns - origin)} {level}{text}")
+            out.append(f"{_stamp(ns - origin, host)} {level}{text}")
         else:
             out.append(text)
     return "\n".join(out) + "\n"
@@ -214,7 +216,8 @@ class Written:
 
 
 def production_log(calls: Sequence[CallSpec], *, workers: int = 2, synth_threads: int = 4, noise: int = 1,
-                   seed: int = 0, job: str = "job-7", timeline_lines: bool = True) -> Written:
+                   seed: int = 0, job: str = "job-7", timeline_lines: bool = True,
+                   host: str = "node7") -> Written:
     """Every line kind the daemon prints, at the moments it prints them, for these partitions.
 
     Partitions are synthesised by `synth_threads` lanes in order; each goes to the GPU worker
@@ -320,5 +323,5 @@ def production_log(calls: Sequence[CallSpec], *, workers: int = 2, synth_threads
                                  "drop_res_ms": 0, "lock_wait_ms": 0, "process_ms": 3,
                                  "total_ms": done - release + 3}))
         emit(done + c.async_dealloc, printf("dealloc", c.async_dealloc))
-    out.text = _interleave(lines, 0, noise, seed)
+    out.text = _interleave(lines, 0, noise, seed, host)
     return out

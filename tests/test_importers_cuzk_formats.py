@@ -244,3 +244,28 @@ def test_random_lines_give_a_trace_or_a_clear_refusal(lines, seed):
         assert report["first_at"][reason].startswith("line ")
         assert 0 < len(report["skipped_lines"][reason]) <= count
     diagnose(trace, DiagnoseOptions(whatif=False))
+
+
+def test_each_span_names_the_line_its_figure_came_from(log_text):
+    trace = parse_cuzk_log(log_text, "daemon.log")
+    lines = log_text.splitlines()
+    keys = {"ntt_msm_h": "ntt_msm_h_ms", "batch_add": "batch_add_ms", "tail_msm": "tail_msm_ms",
+            "prep_msm": "prep_msm_ms", "b_g2_msm": "b_g2_msm_ms", "synthesis": "synth_ms",
+            "split_vectors": "split_vectors_ms", "pre_lock_cpu": "pre_lock_cpu_ms", "hold": "mutex_held_ms",
+            "ntt": "ntt_kernels", "msm_h": "msm_invoke", "coset_intt": "coset_intt_sync"}
+    seen = set()
+    for span in trace.iter_spans():
+        line = (span.attrs or {}).get("line")
+        if span.name == "wait":  # the mutex's wait, the GPU thread's at the barrier
+            key = "mutex_wait_ms" if span.track.startswith("mutex/") else "barrier_wait_ms"
+        elif span.name in keys:
+            key = keys[span.name]
+        else:
+            continue
+        if line is None:
+            continue
+        assert re.search(rf"\b{key}={span.duration_ns // 1_000_000}(ms)?\b", lines[line - 1]), (span, line)
+        seen.add(key)
+    assert seen == {*keys.values(), "mutex_wait_ms", "barrier_wait_ms"}
+    placed = [s for s in trace.iter_spans() if s.name in keys and s.partition < len(NTT)]
+    assert all("line" in (s.attrs or {}) for s in placed)

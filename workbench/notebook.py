@@ -6,6 +6,7 @@
     wb.gantt(first); wb.summary(first); wb.verdict(first)
     wb.compare(first, wb.run(memory_mode="zerocopy"))
     wb.report(first, "first.html")
+    hosts = wb.fleet(["logs/"]).records    # many hosts' logs ranked by what bounds each
 
 Figures are shown as widgets (jupyter_bokeh), which render in JupyterLab and in the
 classic notebook alike and keep streaming while the kernel is busy elsewhere. BokehJS is
@@ -225,3 +226,28 @@ def check_predictions(checks: Sequence[tuple[TraceLike, Any, TraceLike]],
         rows.append((base_label, cell_label, check_prediction(_trace(base), change, _trace(cell), options)))
     html = HTML(f"<style>{CSS}</style>" + checks_table(rows))
     return _display(html)
+
+
+def fleet(paths: Sequence[str | Path] | str | Path, parallel: str = "process", workers: int | None = None,
+          address: str | None = None, link_gbps: float | None = None, copy_bytes: float | None = None,
+          whatif: bool = True) -> Shown:
+    """Many hosts' logs, exports or traces (files or directories) read at once, as `workbench
+    fleet` does: shows the hosts per bound and the ranked table (saying so when Ctrl-C or Stop cut
+    the reading short); through the handle, `records` are the hosts' records in rank order and
+    `counts` the hosts per bound (`value` is the whole view, analysis/fleet.py's FleetView)."""
+    from IPython.display import HTML
+
+    from workbench.analysis.fleet import rank
+    from workbench.analysis.verdict import DiagnoseOptions
+    from workbench.fleet import expand, read_fleet
+    from workbench.viz.fleet_report import fleet_table
+
+    given = [paths] if isinstance(paths, str | Path) else list(paths)
+    read = read_fleet(expand(given), DiagnoseOptions(link_gbps, copy_bytes, whatif=whatif), parallel,
+                      workers, address)
+    view = rank(read.records)
+    cut = (f"<p class='wb-note'>interrupted: {len(read.records)} of {read.files} hosts read</p>"
+           if read.interrupted else "")
+    _display(HTML(f"<style>{CSS}</style>{cut}" + fleet_table(view)))
+    return Shown(view)
+

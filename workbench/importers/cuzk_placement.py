@@ -10,7 +10,8 @@ the call. Span names come from the cuzk pipeline's aliases (model/pipeline.py), 
 the track grammar (model/tracks.py). Lines that carry figures but no time of their own go
 into attributes: the pool threshold and the d_a cache on ntt_msm_h (they happen inside it),
 pre-staging and host registration on the hold, num_circuits on b_g2_msm, async_dealloc on
-the call's finish.
+the call's finish. Every span whose figure a line gives carries that line's number (attribute
+`line`, counted from 1), so a finding's evidence can name the line in the log itself.
 """
 
 from __future__ import annotations
@@ -172,42 +173,47 @@ def _call_spans(
     w = worker if worker is not None else layout.lane(start_fn, end_fn)
     track = tr.worker_track(w)
 
-    def span(track_name: str, name: str, start: int, length: int, attrs: dict[str, Any] | None = None) -> int:
-        merged = {**(marker or {}), **(attrs or {})} or None
+    def span(track_name: str, name: str, start: int, length: int, attrs: dict[str, Any] | None = None,
+             kind: str = "") -> int:
+        # The log line a span's figure came from, so a finding can point at the line itself.
+        line = {"line": call.lines[kind].line} if kind in call.lines else {}
+        merged = {**(marker or {}), **(attrs or {}), **line} or None
         layout.spans.append((track_name, name, start, start + length, p, w, merged))
         return start + length
 
     if "prelock" in call.lines and pre_lock:
-        span(track, _name("pre_lock_cpu_ms"), start_fn, pre_lock)
+        span(track, _name("pre_lock_cpu_ms"), start_fn, pre_lock, kind="prelock")
     if "split" in call.lines:
         split = call.get("split", "split_vectors_ms") * NS
         split_end = start_fn + call.get("split", "setup_to_split_ms") * NS
-        span(track, _name("split_vectors_ms"), split_end - split, split)
+        span(track, _name("split_vectors_ms"), split_end - split, split, kind="split")
     if "prelock" in call.lines:
-        span(MUTEX, "wait", hold_start - wait, wait)
+        span(MUTEX, "wait", hold_start - wait, wait, kind="prelock")
     at = hold_start
     ntt = call.get("ntt", "ntt_msm_h_ms") * NS
     if "ntt" in call.lines:
         _ntt_parts(call, at, ntt, span, track)
-        at = span(track, _name("ntt_msm_h_ms"), at, ntt, call.attrs(ON_NTT) | _gpu_tid(call))
+        at = span(track, _name("ntt_msm_h_ms"), at, ntt, call.attrs(ON_NTT) | _gpu_tid(call), kind="ntt")
     barrier = call.get("barrier", "barrier_wait_ms") * NS
     arrival = at
     if "barrier" in call.lines:
-        at = span(track, _name("barrier_wait_ms"), at, barrier)
-        span(tr.barrier_track(w), "wait", arrival, barrier, {"party": "gpu"})
+        at = span(track, _name("barrier_wait_ms"), at, barrier, kind="barrier")
+        span(tr.barrier_track(w), "wait", arrival, barrier, {"party": "gpu"}, kind="barrier")
     for kind, key in (("batch", "batch_add_ms"), ("tail", "tail_msm_ms")):
         if kind in call.lines:
-            at = span(track, _name(key), at, call.get(kind, key) * NS)
+            at = span(track, _name(key), at, call.get(kind, key) * NS, kind=kind)
     if "held" in call.lines or "tail" in call.lines:
-        span(MUTEX, "hold", hold_start, hold_end - hold_start, call.attrs(ON_HOLD))
+        span(MUTEX, "hold", hold_start, hold_end - hold_start, call.attrs(ON_HOLD),
+             kind="held" if "held" in call.lines else "tail")
     if "b_g2" in call.lines:
         circuits = call.ms("b_g2", "num_circuits")
-        span(track, _name("b_g2_msm_ms"), hold_end, b_g2, {"num_circuits": circuits} if circuits else None)
+        span(track, _name("b_g2_msm_ms"), hold_end, b_g2, {"num_circuits": circuits} if circuits else None,
+             kind="b_g2")
     if "prep" in call.lines:
         prep = call.get("prep", "prep_msm_ms") * NS
         # The GPU thread waited for prep: prep_msm ended as the barrier opened.
         prep_start = arrival + barrier - prep if barrier > 0 else start_fn
-        span(tr.prep_track(w), _name("prep_msm_ms"), prep_start, prep)
+        span(tr.prep_track(w), _name("prep_msm_ms"), prep_start, prep, kind="prep")
         if "barrier" in call.lines:
             release = arrival + barrier
             span(tr.barrier_track(w), "wait", min(prep_start + prep, release),
@@ -236,9 +242,9 @@ def _ntt_parts(call: Call, start: int, ntt: int, span: Any, track: str) -> None:
     for key in CUZK_NTT_H_PARTS:
         value = parts.fields.get(key, 0) * NS
         if key == "ntt_kernels" and ntt - named > 0:
-            at = span(track, COPY_SPANS[0], at, ntt - named, {"inferred": COPY_NOTE})
+            at = span(track, COPY_SPANS[0], at, ntt - named, {"inferred": COPY_NOTE}, kind="ntt_h")
         if value:
-            at = span(track, _name(key), at, value)
+            at = span(track, _name(key), at, value, kind="ntt_h")
 
 
 def _timeline_only(layout: _Layout, placed: set[tuple[str, int]]) -> None:
@@ -252,7 +258,7 @@ def _timeline_only(layout: _Layout, placed: set[tuple[str, int]]) -> None:
             if lane == len(synth_lanes):
                 synth_lanes.append(e)
             synth_lanes[lane] = e
-            layout.spans.append((tr.synth_track(lane), _name("synth_ms"), s, e, p, -1, None))
+            layout.spans.append((tr.synth_track(lane), _name("synth_ms"), s, e, p, -1, {"line": end.line}))
         queued = events.get("GPU_QUEUE") or events.get("CHAN_SEND") or end
         if queued is not None:
             layout.instants.append((tr.QUEUE_TRACK, "queued", queued.offset_ms * NS, p, -1, None))
