@@ -214,19 +214,22 @@ def test_a_pipeline_run_with_a_stand_in_library_places_work_in_its_phases(librar
 
     correlation = iter(range(1, 10_000))
 
-    def issue(phase, partition, worker):
-        # Called on the worker's thread just before the phase's span opens: the "launch"
-        # is stamped a little later, inside the phase. 1 ms, not less: a thread switch can
-        # hold the span's opening back by over 100 µs, and these phases last 3 ms or more.
-        if phase not in ("ntt_msm_h", "batch_add", "tail_msm"):
-            return
-        c, t = next(correlation), time.perf_counter_ns() + 1_000_000
-        library.pending.append(api(Kind.DRIVER, Driver.cuLaunchKernel, c, threading.get_native_id(), t))
-        name = f"{phase}:{partition}:{worker}"
-        library.pending.append(kernel(name, t + 1_000, t + 2_000, c, stream=worker))
+    def launches(phase):
+        # The launch is made inside the phase, on the worker's thread, as a real library's is:
+        # the phase's span is open by then however late the thread was scheduled.
+        def run(self, *args):
+            scope = args[-1]
+            c, t = next(correlation), time.perf_counter_ns()
+            library.pending.append(api(Kind.DRIVER, Driver.cuLaunchKernel, c, threading.get_native_id(), t))
+            name = f"{phase}:{scope.partition}:{scope.worker}"
+            library.pending.append(kernel(name, t + 1_000, t + 2_000, c, stream=scope.worker))
+            return getattr(CpuBackend, phase)(self, *args)
+        return run
 
+    phases = ("ntt_msm_h", "batch_add", "tail_msm")
+    Launching = type("Launching", (CpuBackend,), {p: launches(p) for p in phases})
     config = RunConfig(backend="cpu", log2_constraints=10, partitions=4, gpu_trace=True)
-    pipeline = Pipeline(config, CpuBackend(), fault=issue, collectors=[DeviceActivity(flush_interval_s=0.02)])
+    pipeline = Pipeline(config, Launching(), collectors=[DeviceActivity(flush_interval_s=0.02)])
     result = pipeline.run()
     assert result.ok and pipeline.notices == []
     kernels = result.trace.select(track_prefix="gpu0/stream/")
