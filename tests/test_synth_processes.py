@@ -3,6 +3,7 @@ clean, nothing left behind in shared memory."""
 
 import glob
 import os
+import re
 import signal
 import threading
 
@@ -168,4 +169,39 @@ def test_a_block_the_process_cannot_open_is_reported(monkeypatch):
             procs.synthesize(0, 1, Target(circuit), lambda: False, lambda: _null())
     finally:
         procs.close()
+    assert not leftovers()
+
+
+def test_a_stopped_process_fails_the_run_in_bounded_time_naming_it(monkeypatch):
+    """SIGSTOP on a synthesis process: no `beat` comes, and within the stall bound (here a
+    floor of 1 s, five times the slowest step) the run fails naming the process and its state,
+    instead of waiting for it; the close kills it (SIGKILL works on a stopped process)."""
+    import time
+
+    from conftest import wait_until
+
+    monkeypatch.setattr(synth_processes, "STALL_FLOOR_S", 1.0)
+    monkeypatch.setattr(synth_processes, "STALL_FACTOR", 5.0)
+    config = RunConfig(backend="cpu", log2_constraints=9, partitions=4000, synth_threads=2,
+                       synthesis="processes")
+    pipeline = Pipeline(config, select_backend(config))
+    pipeline.start()
+    wait_until(lambda: pipeline.progress.synthesised >= 2, timeout=30)
+    process = pipeline._processes.workers[0].process
+    os.kill(process.pid, signal.SIGSTOP)
+    stopped = time.monotonic()
+    try:
+        assert pipeline.wait(timeout=60), "the run waited on a stopped process"
+        took = time.monotonic() - stopped
+    finally:
+        os.kill(process.pid, signal.SIGCONT)  # should the assertion fail, leave nothing stopped
+    result = pipeline.result(0.0)
+    assert result.outcome == "failed"
+    assert re.search(rf"phase synthesis failed on partition \d+: RuntimeError: synthesis process 0 \(pid "
+                     rf"{process.pid}\) made no progress for [\d.]+ s .*\(its state: stopped", result.error), \
+        result.error
+    assert took < 30, f"{took:.1f} s to notice"
+    assert process.returncode == -signal.SIGKILL
+    (error,) = [i for i in result.trace.iter_instants() if i.name == "error"]
+    assert f"pid {process.pid}" in error.attrs["message"]
     assert not leftovers()

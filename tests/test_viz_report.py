@@ -130,7 +130,8 @@ def test_lab_warns_when_it_listens_beyond_this_machine(ip, warned):
 def test_lab_prints_the_warning_before_it_would_start_the_server(tmp_path, capsys):
     assert cli.main(["lab", "--notebooks", str(tmp_path), "--ip", "0.0.0.0", "--dry-run"]) == 0
     err = capsys.readouterr().err
-    assert err.startswith("workbench: warning: --ip 0.0.0.0 listens on every network interface") and "shell" in err
+    assert err.startswith("workbench: warning: --ip 0.0.0.0 listens on every network interface")
+    assert "shell" in err
     assert cli.main(["lab", "--notebooks", str(tmp_path), "--dry-run"]) == 0  # 127.0.0.1: nothing to say
     assert capsys.readouterr().err == ""
 
