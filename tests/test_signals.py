@@ -62,8 +62,8 @@ def test_signals_once_the_run_ended_wait_for_the_trace_to_be_saved(when, tmp_pat
     else:
         monkeypatch.setattr(store, "save", signalled(store.save))
     trace = tmp_path / "run.wbtrace"
-    code = cli.main(["run", "--backend", "cpu", "--partitions", "2", "--log2-constraints", "8", "--no-progress",
-                     "--trace", str(trace)])
+    code = cli.main(["run", "--backend", "cpu", "--partitions", "2", "--log2-constraints", "8",
+                     "--no-progress", "--trace", str(trace)])
     out, err = capsys.readouterr()
     assert code == 130, err
     assert err.splitlines()[-1] == "workbench: interrupted by SIGTERM" and "Traceback" not in err

@@ -197,9 +197,9 @@ def test_a_stopped_process_fails_the_run_in_bounded_time_naming_it(monkeypatch):
         os.kill(process.pid, signal.SIGCONT)  # should the assertion fail, leave nothing stopped
     result = pipeline.result(0.0)
     assert result.outcome == "failed"
-    assert re.search(rf"phase synthesis failed on partition \d+: RuntimeError: synthesis process 0 \(pid "
-                     rf"{process.pid}\) made no progress for [\d.]+ s .*\(its state: stopped", result.error), \
-        result.error
+    assert re.search(rf"phase synthesis failed on partition \d+: RuntimeError: synthesis process 0 "
+                     rf"\(pid {process.pid}\) made no progress for [\d.]+ s .*\(its state: stopped",
+                     result.error), result.error
     assert took < 30, f"{took:.1f} s to notice"
     assert process.returncode == -signal.SIGKILL
     (error,) = [i for i in result.trace.iter_instants() if i.name == "error"]
