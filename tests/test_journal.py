@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from journal_frames import counts, frames
 
 from workbench.cli import main
-from workbench.commands._signals import deferred
+from workbench.commands._signals import signals_as_interrupt
 from workbench.commands.recover import say_left_behind
 from workbench.config import RunConfig
 from workbench.pipeline.backends import select_backend
@@ -200,14 +200,13 @@ def test_a_new_journal_never_replaces_what_is_there(tmp_path):
     assert (tmp_path / "t.wbtrace.wbjournal").is_symlink()
 
 
-def test_signals_during_a_save_are_held_back_and_noted(capsys):
-    received: list[str] = []
+def test_signals_during_a_save_are_held_back_and_said_once(capsys):
     before = signal.getsignal(signal.SIGINT)
-    with deferred(received, "saving"):
+    with signals_as_interrupt() as stops, stops.hold() as held:
         os.kill(os.getpid(), signal.SIGINT)
         os.kill(os.getpid(), signal.SIGTERM)
-    assert received == ["SIGINT", "SIGTERM"]
-    assert capsys.readouterr().err == "workbench: saving\n"
+    assert held == ["SIGINT", "SIGTERM"]
+    assert capsys.readouterr().err.count("saving the trace: it is written whole first") == 1
     assert signal.getsignal(signal.SIGINT) is before
 
 

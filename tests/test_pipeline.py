@@ -210,3 +210,29 @@ def test_ctrl_c_during_setup_stops_the_run_and_keeps_what_was_recorded():
     assert result.outcome == "stopped" and "interrupted" in result.error
     assert result.trace.select(name="setup")  # the setup span was recorded and kept
     assert not result.trace.select(name="synthesis")
+
+
+@pytest.mark.parametrize("trace", [True, False])
+def test_a_setup_failure_names_the_step_not_a_partition(trace, monkeypatch):
+    """Setup serves no partition: its failure says which step failed (the innermost span that
+    ended by the error where spans are recorded, the pipeline's own step where they are not)."""
+    from workbench.prover import cpu_backend
+
+    def no_twiddles(log2):
+        raise ValueError("no twiddles today")
+
+    monkeypatch.setattr(cpu_backend.ntt, "Domain", no_twiddles)
+    result = Pipeline(RunConfig(**{**SMALL, "trace": trace}), CpuBackend()).run()
+    assert result.outcome == "failed"
+    step = "twiddles" if trace else "the cpu backend's setup"
+    assert result.error == f"phase setup failed in {step}: ValueError: no twiddles today"
+    assert "partition" not in result.error
+
+
+def test_a_failure_after_the_backend_setup_names_the_pipeline_step(monkeypatch):
+    class ColdBackend(CpuBackend):
+        def warm_up(self, buffers):
+            raise RuntimeError("the device is gone")
+
+    result = Pipeline(RunConfig(**SMALL), ColdBackend()).run()
+    assert result.error == "phase setup failed in warm_up: RuntimeError: the device is gone"

@@ -3,6 +3,8 @@ clean, nothing left behind in shared memory."""
 
 import glob
 import os
+import re
+import signal
 import threading
 
 import numpy as np
@@ -97,13 +99,14 @@ class _null:
         return False
 
 
-def test_a_process_that_dies_is_named_with_its_exit_code():
+def test_a_process_that_dies_is_named_with_the_signal_that_ended_it():
     circuit = SyntheticCircuit(8, 0.9, 3, seed=11)
     procs = ProcessSynthesis(circuit, 1)
     try:
-        procs.workers[0].process.kill()
+        pid = procs.workers[0].process.pid
+        os.kill(pid, signal.SIGKILL)
         procs.workers[0].process.wait()
-        with pytest.raises(RuntimeError, match=r"synthesis process 0 (exited with code -9|is gone)"):
+        with pytest.raises(RuntimeError, match=rf"synthesis process 0 \(pid {pid}\) was killed by SIGKILL"):
             procs.synthesize(0, 1, Target(circuit), lambda: False, lambda: _null())
     finally:
         procs.close()
@@ -162,8 +165,43 @@ def test_a_block_the_process_cannot_open_is_reported(monkeypatch):
     circuit = SyntheticCircuit(8, 0.9, 3, seed=11)
     procs = ProcessSynthesis(circuit, 1)
     try:
-        with pytest.raises(RuntimeError, match="in synthesis process 0: FileNotFoundError"):
+        with pytest.raises(RuntimeError, match=r"in synthesis process 0 \(pid \d+\): FileNotFoundError"):
             procs.synthesize(0, 1, Target(circuit), lambda: False, lambda: _null())
     finally:
         procs.close()
+    assert not leftovers()
+
+
+def test_a_stopped_process_fails_the_run_in_bounded_time_naming_it(monkeypatch):
+    """SIGSTOP on a synthesis process: no `beat` comes, and within the stall bound (here a
+    floor of 1 s, five times the slowest step) the run fails naming the process and its state,
+    instead of waiting for it; the close kills it (SIGKILL works on a stopped process)."""
+    import time
+
+    from conftest import wait_until
+
+    monkeypatch.setattr(synth_processes, "STALL_FLOOR_S", 1.0)
+    monkeypatch.setattr(synth_processes, "STALL_FACTOR", 5.0)
+    config = RunConfig(backend="cpu", log2_constraints=9, partitions=4000, synth_threads=2,
+                       synthesis="processes")
+    pipeline = Pipeline(config, select_backend(config))
+    pipeline.start()
+    wait_until(lambda: pipeline.progress.synthesised >= 2, timeout=30)
+    process = pipeline._processes.workers[0].process
+    os.kill(process.pid, signal.SIGSTOP)
+    stopped = time.monotonic()
+    try:
+        assert pipeline.wait(timeout=60), "the run waited on a stopped process"
+        took = time.monotonic() - stopped
+    finally:
+        os.kill(process.pid, signal.SIGCONT)  # should the assertion fail, leave nothing stopped
+    result = pipeline.result(0.0)
+    assert result.outcome == "failed"
+    assert re.search(rf"phase synthesis failed on partition \d+: RuntimeError: synthesis process 0 "
+                     rf"\(pid {process.pid}\) made no progress for [\d.]+ s .*\(its state: stopped",
+                     result.error), result.error
+    assert took < 30, f"{took:.1f} s to notice"
+    assert process.returncode == -signal.SIGKILL
+    (error,) = [i for i in result.trace.iter_instants() if i.name == "error"]
+    assert f"pid {process.pid}" in error.attrs["message"]
     assert not leftovers()

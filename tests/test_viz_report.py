@@ -114,6 +114,28 @@ def test_lab_command_opens_the_notebooks_folder(tmp_path, capsys):
     assert "no notebooks folder" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("ip, warned", [
+    ("0.0.0.0", True), ("::", True), ("192.168.1.7", True), ("10.0.0.1", True), ("lab.example.org", True),
+    ("127.0.0.1", False), ("127.0.0.2", False), ("::1", False), ("[::1]", False), ("localhost", False),
+])
+def test_lab_warns_when_it_listens_beyond_this_machine(ip, warned):
+    from workbench.commands.report import exposure_warning
+
+    warning = exposure_warning(ip)
+    assert (warning is not None) == warned
+    if warned:
+        assert f"--ip {ip}" in warning and "token" in warning and "shell" in warning
+
+
+def test_lab_prints_the_warning_before_it_would_start_the_server(tmp_path, capsys):
+    assert cli.main(["lab", "--notebooks", str(tmp_path), "--ip", "0.0.0.0", "--dry-run"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("workbench: warning: --ip 0.0.0.0 listens on every network interface")
+    assert "shell" in err
+    assert cli.main(["lab", "--notebooks", str(tmp_path), "--dry-run"]) == 0  # 127.0.0.1: nothing to say
+    assert capsys.readouterr().err == ""
+
+
 def test_a_missing_optional_library_names_the_extra_to_install():
     from workbench.viz.deps import MissingExtra, require
 

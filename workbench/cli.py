@@ -132,15 +132,19 @@ def command_modules() -> list[Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Every way out of a command is an exit code and at most one line on stderr."""
+    from workbench.commands._signals import Stops, signals_as_interrupt
+
+    stops = Stops()
     try:
-        code = _dispatch(argv)
-        sys.stdout.flush()  # a reader that went away shows here, not at interpreter exit
-        return code
+        with signals_as_interrupt() as stops:  # Ctrl-C, SIGTERM, SIGHUP: each ends any command
+            code = _dispatch(argv, stops)
+            sys.stdout.flush()  # a reader that went away shows here, not at interpreter exit
+            return code
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_PIPE
     except KeyboardInterrupt:
-        print("workbench: interrupted", file=sys.stderr)
+        print(f"workbench: interrupted{stops.said()}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as err:  # a defect, not bad input: one line still, the traceback on request
         if os.environ.get("WORKBENCH_DEBUG"):
@@ -152,8 +156,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILED
 
 
-def _dispatch(argv: Sequence[str] | None) -> int:
+def _dispatch(argv: Sequence[str] | None, stops: Any) -> int:
     args = build_parser().parse_args(argv)
+    args.stops = stops  # a run holds the signals while it saves its trace
     try:
         return int(args.func(args))
     except (ConfigError, UsageError) as err:
@@ -220,10 +225,9 @@ def _fault_hook(spec: str | None) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from workbench.commands._signals import deferred, signals_as_interrupt
+    from workbench.commands._signals import Stops
     from workbench.pipeline.backends import BackendUnavailable, select_backend
     from workbench.pipeline.run import Pipeline
-    from workbench.render.text import render_summary, render_untraced
     from workbench.trace import output
 
     config = config_from_args(args)
@@ -259,26 +263,44 @@ def _run(args: argparse.Namespace) -> int:
         bar.draw(pipeline.progress.done, config.partitions, time.perf_counter() - started)
 
     _announce(config, backend.name)
-    received: list[str] = []
-    with signals_as_interrupt(received):
+    stops: Stops = args.stops
+    # A stop signal ends the run within the phase in flight. Once its threads have ended, the
+    # trace is made and saved whole whatever arrives (a second Ctrl-C would lose it), and a
+    # signal then stops the command as soon as it is on disk.
+    with stops.hold(lambda: pipeline.ended):
         result = pipeline.run(tick)
-    late: list[str] = []
-    # From the end of the run to the saved trace every signal is held back: what ran is saved whole.
-    with deferred(late, "saving the trace: it is written whole first, then the run stops"):
-        summary, done, wall_s = _run_figures(pipeline, result)
-        bar.draw(done, config.partitions, wall_s, final=True)  # the summary's own figures
         interrupted = pipeline.interrupted
         if interrupted:
-            by = f" by {received[0]}" if received else ""
-            print(f"workbench: interrupted{by}; saving the trace of what ran", file=sys.stderr, flush=True)
-        for notice in pipeline.notices:
-            print(f"workbench: {notice}", file=sys.stderr)
+            print(f"workbench: interrupted{stops.said()}; saving the trace of what ran", file=sys.stderr)
         if journal is not None:
             if journal.error is not None:
                 print(f"workbench: the journal stopped early ({journal.error}); the trace is saved from "
                       f"memory", file=sys.stderr)
             trace_path = _save(journal, result.trace, fresh)
-    interrupted = interrupted or bool(late)
+    late = list(stops.held)
+    try:
+        if late:
+            raise KeyboardInterrupt
+        return _run_outputs(args, pipeline, result, bar, trace_path, chrome, proofs)
+    except KeyboardInterrupt:
+        if not interrupted:
+            print(f"workbench: interrupted{stops.said(late or stops.received[-1:])}", file=sys.stderr)
+        if trace_path is not None:
+            print(f"trace: {trace_path}")
+        return EXIT_INTERRUPTED
+
+
+def _run_outputs(args: argparse.Namespace, pipeline: Any, result: Any, bar: _ProgressBar,
+                 trace_path: Path | None, chrome: Path | None, proofs: Path | None) -> int:
+    """What a run prints and writes once its trace is saved."""
+    from workbench.render.text import render_summary, render_untraced
+    from workbench.trace import output
+
+    config = pipeline.config
+    summary, done, wall_s = _run_figures(pipeline, result)
+    bar.draw(done, config.partitions, wall_s, final=True)  # the summary's own figures
+    for notice in pipeline.notices:
+        print(f"workbench: {notice}", file=sys.stderr)
     if summary is not None:
         print(render_summary(summary, config.to_dict()))
     else:
@@ -296,7 +318,7 @@ def _run(args: argparse.Namespace) -> int:
         sys.stderr.write("".join(line + "\n" for line in cuzk_lines(result.trace)))
     if proofs is not None and not _write_proofs(proofs, pipeline, result.proofs):
         return EXIT_USAGE
-    if interrupted:
+    if pipeline.interrupted:
         return EXIT_INTERRUPTED
     if result.outcome == "failed":
         print(f"workbench: run failed: {result.error}", file=sys.stderr)

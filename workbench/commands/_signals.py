@@ -1,9 +1,12 @@
-"""SIGTERM and SIGHUP stop a run as Ctrl-C does: the pipeline stops within the phase in flight
-and the trace of everything recorded is saved (a service manager's stop, a closed terminal).
+"""Ctrl-C, SIGTERM and SIGHUP stop every command the same way: a KeyboardInterrupt in the main
+thread, so a run stops within the phase in flight and saves its trace, an import ends at
+once, and the command exits 130 with one line (a service manager's stop, a closed terminal).
 
-Python turns only SIGINT into KeyboardInterrupt; the others would end the process at once and
-lose the trace of the run (its journal keeps all but the last second: trace/journal.py); during
-the save, `deferred` holds every signal back so the trace is written whole.
+Python turns only SIGINT into KeyboardInterrupt; the others would end the process at once,
+without a word, and lose the last second the run's journal had not flushed. Once a run
+has ended and its trace is being made and saved, the signals are held instead (noted, not
+raised): a second Ctrl-C must not throw away what the first one stopped the run to keep. The
+command then exits 130 as soon as the trace is on disk.
 """
 
 from __future__ import annotations
@@ -11,49 +14,65 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from types import FrameType
 
 STOPPING = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s)
+ALL = (signal.SIGINT, *STOPPING)
 
 
-@contextmanager
-def signals_as_interrupt(received: list[str]) -> Iterator[None]:
-    """While inside, SIGTERM and SIGHUP raise KeyboardInterrupt in the main thread; the name of
-    each signal received is appended to `received`."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # signal handlers can only be set from the main thread
-        return
+def _never() -> bool:
+    return False
 
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        received.append(signal.Signals(signum).name)
+
+@dataclass
+class Stops:
+    """The stop signals a command received, and whether they are held right now."""
+
+    received: list[str] = field(default_factory=list)
+    held: list[str] = field(default_factory=list)  # those that came while holding
+    holding: Callable[[], bool] = _never
+
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        self.received.append(name)
+        if self.holding():
+            if not self.held:  # said once: a second Ctrl-C that seems to do nothing is explained
+                print("workbench: saving the trace: it is written whole first, then the command stops",
+                      file=sys.stderr, flush=True)
+            self.held.append(name)
+            return
         raise KeyboardInterrupt
 
-    previous = {s: signal.signal(s, interrupt) for s in STOPPING}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+    @contextmanager
+    def hold(self, when: Callable[[], bool] = lambda: True) -> Iterator[list[str]]:
+        """While inside, signals that come when `when()` is true are only noted (in the list
+        returned); the predicate is asked in the handler, so it must not take locks."""
+        self.holding = when
+        try:
+            yield self.held
+        finally:
+            self.holding = _never
+
+    def said(self, names: list[str] | None = None) -> str:
+        """How the stop is told: by the first signal's name; Ctrl-C's, as ever, without one."""
+        names = self.received if names is None else names
+        return f" by {names[0]}" if names and names[0] != "SIGINT" else ""
 
 
 @contextmanager
-def deferred(received: list[str], notice: str) -> Iterator[None]:
-    """While inside (a save), SIGINT, SIGTERM and SIGHUP are noted in `received` and `notice`
-    is said once on stderr, but nothing is interrupted: what is being written is written whole."""
+def signals_as_interrupt() -> Iterator[Stops]:
+    """While inside, SIGINT, SIGTERM and SIGHUP raise KeyboardInterrupt in the main thread
+    (unless held); each one's name is noted in the Stops returned."""
+    stops = Stops()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield stops  # signal handlers can only be set from the main thread
         return
-
-    def note(signum: int, frame: FrameType | None) -> None:
-        if not received:
-            print(f"workbench: {notice}", file=sys.stderr, flush=True)
-        received.append(signal.Signals(signum).name)
-
-    previous = {s: signal.signal(s, note) for s in (signal.SIGINT, *STOPPING)}
+    previous = {s: signal.signal(s, stops.handle) for s in ALL}
     try:
-        yield
+        yield stops
     finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+        for s, old in previous.items():
+            signal.signal(s, old)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import ipaddress
 import os
 import shlex
 import subprocess
@@ -87,9 +88,33 @@ def lab_command(folder: Path, port: int | None, ip: str, no_browser: bool) -> li
     return command
 
 
+def exposure_warning(ip: str) -> str | None:
+    """The warning for a server that listens beyond this machine (None on a loopback address):
+    JupyterLab's terminals and kernels run any command as this user, so whoever on that
+    network has the token (it is in the URL the server prints, in logs and browser history)
+    has a shell here."""
+    host = ip.strip().strip("[]").lower()
+    if host == "localhost":
+        return None
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return None
+    except ValueError:  # a host name: it may resolve to any interface
+        pass
+    reach = ("every network interface of this machine" if host in ("", "0.0.0.0", "::", "*")
+             else f"{ip}, beyond this machine")
+    who = "root" if hasattr(os, "geteuid") and os.geteuid() == 0 else "your user"
+    return (f"warning: --ip {ip} listens on {reach}: anyone who can reach it with the server's token "
+            f"gets a shell as {who} (JupyterLab's terminals and kernels); prefer --ip 127.0.0.1 and "
+            "an SSH tunnel")
+
+
 def _lab(args: argparse.Namespace) -> int:
     folder = notebooks_folder(args.notebooks)
     command = lab_command(folder, args.port, args.ip, args.no_browser)
+    warning = exposure_warning(args.ip)
+    if warning is not None:
+        print(f"workbench: {warning}", file=sys.stderr)
     if args.dry_run:
         print(shlex.join(command))
         return EXIT_OK

@@ -70,10 +70,18 @@ class Stopped(Exception):
 
 
 class PhaseError(RuntimeError):
-    def __init__(self, phase: str, partition: int, worker: int, cause: BaseException) -> None:
-        self.phase, self.partition, self.worker, self.cause = phase, partition, worker, cause
-        where = f"partition {partition}" + (f", worker {worker}" if worker >= 0 else "")
-        super().__init__(f"phase {phase} failed on {where}: {type(cause).__name__}: {cause}")
+    """A phase that raised: on a partition (and worker), or in a `step` of work that serves no
+    partition (setup's key generation, say, or a pipeline thread)."""
+
+    def __init__(self, phase: str, partition: int, worker: int, cause: BaseException,
+                 step: str | None = None) -> None:
+        self.phase, self.partition, self.worker, self.cause, self.step = phase, partition, worker, cause, step
+        where = [f"in {step}"] if step else []
+        if partition >= 0:
+            where.append(f"on partition {partition}" + (f", worker {worker}" if worker >= 0 else ""))
+        elif worker >= 0:
+            where.append(f"on worker {worker}")
+        super().__init__(" ".join([f"phase {phase} failed", *where]) + f": {type(cause).__name__}: {cause}")
 
 
 @dataclass
@@ -148,6 +156,10 @@ class Pipeline:
         self._barriers: list[InstrumentedBarrier] = []
         self._threads: list[threading.Thread] = []
         self._finished = threading.Event()
+        # Set once every thread has ended and only the result is left to make: from then on a
+        # Ctrl-C could only lose the trace (the command holds signals while this is true; a
+        # plain attribute, read in a signal handler, where no lock may be taken).
+        self.ended = False
         self._watcher: threading.Thread | None = None
         # prep_msm's result for the GPU thread of the same worker, handed over at the barrier.
         self._preps: dict[int, PrepResult] = {}
@@ -182,7 +194,7 @@ class Pipeline:
         if first:
             self.recorder.instant(
                 RUN_TRACK, "error", error.partition, error.worker,
-                {"phase": error.phase, "message": str(error)},
+                {"phase": error.phase, "message": str(error), **({"step": error.step} if error.step else {})},
             )
         self.stop(str(error))
 
@@ -194,6 +206,7 @@ class Pipeline:
         try:
             self.start()
             self.wait(tick=tick)
+            self.ended = True
         except KeyboardInterrupt:
             self._stop_interrupted()
         return self.result(time.perf_counter() - started)
@@ -208,6 +221,7 @@ class Pipeline:
                 if not self._finished.is_set() and (watcher is None or not watcher.is_alive()):
                     self._launch_watcher()
                 self.wait_quietly()
+                self.ended = True
                 return
             except KeyboardInterrupt:
                 continue
@@ -230,11 +244,14 @@ class Pipeline:
         switching.enter()
         self._switching = True
         setup_scope = Scope(recorder, RUN_TRACK)
+        cursor = recorder.drain((0, 0, 0))[3]
+        step = f"the {self.backend.name} backend's setup"  # the step in flight, named if it fails
         try:
             with setup_scope.span("setup", backend=self.backend.name):
                 self.backend.setup(config, setup_scope)
                 for line in getattr(self.backend, "setup_notices", ()):
                     self._notice(line)
+                step = "the verifier's setup"
                 if config.verify:
                     self._verifier = Verifier(getattr(self.backend, "key", None), self.circuit)
                 # Again, now that setup settled what the backend does inside which phase and
@@ -243,20 +260,24 @@ class Pipeline:
                                              self._verifier.check if self._verifier is not None else None)
                 n, m = self.circuit.n, self.circuit.m
                 capacity = config.synth_lookahead + config.workers
+                step = f"memory mode {config.memory_mode}"
                 self.memory = make_memory_mode(config.memory_mode, self.backend, n, m, capacity,
                                                shared=config.synthesis == "processes")
+                step = "the device buffers"
                 devices = [
                     self.backend.new_device_buffers(w, self.memory.needs_staging, config.gpu_of(w))
                     for w in range(config.workers)
                 ]
+                step = "warm_up"
                 with setup_scope.span("warm_up", workers=len(devices)):
                     for device in devices:
                         self.backend.warm_up(device)
                 if config.synthesis == "processes":
+                    step = "synthesis_processes"
                     with setup_scope.span("synthesis_processes", count=config.synth_threads):
                         self._processes = ProcessSynthesis(self.circuit, config.synth_threads)
         except Exception as err:
-            self._fail(PhaseError("setup", -1, -1, err))
+            self._fail(PhaseError("setup", -1, -1, err, _failed_step(recorder, cursor) or step))
             self._finished.set()
             return
         self._start_collectors()
@@ -322,7 +343,7 @@ class Pipeline:
         except PhaseError as err:
             self._fail(err)
         except BaseException as err:  # a bug in the pipeline itself: stop, don't hang
-            self._fail(PhaseError("pipeline", -1, -1, err))
+            self._fail(PhaseError("pipeline", -1, -1, err, f"thread {threading.current_thread().name}"))
 
     def _watch(self) -> None:
         for thread in self._threads:
@@ -527,6 +548,14 @@ class Pipeline:
         step = self._steps[name]
         if step is not None:
             unit.results[name] = self._phase(unit.scope, name, step, unit)
+
+
+def _failed_step(recorder: Recorder, cursor: tuple[int, int, int]) -> str | None:
+    """The innermost setup span that ended by an error (spans are kept as they end, innermost
+    first), where the recorder kept it: a finer name than the step the pipeline knows."""
+    spans = recorder.drain(cursor)[0]
+    failed = [s[1] for s in spans if s[0] == RUN_TRACK and s[6] and "error" in s[6]]
+    return failed[0] if failed and failed[0] != "setup" else None
 
 
 def run_pipeline(config: RunConfig, backend: Backend | None = None, **kwargs: Any) -> RunResult:

@@ -19,45 +19,47 @@ made on first need) instead, and the thread copies the partition out of it, reco
 `synthesis_collect`.
 
 A process that fails sends the error back (the partition's synthesis phase fails with its
-message); one that dies is reported with its exit code. A stop abandons the partition in
-flight; the processes are ended when the pipeline closes.
+message); one that dies is reported with how it ended (its exit code or the signal), one that
+stalls (says nothing, not even its `beat`, for longer than the run's pace allows) with how
+long and what the kernel says of it. A stop abandons the partition in flight; the processes
+are ended when the pipeline closes (synth_child.py says why they leave stopping to it).
 """
 
 from __future__ import annotations
 
 import contextlib
-import mmap
 import os
 import secrets
 import select
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from workbench.prover import circuit as circuit_module
-from workbench.prover import field
+from workbench.pipeline import synth_child
+from workbench.pipeline.synth_child import CHUNKS_VARIABLE, FIELDS, PROCESS_CHUNKS, Params, block_views
+from workbench.pipeline.synth_child import map_block as _map
 from workbench.prover.circuit import SynthesisCancelled, SyntheticCircuit
-from workbench.prover.shared_arrays import SharedRef, map_shared, ref_of
+from workbench.prover.shared_arrays import SharedRef, ref_of
 
-FIELDS = ("witness", "a", "b", "c")
+__all__ = ["CHUNKS_VARIABLE", "PROCESS_CHUNKS", "ProcessSynthesis"]
+
 POLL_S = 0.05
 START_TIMEOUT_S = 120.0
-PARTITION_TIMEOUT_S = 3600.0  # a hung process is reported, not waited for forever
-# numpy chunk sizes (field elements, constraints) inside a synthesis process. Threads need
-# large ones (each numpy call retakes the interpreter lock); a process has the lock to itself,
-# and chunks whose scratch stays in the core's cache are faster alone and scale better side by
-# side: at 2^20 on the 2-core development machine (three sittings), one process took 0.57-0.60 s
-# a partition against 0.69-0.83 s with the threads' sizes, and two processes made 2.81-3.41
-# partitions a second against 1.98-2.37.
-PROCESS_CHUNKS = (8192, 1 << 14)
-CHUNKS_VARIABLE = "WORKBENCH_SYNTH_CHUNKS"
+# A process that says nothing (no `beat`, no answer) for this long while it holds a partition
+# makes no progress: STALL_FACTOR times the longest silence measured so far in the run (the
+# cost of a chunk of synthesis on this machine, under this load), never less than the floor,
+# which covers a first chunk before anything is measured (page faults on fresh buffers).
+STALL_FLOOR_S = 10.0
+STALL_FACTOR = 20.0
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding workbench/
 
 
@@ -65,153 +67,145 @@ def _shm_dir() -> str:
     return "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
 
 
-def _map(path: str, size: int, create: bool) -> mmap.mmap:
-    flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
-    fd = os.open(path, flags, 0o600)
+class _Pace:
+    """The longest silence between two messages of any process, measured as the run goes."""
+
+    def __init__(self) -> None:
+        self.longest = 0.0
+
+    def note(self, silence: float) -> None:
+        self.longest = max(self.longest, silence)  # a lost race only loses one sample
+
+    def stall_s(self) -> float:
+        return max(STALL_FLOOR_S, STALL_FACTOR * self.longest)
+
+
+def _state(pid: int) -> str:
+    """What the kernel says a process is doing, where /proc tells ("" elsewhere)."""
     try:
-        if create:
-            os.ftruncate(fd, size)
-        return mmap.mmap(fd, size)
-    finally:
-        os.close(fd)
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return ""
+    return {"T": "stopped, by SIGSTOP or a debugger", "t": "stopped by a debugger",
+            "D": "waiting on the disk or the kernel", "Z": "dead"}.get(state, "")
 
 
-def _views(block: mmap.mmap, n: int, m: int) -> dict[str, np.ndarray]:
-    sizes = {"witness": m, "a": n, "b": n, "c": n}
-    out, offset = {}, 0
-    for name in FIELDS:
-        count = sizes[name] * 4
-        out[name] = np.frombuffer(block, dtype=np.uint64, count=count, offset=offset).reshape(-1, 4)
-        offset += sizes[name] * 32
-    return out
-
-
-@dataclass(frozen=True)
-class _Params:
-    log2: int
-    bool_fraction: float
-    terms: int
-    seed: int
-
-
-class _Target:
-    def __init__(self, views: dict[str, np.ndarray]) -> None:
-        self.witness, self.a, self.b, self.c = (views[k] for k in FIELDS)
-
-
-def _direct_target(sock: socket.socket, sizes: list[int]) -> tuple[list[mmap.mmap], _Target]:
-    """The buffers whose descriptors came over the socket, mapped (witness, a, b, c)."""
-    _, fds, _, _ = socket.recv_fds(sock, 16, len(FIELDS))
-    if len(fds) != len(FIELDS):
-        for fd in fds:
-            os.close(fd)
-        raise RuntimeError(f"expected {len(FIELDS)} buffer descriptors, got {len(fds)}")
-    blocks, views = [], {}
-    try:
-        for name, fd, nbytes in zip(FIELDS, fds, sizes, strict=True):
-            block, view = map_shared(fd, nbytes, (nbytes // 32, 4))
-            blocks.append(block)
-            views[name] = view
-    finally:
-        for fd in fds:
-            os.close(fd)
-    return blocks, _Target(views)
-
-
-def _child_main(path: str, params: _Params, sock_fd: int) -> None:
-    """A synthesis process: reads `P` (write the partition into the shared block) or
-    `P SIZES` (into the four buffers whose descriptors come over the socket) on stdin,
-    answers `done P` or `error MESSAGE` on stdout."""
-    out = sys.stdout
-    try:
-        field_chunk, circuit_chunk = PROCESS_CHUNKS
-        if os.environ.get(CHUNKS_VARIABLE):  # benchmarks/synthesis_scaling.py --chunks
-            field_chunk, circuit_chunk = (int(v) for v in os.environ[CHUNKS_VARIABLE].split(","))
-        field.CHUNK = field.BLOCK = field_chunk
-        circuit_module.CHUNK = circuit_chunk
-        circuit = SyntheticCircuit(params.log2, params.bool_fraction, params.terms, params.seed)
-        sock = socket.socket(fileno=sock_fd)
-    except Exception as err:
-        out.write(f"error {type(err).__name__}: {err}\n")
-        out.flush()
-        return
-    out.write(f"ready {os.getpid()}\n")
-    out.flush()
-    target: _Target | None = None  # the parent's block, mapped when first asked for
-    for line in sys.stdin:
+def _how_it_ended(code: int | None) -> str:
+    if code is None:
+        return "is gone"
+    if code < 0:
         try:
-            words = line.split()
-            partition = int(words[0])
-            if len(words) == 1:
-                if target is None:
-                    block = _map(path, 32 * (circuit.m + 3 * circuit.n), create=False)
-                    target = _Target(_views(block, circuit.n, circuit.m))
-                circuit.synthesize(partition, target)
-            else:
-                blocks, direct = _direct_target(sock, [int(w) for w in words[1:]])
-                try:
-                    circuit.synthesize(partition, direct)
-                finally:
-                    del direct
-                    for b in blocks:
-                        b.close()
-        except Exception as err:
-            message = f"{type(err).__name__}: {err}".replace("\n", " ")
-            out.write(f"error {message}\n")
-        else:
-            out.write(f"done {partition}\n")
-        out.flush()
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+def _join(thread: threading.Thread) -> None:
+    """Join `thread` (it is quick) even if Ctrl-C comes meanwhile (raised after)."""
+    interrupted = False
+    while thread.is_alive():
+        try:
+            thread.join()
+        except KeyboardInterrupt:
+            interrupted = True
+    if interrupted:
+        raise KeyboardInterrupt
 
 
 class _Worker:
-    """One synthesis process, started as `python -m` of this module (not through
+    """One synthesis process, started as `python -m` of pipeline/synth_child.py (not through
     multiprocessing, whose spawned children re-run the parent's main script)."""
 
-    def __init__(self, index: int, params: _Params, n: int, m: int) -> None:
+    def __init__(self, index: int, params: Params, n: int, m: int, pace: _Pace) -> None:
         self.index = index
         name = f"workbench-synth-{os.getpid()}-{secrets.token_hex(4)}-{index}"
         self.path = os.path.join(_shm_dir(), name)
         self.n, self.m = n, m
+        self.pace = pace
         self.views: dict[str, np.ndarray] = {}  # the block, made on first use (block_views)
+        self._pending = b""  # what was read of the process's answers past the last line
         self.sock, child_sock = socket.socketpair()
-        args = [sys.executable, "-m", __name__, self.path, str(params.log2), repr(params.bool_fraction),
-                str(params.terms), str(params.seed), str(child_sock.fileno())]
+        args = [sys.executable, "-m", synth_child.__name__, self.path, str(params.log2),
+                repr(params.bool_fraction), str(params.terms), str(params.seed), str(child_sock.fileno())]
         # The process imports this very package, wherever the parent found it (a notebook may
         # have put it on sys.path by hand).
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
         try:
-            self.process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                            bufsize=1, close_fds=True, pass_fds=(child_sock.fileno(),),
-                                            env=env)
+            # A session of its own: a terminal's Ctrl-C or hang-up goes to the pipeline alone,
+            # which stops its processes itself (else each would print a KeyboardInterrupt).
+            self.process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
+                                            close_fds=True, pass_fds=(child_sock.fileno(),), env=env,
+                                            start_new_session=True)
         finally:
             child_sock.close()
         self.busy = False  # a partition was sent and its answer not read (abandoned by a stop)
+        self.ready = False  # said it is ready: until then it may not read its input yet
+
+    @property
+    def name(self) -> str:
+        return f"synthesis process {self.index} (pid {self.process.pid})"
 
     def block_views(self) -> dict[str, np.ndarray]:
         """The process's own block, for targets it cannot map: made the first time one comes,
         so runs whose buffers are all shared never allocate it."""
         if not self.views:
-            self.views = _views(_map(self.path, 32 * (self.m + 3 * self.n), create=True), self.n, self.m)
+            self.views = block_views(_map(self.path, 32 * (self.m + 3 * self.n), create=True), self.n, self.m)
         return self.views
 
-    def read_line(self, timeout: float, cancelled: Callable[[], bool], what: str) -> str:
+    def _line(self, wait: float) -> str | None:
+        """The next whole line, or None if none came within `wait` seconds."""
         assert self.process.stdout is not None
-        waited = 0.0
+        while b"\n" not in self._pending:
+            ready, _, _ = select.select([self.process.stdout], [], [], wait)
+            if not ready:
+                return None
+            chunk = os.read(self.process.stdout.fileno(), 1 << 16)
+            if not chunk:
+                raise EOFError
+            self._pending += chunk
+        line, _, self._pending = self._pending.partition(b"\n")
+        return line.decode(errors="replace")
+
+    def read_line(self, cancelled: Callable[[], bool], what: str, timeout: float | None = None) -> str:
+        """The next answer. Without `timeout`, the process may take as long as it keeps saying
+        `beat`; silent for longer than the run's stall bound, it has stalled."""
+        silence, last = 0.0, time.monotonic()
         while True:
-            ready, _, _ = select.select([self.process.stdout], [], [], POLL_S)
-            if ready:
-                line = self.process.stdout.readline()
-                if not line:
-                    code = self.process.wait(5.0)
-                    raise RuntimeError(f"synthesis process {self.index} exited with code {code} {what}")
-                return line.rstrip("\n")
-            waited += POLL_S
+            try:
+                line = self._line(POLL_S)
+            except EOFError:
+                raise RuntimeError(f"{self.name} {_how_it_ended(self._wait(5.0))} {what}") from None
+            now = time.monotonic()
+            # Only time this thread was awake counts: a pipeline that was itself stopped
+            # (Ctrl-Z) does not find its processes silent when it comes back.
+            silence += min(now - last, 1.0)
+            last = now
+            if line is not None:
+                if timeout is None:
+                    self.pace.note(silence)
+                if line == "beat":
+                    silence = 0.0
+                    continue
+                return line
             if cancelled():
                 raise SynthesisCancelled(f"{what} abandoned by a stop")
-            if waited > timeout:
-                raise RuntimeError(f"synthesis process {self.index} gave no answer within "
-                                   f"{timeout:.0f} s {what}")
+            bound = timeout if timeout is not None else self.pace.stall_s()
+            if silence > bound:
+                state = _state(self.process.pid)
+                raise RuntimeError(f"{self.name} made no progress for {silence:.1f} s {what}"
+                                   + (f" (its state: {state})" if state else "")
+                                   + ("" if timeout is not None else
+                                      f"; the stall bound is {STALL_FACTOR:g}x the slowest step so far, "
+                                      f"at least {STALL_FLOOR_S:g} s"))
+
+    def _wait(self, timeout: float) -> int | None:
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
 
     def send(self, partition: int, refs: list[SharedRef] | None) -> None:
         assert self.process.stdin is not None
@@ -220,28 +214,24 @@ class _Worker:
             if refs is not None:
                 socket.send_fds(self.sock, [b"b"], [r.fd for r in refs])
                 line = f"{partition} " + " ".join(str(r.nbytes) for r in refs) + "\n"
-            self.process.stdin.write(line)
-            self.process.stdin.flush()
-        except (BrokenPipeError, OSError):
-            code = self.process.poll()
-            raise RuntimeError(f"synthesis process {self.index} is gone (exit code {code})") from None
+            self.process.stdin.write(line.encode())
+        except OSError:
+            raise RuntimeError(f"{self.name} {_how_it_ended(self._wait(1.0))} before partition "
+                               f"{partition}") from None
 
     def close(self) -> None:
         proc = self.process
         if proc.poll() is None:
             try:
                 assert proc.stdin is not None
-                proc.stdin.close()  # end of input: the process leaves its loop
-                proc.wait(0.2 if self.busy else 2.0)
-            except (OSError, subprocess.TimeoutExpired):
+                proc.stdin.close()  # end of input: an idle process leaves its loop
+            except OSError:
                 pass
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(5.0)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            # It ignores SIGTERM (see synth_child.py); one that is busy, stopped or stuck is
+            # killed, which also works on a stopped process.
+            if self.busy or not self.ready or self._wait(2.0) is None:
+                proc.kill()
+                proc.wait()
         for stream in (proc.stdin, proc.stdout):
             if stream is not None and not stream.closed:
                 with contextlib.suppress(OSError):  # a dead process's pipe: nothing to flush
@@ -254,22 +244,45 @@ class _Worker:
 
 
 class ProcessSynthesis:
-    """`count` synthesis processes for a circuit; `synthesize(i, ...)` runs on process i."""
+    """`count` synthesis processes for a circuit; `synthesize(i, ...)` runs on process i.
+
+    A process that stalls (stopped, stuck) or dies fails the partition it holds, naming it,
+    and so the run (exit 1, the trace kept); it is not restarted. A profiler's run is a
+    measurement: a partition done again by a fresh process would hide the fault the user most
+    needs to see and skew every figure after it; the user decides whether to run again.
+    """
 
     def __init__(self, circuit: SyntheticCircuit, count: int) -> None:
-        params = _Params(circuit.log2, circuit.bool_fraction, circuit.terms, circuit.seed)
+        params = Params(circuit.log2, circuit.bool_fraction, circuit.terms, circuit.seed)
+        self.pace = _Pace()
         self.workers: list[_Worker] = []
         try:
-            for i in range(count):
-                self.workers.append(_Worker(i, params, circuit.n, circuit.m))
+            # Started from a thread of their own: Ctrl-C (a KeyboardInterrupt, raised only in
+            # the main thread) then never falls between a process's start and its record here,
+            # which would leave it unknown to the close below.
+            errors: list[BaseException] = []
+            starter = threading.Thread(target=self._start, args=(count, params, circuit, errors),
+                                       name="synthesis-start", daemon=True)
+            starter.start()
+            _join(starter)
+            if errors:
+                raise errors[0]
             for worker in self.workers:
-                line = worker.read_line(START_TIMEOUT_S, lambda: False, "while starting")
+                line = worker.read_line(lambda: False, "while starting", timeout=START_TIMEOUT_S)
                 if not line.startswith("ready"):
-                    raise RuntimeError(f"synthesis process {worker.index} failed to start: "
-                                       f"{line.removeprefix('error ')}")
+                    raise RuntimeError(f"{worker.name} failed to start: {line.removeprefix('error ')}")
+                worker.ready = True
         except BaseException:
             self.close()
             raise
+
+    def _start(self, count: int, params: Params, circuit: SyntheticCircuit,
+               errors: list[BaseException]) -> None:
+        try:
+            for i in range(count):
+                self.workers.append(_Worker(i, params, circuit.n, circuit.m, self.pace))
+        except BaseException as err:
+            errors.append(err)
 
     def synthesize(self, index: int, partition: int, target: Any, cancelled: Callable[[], bool],
                    collect: Callable[[], Any]) -> None:
@@ -278,18 +291,18 @@ class ProcessSynthesis:
         `collect()` gives the context (a span) of."""
         worker = self.workers[index]
         if worker.busy:
-            raise RuntimeError(f"synthesis process {index} is still busy with an abandoned partition")
+            raise RuntimeError(f"{worker.name} is still busy with an abandoned partition")
         refs = [ref_of(getattr(target, name)) for name in FIELDS]
         direct = all(r is not None for r in refs)
         views = {} if direct else worker.block_views()
         worker.send(partition, [r for r in refs if r is not None] if direct else None)
         worker.busy = True
-        line = worker.read_line(PARTITION_TIMEOUT_S, cancelled, f"while synthesising partition {partition}")
+        line = worker.read_line(cancelled, f"while synthesising partition {partition}")
         worker.busy = False
         if line.startswith("error "):
-            raise RuntimeError(f"in synthesis process {index}: {line.removeprefix('error ')}")
+            raise RuntimeError(f"in {worker.name}: {line.removeprefix('error ')}")
         if line != f"done {partition}":
-            raise RuntimeError(f"synthesis process {index} answered {line!r} for partition {partition}")
+            raise RuntimeError(f"{worker.name} answered {line!r} for partition {partition}")
         if direct:
             return
         with collect():
@@ -297,12 +310,15 @@ class ProcessSynthesis:
                 np.copyto(getattr(target, name), views[name])
 
     def close(self) -> None:
-        for worker in self.workers:
-            worker.close()
-        self.workers = []
-
-
-if __name__ == "__main__":
-    _child_main(sys.argv[1],
-                _Params(int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])),
-                int(sys.argv[6]))
+        """Every process ended and its block removed, even if Ctrl-C comes meanwhile (it is
+        raised after)."""
+        interrupted = False
+        while self.workers:
+            try:
+                self.workers[0].close()
+            except KeyboardInterrupt:
+                interrupted = True
+                continue
+            self.workers.pop(0)
+        if interrupted:
+            raise KeyboardInterrupt

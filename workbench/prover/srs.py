@@ -27,12 +27,10 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
-import multiprocessing
 import os
 import tempfile
 import threading
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -47,6 +45,7 @@ from workbench.prover.curve import (
     point_from_bytes,
     point_to_bytes,
 )
+from workbench.prover.pool import parallel_map
 
 __all__ = [
     "FORMAT_VERSION",
@@ -204,11 +203,7 @@ def _grid_points(cls: type[_Ps], generator: Any, count: int, rng: np.random.Gene
     col_bytes = [bytes(p.to_xy_bytes_le()) for p in cols_pts]
     bounds = [count * k // (4 * workers) for k in range(4 * workers + 1)]
     jobs = [(cls.GROUP, row_bytes, col_bytes, cols, lo, hi) for lo, hi in itertools.pairwise(bounds)]
-    # Forking is cheap and safe while the caller is single-threaded (a script, the CLI); with
-    # other threads running a fork may copy a lock mid-use, so a notebook's run spawns.
-    method = "fork" if threading.active_count() == 1 else "spawn"
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method)) as pool:
-        raw = b"".join(pool.map(_encode_grid_slice, jobs))
+    raw = b"".join(parallel_map(_encode_grid_slice, jobs, workers))
     return cls(np.frombuffer(raw, dtype=np.uint8).reshape(count, cls.POINT_BYTES))
 
 

@@ -29,11 +29,9 @@ from __future__ import annotations
 
 import functools
 import itertools
-import multiprocessing
 import os
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
 import numpy as np
@@ -42,6 +40,7 @@ from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 from workbench.prover.circuit import R1cs, SyntheticCircuit
 from workbench.prover.curve import R_MODULUS, G1Points, G2Points
 from workbench.prover.ntt import Domain
+from workbench.prover.pool import parallel_map
 from workbench.prover.srs import Srs, Trapdoor
 
 __all__ = ["comb_table_xy", "fixed_base_g1", "fixed_base_g2", "key_points", "qap_at", "setup", "trapdoor"]
@@ -178,11 +177,7 @@ def _fixed_base(cls: type[_Ps], scalars: Sequence[int]) -> _Ps:
         return cls(_comb_slice((cls.GROUP, limbs)).reshape(len(scalars), cls.POINT_BYTES))
     bounds = [len(scalars) * k // (4 * workers) for k in range(4 * workers + 1)]
     jobs = [(cls.GROUP, limbs[lo:hi]) for lo, hi in itertools.pairwise(bounds)]
-    # Forking is cheap and safe while the caller is single-threaded (a script, the CLI); with
-    # other threads running a fork may copy a lock mid-use, so a notebook's run spawns.
-    method = "fork" if threading.active_count() == 1 else "spawn"
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method)) as pool:
-        raw = np.concatenate(list(pool.map(_comb_slice, jobs)))
+    raw = np.concatenate(parallel_map(_comb_slice, jobs, workers))
     return cls(raw.reshape(len(scalars), cls.POINT_BYTES))
 
 
