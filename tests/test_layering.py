@@ -31,6 +31,8 @@ LAYERS: dict[str, tuple[int, int]] = {
     "gpu": (2, 0), "analysis": (2, 0), "importers": (2, 0),
     "collectors": (2, 1), "export": (2, 1), "render": (2, 1),
     "pipeline": (2, 2),
+    # sweeps run pipelines and read their traces' analyses
+    "sweep": (2, 3),
     # layer 3: the views
     "viz": (3, 0),
     # layer 4: the ways in (the package's own front door re-exports config and trace)
