@@ -74,6 +74,8 @@ class Driver:
         entry = self.index.entries[k]
         entry.status, entry.host, entry.gpus, entry.node = RUNNING, host, list(gpus or []), node
         entry.start = time.time()
+        with self._lock:
+            self.index.write(self.folder)  # the index says what runs, too
         self.listener.started(entry)
 
     def progress(self, k: int, done: int, total: int) -> None:

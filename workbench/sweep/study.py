@@ -84,9 +84,10 @@ class Study:
 
 
 def read_study(folder: str | Path, checks: Iterable[Check] | None = None, link_gbps: float | None = None,
-               ) -> Study:
-    """`checks`: what-if checks for a folder without an index (an index brings its grid's);
-    `link_gbps`: the host link's speed for a replay of a trace that measured none."""
+               report: Mapping[str, Any] | None = None) -> Study:
+    """`checks` and `report` (title, intro, pairs): a grid's, for a folder without an index (an
+    index brings its own); `link_gbps`: the host link's speed for a replay of a trace that
+    measured none."""
     from workbench.trace import load
 
     folder = Path(folder)
@@ -107,7 +108,7 @@ def read_study(folder: str | Path, checks: Iterable[Check] | None = None, link_g
             match = REPEAT.match(path.stem)
             cell, k = (match["cell"], int(match["k"])) if match else (path.stem, 0)
             found.append((path.stem, cell, k, path))
-        report = {}
+        report = dict(report or {})
     if not found:
         raise ValueError(f"{folder}: no finished runs to read (no completed run in {INDEX}, or no .wbtrace)")
     traces = {label: load(path) for label, _, _, path in found}

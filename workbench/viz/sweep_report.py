@@ -15,7 +15,7 @@ def render_sweep(study: Study, name: str = "sweep") -> str:
     runs = study.runs
     pairs = [(pair[0], pair[1]) for pair in study.report.get("pairs", []) if all(p in runs for p in pair)]
     devices = sorted({str(t.meta.get("device")) for t in runs.values() if t.meta.get("device")})
-    title = study.report.get("title") or f"Sweep {name}" + (f" on {devices[0]}" if devices else "")
+    title = (study.report.get("title") or f"Sweep {name}") + (f" on {devices[0]}" if devices else "")
     intro = [str(study.report.get("intro", ""))]
     index = study.index
     if index is not None:
