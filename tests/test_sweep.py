@@ -164,3 +164,23 @@ def test_ctrl_c_keeps_finished_runs_and_says_which_were_cut_short(tmp_path):
     assert cut.meta["outcome"] == "stopped" and cut.meta["partitions_done"] < 40
     assert "cut short" in stderr and "Traceback" not in stderr
     assert "a " in stdout  # the finished run's table
+
+
+def test_the_notebook_view_fills_in_as_runs_end_and_opens_a_runs_gantt(tmp_path):
+    pytest.importorskip("ipywidgets", reason="the notebook extra is not installed")
+    import workbench.notebook as wb
+
+    grid = {"base": {"backend": "cpu", "partitions": 2, "log2_constraints": 5},
+            "cells": {"quiet": {}, "broken": {"inject_fault": "finish:0"}}}
+    view = wb.sweep(grid, tmp_path / "sweep", local=True, wait=True)
+    assert view.done and view.error is None and view.index.status == "completed"
+    html = view.table.value
+    assert "quiet" in html and "completed" in html and "fault injected into finish of partition 0" in html
+    rate, headline = view.headlines["quiet"]
+    assert rate > 0 and headline and headline.split(":")[0] in html  # the verdict's headline in its row
+    assert list(view.choice.options) == ["quiet", "broken"] and view.stop_button.disabled
+    opened = []
+    view.open_gantt = opened.append
+    view.choice.value = "broken"
+    view.gantt_button.click()
+    assert opened == [tmp_path / "sweep" / "broken.wbtrace"]

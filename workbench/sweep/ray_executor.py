@@ -104,10 +104,15 @@ class RayExecutor:
         self.stop_grace_s = stop_grace_s
         self._owns = False
         self.nodes: dict[str, dict[str, float]] = {}
+        self._notes: list[str] | None = None
 
     def open(self) -> list[str]:
+        """Start or join the cluster (once: a notebook opens it on its own thread, where Ray
+        may set its signal handlers, before the sweep's thread runs)."""
         import ray
 
+        if self._notes is not None:
+            return self._notes
         if ray.is_initialized():
             where = "the Ray cluster this process is connected to"
         else:
@@ -128,7 +133,8 @@ class RayExecutor:
         cpus = sum(r.get("CPU", 0) for r in self.nodes.values())
         gpus = sum(r.get("GPU", 0) for r in self.nodes.values())
         placement = ", each run alone on its host" if self.exclusive_host else ""
-        return [f"on {where}: {len(self.nodes)} nodes, {cpus:g} CPUs, {gpus:g} GPUs{placement}"]
+        self._notes = [f"on {where}: {len(self.nodes)} nodes, {cpus:g} CPUs, {gpus:g} GPUs{placement}"]
+        return self._notes
 
     def close(self) -> None:
         if self._owns:
@@ -136,6 +142,7 @@ class RayExecutor:
 
             ray.shutdown()
             self._owns = False
+        self._notes = None
 
     # -- scheduling ---------------------------------------------------------------------------
     def execute(self, runs: list[Cell], keep_proofs: bool, driver: Driver) -> None:
