@@ -184,3 +184,17 @@ def test_the_notebook_view_fills_in_as_runs_end_and_opens_a_runs_gantt(tmp_path)
     view.choice.value = "broken"
     view.gantt_button.click()
     assert opened == [tmp_path / "sweep" / "broken.wbtrace"]
+
+
+def test_without_ray_the_runs_go_one_after_another_here_and_it_says_so(tmp_path, capsys, monkeypatch):
+    import workbench.sweep.ray_executor as ray_executor
+
+    monkeypatch.setattr(ray_executor, "ray_unavailable_reason", lambda: "Ray is not installed (test)")
+    grid = write(tmp_path, BASE + "[cells.a]\n")
+    assert main(["sweep", str(grid), "--out", str(tmp_path / "s")]) == 0
+    err = capsys.readouterr().err
+    assert "executor local" in err and "one after another in this process: Ray is not installed (test)" in err
+    assert read_index(tmp_path / "s").executor == "local"
+    assert main(["sweep", str(grid), "--address", "10.0.0.1:6379", "--out", str(tmp_path / "t")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "workbench: error: --address and --exclusive-host need Ray: Ray is not installed (test)"

@@ -67,19 +67,25 @@ def _run(args: argparse.Namespace, report: Path | None, json_out: Path | None) -
 
     grid = load_grid(args.grid)
     executor = make_executor(args.local, args.address, args.exclusive_host)
-    folder = prepare_folder(args.out, args.grid.name)
-    progress = ProgressLine(enabled=not args.no_progress)
-    driver = Driver(grid, folder, executor.name, progress)
+    prepare_folder(args.out, args.grid.name, create=False)  # a bad folder is refused before Ray starts
     received: list[str] = []
     interrupted = False
     with signals_as_interrupt(received):
         try:
-            index = driver.run(executor)
-        except KeyboardInterrupt:
-            interrupted, index = True, driver.index
+            executor.open()
         except ExecutorUnavailable as err:
             print(f"workbench: error: {err}", file=sys.stderr)
             return EXIT_USAGE
+        try:
+            folder = prepare_folder(args.out, args.grid.name)
+        except BaseException:
+            executor.close()
+            raise
+        driver = Driver(grid, folder, executor.name, ProgressLine(enabled=not args.no_progress))
+        try:
+            index = driver.run(executor)
+        except KeyboardInterrupt:
+            interrupted, index = True, driver.index
     print(f"sweep: {folder} ({index.status}; {_counts(index)})")
     if interrupted:
         by = f" by {received[0]}" if received else ""

@@ -136,10 +136,13 @@ class Driver:
         return index
 
 
-def prepare_folder(folder: str | Path | None, grid_name: str) -> Path:
+def prepare_folder(folder: str | Path | None, grid_name: str, create: bool = True) -> Path:
     """The sweep's folder: the one given (created, and refused when it holds a sweep already),
-    else a new one under sweeps/."""
+    else a new one under sweeps/. Without `create`, only checked."""
     if folder is None:
+        if not create:
+            output.check_folder(Path("sweeps"), "default folder sweeps/", created=True)
+            return Path("sweeps")
         folder = output.fresh_run_path("sweeps", prefix=Path(grid_name).stem, suffix="")
     path = Path(folder)
     if (path / INDEX).exists():
@@ -147,5 +150,6 @@ def prepare_folder(folder: str | Path | None, grid_name: str) -> Path:
     if path.exists() and not path.is_dir():
         raise SweepExists(f"{path} is not a folder")
     output.check_folder(path, f"--out {path}", created=True)
-    path.mkdir(parents=True, exist_ok=True)
+    if create:
+        path.mkdir(parents=True, exist_ok=True)
     return path
