@@ -157,7 +157,7 @@ class RayExecutor:
         waiting = list(range(len(runs)))
         inflight: dict[Any, int] = {}
         pinned: dict[int, str] = {}
-        free = set(self.nodes)
+        free = {n for n, r in self.nodes.items() if r.get("CPU", 0.0) >= 1}  # a head node may have none
         seen: set[int] = set()  # runs whose start arrived
         ended: set[int] = set()
 
