@@ -6,6 +6,7 @@ a stop keeps the finished runs, and the proofs are those of `workbench run` of t
 from __future__ import annotations
 
 import itertools
+import os
 from pathlib import Path
 
 import pytest
@@ -29,8 +30,16 @@ def cluster(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         # The nodes' workers inherit this: proving keys stay out of the user's cache.
         patch.setenv("WORKBENCH_CACHE", str(tmp_path_factory.mktemp("ray-srs-cache")))
-        nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 4, "num_gpus": 1})
-        nodes.add_node(num_cpus=4, num_gpus=1)
+        nodes = Cluster()
+        try:
+            nodes.add_node(num_cpus=4, num_gpus=1)  # the first is the head
+            nodes.add_node(num_cpus=4, num_gpus=1)
+        except Exception as err:  # Ray gives a node 30 s to start, fixed; a saturated host misses it
+            nodes.shutdown()
+            if "timed out during startup" not in str(err):
+                raise
+            pytest.skip(f"the Ray test cluster did not start in Ray's fixed 30 s (host load "
+                        f"{os.getloadavg()[0]:.0f}): {str(err).splitlines()[0]}")
         nodes.wait_for_nodes()
         ray.init(address=nodes.address, log_to_driver=False, logging_level="error")
         try:
