@@ -30,12 +30,13 @@ def cluster(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         # The nodes' workers inherit this: proving keys stay out of the user's cache.
         patch.setenv("WORKBENCH_CACHE", str(tmp_path_factory.mktemp("ray-srs-cache")))
-        nodes = Cluster()
+        nodes = None
         try:
-            nodes.add_node(num_cpus=4, num_gpus=1)  # the first is the head
+            nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 4, "num_gpus": 1})
             nodes.add_node(num_cpus=4, num_gpus=1)
         except Exception as err:  # Ray gives a node 30 s to start, fixed; a saturated host misses it
-            nodes.shutdown()
+            if nodes is not None:
+                nodes.shutdown()
             if "timed out during startup" not in str(err):
                 raise
             pytest.skip(f"the Ray test cluster did not start in Ray's fixed 30 s (host load "
