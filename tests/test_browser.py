@@ -119,7 +119,8 @@ def test_case_study_report_opens_offline_with_both_runs(page, tmp_path):
     path = tmp_path / "study.html"
     proc = subprocess.run([sys.executable, str(root / "benchmarks" / "case_study.py"), "--summarize",
                            "--data", str(root / "notebooks" / "data" / "h200_2e22"), "--report", str(path)],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(root)})  # this checkout's package
     assert proc.returncode == 0, proc.stderr
     requested = open_offline(page, path, timeout_ms=60_000)
     assert page.locator("canvas").count() >= 3

@@ -33,6 +33,8 @@ LAYERS: dict[str, tuple[int, int]] = {
     "pipeline": (2, 2),
     # many hosts' files read at once: drives the importers and the analysis
     "fleet": (2, 3),
+    # sweeps run pipelines and read their traces' analyses
+    "sweep": (2, 3),
     # layer 3: the views
     "viz": (3, 0),
     # layer 4: the ways in (the package's own front door re-exports config and trace)

@@ -17,7 +17,8 @@ def test_core_imports_without_optional_heavy_libraries():
     import subprocess
     import sys
 
-    code = ("import sys, workbench, workbench.pipeline.run, workbench.cli; "
-            "heavy = {'cupy', 'bokeh', 'ipywidgets', 'nvtx'} & set(sys.modules); "
+    code = ("import sys, workbench, workbench.pipeline.run, workbench.cli, workbench.sweep, "
+            "workbench.sweep.ray_executor; workbench.cli.build_parser(); "
+            "heavy = {'cupy', 'bokeh', 'ipywidgets', 'nvtx', 'ray'} & set(sys.modules); "
             "assert not heavy, heavy")
     subprocess.run([sys.executable, "-c", code], check=True)

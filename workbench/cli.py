@@ -205,23 +205,12 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 
 
 def _fault_hook(spec: str | None) -> Any:
-    if spec is None:
-        return None
-    phase, _, partition_text = spec.partition(":")
-    if not phase or not partition_text.isdigit():
-        raise UsageError(f"--inject-fault {spec!r} is not allowed: PHASE:PARTITION, e.g. batch_add:2")
-    partition = int(partition_text)
-    from workbench.pipeline.run import FAULT_POINTS
+    from workbench.pipeline.faults import FaultSpecError, fault_hook
 
-    if phase not in FAULT_POINTS:
-        raise UsageError(f"--inject-fault {spec!r} is not allowed: no phase {phase!r} (one of "
-                         f"{', '.join(FAULT_POINTS)})")
-
-    def hook(name: str, p: int, worker: int) -> None:
-        if name == phase and p == partition:
-            raise RuntimeError(f"fault injected into {phase} of partition {partition}")
-
-    return hook
+    try:
+        return fault_hook(spec)
+    except FaultSpecError as err:
+        raise UsageError(str(err)) from None
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -366,18 +355,16 @@ def _run_figures(pipeline: Any, result: Any) -> tuple[Any, int, float]:
 
 
 def _write_proofs(path: Path, pipeline: Any, proofs: dict[int, Any]) -> bool:
-    from workbench.prover import proof_json
-    from workbench.prover.verify import VerifyingKey
+    from workbench.pipeline.proofs import proofs_json
     from workbench.trace import output
 
     try:
-        vk = VerifyingKey.of(pipeline.backend.key)
-    except (AttributeError, ValueError) as err:
+        text, count = proofs_json(pipeline, proofs)
+    except ValueError as err:
         print(f"workbench: error: --proofs {path}: {err}", file=sys.stderr)
         return False
-    entries = [(proofs[p], pipeline.circuit.public_inputs(p)) for p in sorted(proofs)]
-    output.write_text(path, proof_json.dumps(proof_json.document(vk, entries)))
-    print(f"proofs: {path} ({len(entries)} proofs)")
+    output.write_text(path, text)
+    print(f"proofs: {path} ({count} proofs)")
     return True
 
 

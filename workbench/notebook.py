@@ -7,6 +7,7 @@
     wb.compare(first, wb.run(memory_mode="zerocopy"))
     wb.report(first, "first.html")
     hosts = wb.fleet(["logs/"]).records    # many hosts' logs ranked by what bounds each
+    view = wb.sweep("grid.toml")          # the grid's table filling in live, Stop, any run's Gantt
 
 Figures are shown as widgets (jupyter_bokeh), which render in JupyterLab and in the
 classic notebook alike and keep streaming while the kernel is busy elsewhere. BokehJS is
@@ -251,3 +252,44 @@ def fleet(paths: Sequence[str | Path] | str | Path, parallel: str = "process", w
     _display(HTML(f"<style>{CSS}</style>{cut}" + fleet_table(view)))
     return Shown(view)
 
+def sweep(grid: str | Path | Mapping[str, Any], out: str | Path | None = None, *, local: bool = False,
+          address: str | None = None, exclusive_host: bool = False, wait: bool = False) -> Any:
+    """Run a grid (a grid file, or its table as a dict) as `workbench sweep` does, on Ray when it
+    is installed: shows the table filling in as runs end, a Stop button, and a Gantt of any
+    finished run. Returns the view: `view.join()` waits, `view.index` says what ran, and
+    `wb.sweep_table(view.folder)` reads the finished folder's table. `wait`: return once done."""
+    from workbench.sweep import Driver, load_grid, make_executor, parse_grid, prepare_folder
+    from workbench.viz.sweep_view import SweepView
+
+    found = load_grid(grid) if isinstance(grid, str | Path) else parse_grid(dict(grid), "grid")
+    executor = make_executor(local, address, exclusive_host)
+    folder = prepare_folder(out, Path(found.source).name)
+    view = SweepView(folder, open_gantt=gantt)
+    driver = Driver(found, folder, executor.name, view)
+    executor.open()  # on this thread: Ray sets signal handlers only from the main thread
+    _display(view.widget)
+    view.start(driver, executor)
+    if wait:
+        try:
+            while not view.join(0.2):
+                pass
+        except KeyboardInterrupt:
+            view.stop()
+            view.join()
+    return view
+
+
+def sweep_table(folder: str | Path) -> Shown:
+    """A sweep folder's grid table (one row a cell, its median run), the spreads across repeats
+    and the what-if checks of its grid."""
+    from IPython.display import HTML
+
+    from workbench.sweep import read_study
+    from workbench.viz.grid_tables import cells_table, checks_table, spreads_table
+
+    study = read_study(folder)
+    cells = {cell: study.metrics[study.representative(cell)] for cell in study.cells}
+    parts = [cells_table(cells), spreads_table({c: study.spreads(c) for c in study.cells})]
+    if study.checks:
+        parts.append(checks_table(study.checks))
+    return _display(HTML(f"<style>{CSS}</style>" + "".join(parts)))

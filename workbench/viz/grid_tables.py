@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from workbench.analysis.grid import CellMetrics, PredictionCheck
 from workbench.analysis.utilisation import GpuUtilisation
+from workbench.sweep.study import Spread
 from workbench.viz.tables import table
 
 
@@ -65,3 +66,24 @@ def checks_table(checks: Sequence[tuple[str, str, PredictionCheck]]) -> str:
                   "predicted at that speed", "error at that speed"], rows,
                  caption="synthesis speed drifts between runs; the last three columns replay the change "
                          "with synthesis at the measured run's median")
+
+
+def spreads_table(spreads: Mapping[str, Mapping[str, Spread]]) -> str:
+    """Each cell's figures across its repeats: median, and lowest to highest."""
+    columns = [("throughput_per_min", "partitions/min", "{:.1f}"),
+               ("mutex_ceiling_per_min", "mutex ceiling /min", "{:.1f}"),
+               ("synthesis_median_ms", "synthesis ms", "{:.0f}"), ("ntt_msm_h_ms", "ntt_msm_h ms", "{:.1f}"),
+               ("copy_gbps_median", "copy GB/s", "{:.1f}"), ("mutex_held", "mutex held", "{:.0%}"),
+               ("kernel_busy", "kernel busy", "{:.0%}"),
+               ("kernel_busy_steady", "kernel busy, steady", "{:.0%}")]
+    rows = []
+    for cell, found in spreads.items():
+        runs = max((s.count for s in found.values()), default=0)
+        row = [cell, str(runs)]
+        for key, _, pattern in columns:
+            s = found.get(key)
+            row.append("-" if s is None else f"{pattern.format(s.median)} ({pattern.format(s.low)} to "
+                                             f"{pattern.format(s.high)})")
+        rows.append(row)
+    return table(["cell", "runs", *(title for _, title, _ in columns)], rows,
+                 caption="median over the cell's completed repeats, lowest to highest in brackets")
