@@ -12,6 +12,7 @@
 // CI tests can run it on the CPU.
 #include "g1.cuh"
 #include "g2.cuh"
+#include "batch_affine.cuh"
 
 typedef unsigned long long batch_u64;
 
@@ -96,3 +97,11 @@ EC_KERNEL_BODY void xyzz_sum_groups_body(const uint4* in, uint4* out, batch_u64 
 
 BATCH_KERNELS(, fp_t)
 BATCH_KERNELS(_g2, fp2_t)
+
+// The affine rounds of batch_affine.cuh: the selected points, compacted on the host side into
+// one run per set, are halved while the rounds are large, and affine_chunk_sums adds up what
+// is left (workbench/gpu/msm.py, batch_add).
+BA_ROUND_KERNEL(, fp_t)
+BA_ROUND_KERNEL(_g2, fp2_t)
+BA_CHUNK_KERNEL(, fp_t)
+BA_CHUNK_KERNEL(_g2, fp2_t)

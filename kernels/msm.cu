@@ -29,6 +29,7 @@
 #include "fr.cuh"
 #include "g1.cuh"
 #include "g2.cuh"
+#include "batch_affine.cuh"
 
 typedef unsigned long long msm_u64;
 
@@ -265,6 +266,12 @@ EC_KERNEL_BODY void msm_reduce_level_body(const uint4* x_in, const uint4* a_in, 
 
 MSM_KERNELS(, fp_t)
 MSM_KERNELS(_g2, fp2_t)
+
+// Affine halving rounds over the sorted buckets (batch_affine.cuh), run between msm_scatter
+// and msm_accumulate while they are large: the first reads the table through the entries,
+// the later ones the previous round's output.
+BA_ROUND_KERNEL(, fp_t)
+BA_ROUND_KERNEL(_g2, fp2_t)
 
 // Canonical Fp elements -> Montgomery form, in place: a G1 point is 2 of them, a G2 point 4.
 extern "C" __global__ void fp_array_to_mont(uint4* elements, msm_u64 n)
