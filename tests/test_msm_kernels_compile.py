@@ -23,9 +23,8 @@ import numpy as np
 import pytest
 from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
-from workbench.gpu import affine_rounds
+from workbench.gpu import affine_rounds, srs_gen
 from workbench.gpu import msm as gpu_msm
-from workbench.gpu import srs_gen
 from workbench.prover.curve import R_MODULUS, G1Points, G2Points, batch_add, msm, point_to_bytes
 
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"

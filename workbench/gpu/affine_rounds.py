@@ -32,9 +32,12 @@ def round_pays(pairs: int, total: int) -> bool:
 
 
 def round_shape(total_out: int) -> tuple[int, int]:
-    """(threads, k) of a round with total_out outputs."""
+    """(threads, k) of a round with total_out outputs: chunks of k outputs, as many threads as
+    chunks up to MAX_THREADS, beyond which each thread takes the same number of chunks."""
     k = min(K_MAX, max(K_MIN, -(-total_out // TARGET_THREADS)))
-    return min(MAX_THREADS, -(-total_out // k)), k
+    chunks = -(-total_out // k)
+    loops = -(-chunks // MAX_THREADS)
+    return -(-chunks // loops), k
 
 
 @dataclass(frozen=True)

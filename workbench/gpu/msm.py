@@ -533,7 +533,7 @@ def _msm(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int, sc
         entries, ends, counts = joined.reshape(-1), joined_ends.reshape(-1), joined_counts.reshape(-1)
         most_entries = max(sets * total, 1)
 
-    _phase("accumulate")
+    _phase("rounds")
     k0 = slice_floor(m, c)
     all_buckets = sets * buckets
     table = points.data
@@ -546,6 +546,7 @@ def _msm(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int, sc
             table, entries, counts, ends = halved.data, halved.entries, halved.counts, halved.ends
             most_entries = max(halved.total, 1)
             k0 = max(16, 2 * -(-halved.total // all_buckets))
+    _phase("accumulate")
     largest = ws.buffer("largest", np.uint32, 1).reshape(())
     xp.max(counts, out=largest)
     max_slices = -(-most_entries // k0)  # slices are at least k0 entries long
