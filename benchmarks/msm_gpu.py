@@ -48,8 +48,14 @@ TARGETS_MS = {("msm", 20): 8.0, ("msm", 22): 28.0, ("msm", 24): 100.0, ("batch_a
 ANCHOR_MS = {("msm", 24): 109.0}  # the published G1 MSM 2^24 on a card of the H200's integer-multiply peak
 # The accumulation variants timed side by side: XYZZ additions only (rounds disabled), and the
 # affine rounds of kernels/batch_affine.cuh with the default rule.
-VARIANTS = {"xyzz": {"MIN_PAIRS": 1 << 62}, "affine": {}}
-RATE_HEADER = '#include "batch_affine.cuh"\n'
+VARIANTS: dict[str, dict[str, float]] = {
+    "xyzz": {"MIN_PAIRS": 1 << 62}, "affine": {},
+    # Tuning: larger batches per thread; more rounds; more threads.
+    "aff_k64": {"K_MIN": 64, "TARGET_THREADS": 1 << 15},
+    "aff_deep": {"MIN_PAIRS": 1 << 19, "MIN_FRACTION": 0.1},
+    "aff_wide": {"TARGET_THREADS": 1 << 17, "MAX_THREADS": 1 << 18},
+}
+RATE_HEADER = '#include "g1.cuh"\n#include "batch_affine.cuh"\n'
 
 RATE_KERNELS = r"""
 extern "C" __global__ void fp_mul_rate(uint4* data, unsigned int iters)
