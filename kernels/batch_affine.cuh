@@ -174,6 +174,25 @@ FP_FN F ba_denominator(const ec_affine<F>& p, const ec_affine<F>& q, int kind)
     return fe_one<F>();
 }
 
+// The denominator of output q in the first pass, reading the y coordinates only where the x
+// coordinates leave the case open (equal x, or a point that may be infinity): a third less
+// memory traffic than loading both points, for the same decision as ba_classify.
+template <class F>
+FP_FN F ba_first_denominator(const uint4* points, const unsigned int* entries, unsigned int has_entries,
+                             ba_u64 first, bool has_q)
+{
+    if (!has_q) return fe_one<F>();
+    const unsigned int e0 = has_entries ? entries[first] : 0u, e1 = has_entries ? entries[first + 1] : 0u;
+    const ba_u64 i0 = has_entries ? (ba_u64)(e0 & ~BA_SIGN_BIT) : first;
+    const ba_u64 i1 = has_entries ? (ba_u64)(e1 & ~BA_SIGN_BIT) : first + 1;
+    const F px = fe_load<F>(points, 2 * i0), qx = fe_load<F>(points, 2 * i1);
+    const F dx = fe_sub(qx, px);
+    if (!fe_is_zero(px) && !fe_is_zero(qx) && !fe_is_zero(dx)) return dx;  // the usual case
+    const ec_affine<F> p = ba_input<F>(points, entries, has_entries, first);
+    const ec_affine<F> q = ba_input<F>(points, entries, has_entries, first + 1);
+    return ba_denominator(p, q, ba_classify(p, q, true));
+}
+
 // The run of output q: the first b with out_ends[b] > q, searched from b.
 FP_FN ba_u64 ba_run_of(const unsigned int* out_ends, ba_u64 b, ba_u64 q)
 {
@@ -208,10 +227,7 @@ EC_KERNEL_BODY void affine_round_body(const uint4* points, const unsigned int* e
                 const bool has_q = first + 1 < in_ends[b];
                 const ba_u64 slot = (q - q0) * threads + t;
                 picks[slot] = (unsigned int)first | (has_q ? BA_SIGN_BIT : 0u);
-                const ec_affine<F> p = ba_input<F>(points, entries, has_entries, first);
-                ec_affine<F> r = p;  // read only when has_q
-                if (has_q) r = ba_input<F>(points, entries, has_entries, first + 1);
-                acc = fe_mul(acc, ba_denominator(p, r, ba_classify(p, r, has_q)));
+                acc = fe_mul(acc, ba_first_denominator<F>(points, entries, has_entries, first, has_q));
                 fe_store(prefix, slot, acc);
             }
             F inv = fe_inv_batch(acc);

@@ -316,8 +316,9 @@ def forced_rounds(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     fewer threads than chunks."""
     from workbench.gpu import affine_rounds
 
-    monkeypatch.setattr(affine_rounds, "MIN_PAIRS", 1)
-    monkeypatch.setattr(affine_rounds, "MIN_FRACTION", 0.0)
+    for name, value in (("MIN_PAIRS", 1), ("MIN_FRACTION", 0.0), ("MIN_PAIRS_G2", 1),
+                        ("MIN_FRACTION_G2", 0.0)):
+        monkeypatch.setattr(affine_rounds, name, value)
     if request.param == "looping":
         monkeypatch.setattr(affine_rounds, "MAX_THREADS", 96)
     return str(request.param)

@@ -591,7 +591,8 @@ ROUND_SHAPES = {"many_threads": (2, 4, 4, 1 << 10), "looping": (2, 3, 2, 3)}
 @pytest.fixture(params=sorted(ROUND_SHAPES))
 def forced_rounds(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     k_min, k_max, target, most = ROUND_SHAPES[request.param]
-    for name, value in (("MIN_PAIRS", 1), ("MIN_FRACTION", 0.0), ("K_MIN", k_min), ("K_MAX", k_max),
+    for name, value in (("MIN_PAIRS", 1), ("MIN_FRACTION", 0.0), ("MIN_PAIRS_G2", 1),
+                        ("MIN_FRACTION_G2", 0.0), ("K_MIN", k_min), ("K_MAX", k_max),
                         ("TARGET_THREADS", target), ("MAX_THREADS", most)):
         monkeypatch.setattr(affine_rounds, name, value)
     return str(request.param)

@@ -537,7 +537,7 @@ def _msm(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int, sc
     k0 = slice_floor(m, c)
     all_buckets = sets * buckets
     table = points.data
-    if affine_rounds.round_pays(most_entries // 2, most_entries):
+    if affine_rounds.round_pays(most_entries // 2, most_entries, g2=group is G2):
         # Halve the buckets in affine rounds while that pays; XYZZ accumulation takes the rest.
         total = int(be.download(ends[all_buckets - 1:])[0])
         halved = affine_rounds.halve_runs(be, ws, "msm", group.kernel("affine_round"), group.affine_words,
@@ -610,7 +610,7 @@ def batch_add_sets(points: DevicePoints, sets: int, bitmap: Any, stream: Any = N
     ws = _workspace(be)
     with be.stream_context(stream):
         bits = _on_device(be, ws, "bitmap", bitmap, np.uint8, None)
-        if affine_rounds.round_pays(sets * (size // 2), sets * size):
+        if affine_rounds.round_pays(sets * (size // 2), sets * size, g2=group is G2):
             totals = _batch_add_affine(be, ws, points, sets, size, bits)
             if totals is not None:
                 return [encode_affine(point, group) for point in _rows_to_affine(totals, group)]
@@ -624,7 +624,7 @@ def _batch_add_affine(be: Any, ws: _Workspace, points: DevicePoints, sets: int, 
     xp, group = be.xp, points.group
     selected = xp.flatnonzero(xp.unpackbits(bits, bitorder="little")[:size]).astype(np.uint32)
     m = int(selected.size)
-    if not affine_rounds.round_pays(sets * (m // 2), sets * m):
+    if not affine_rounds.round_pays(sets * (m // 2), sets * m, g2=group is G2):
         return None
     offsets = xp.arange(sets, dtype=np.uint32) * np.uint32(size)
     entries = ws.buffer("batch_entries", np.uint32, sets * m).reshape(sets, m)
