@@ -1,4 +1,9 @@
-// Sum of the G1 or G2 points whose bit is set in a bitmap (bit i % 8 of byte i / 8, the packed
+// Sum of the G1 or G2 points whose bit is set in a bitmap. With many selected points the host
+// compacts their indices and halves them in affine rounds first (batch_affine.cuh, the kernels
+// at the end of this file), then affine_chunk_sums and xyzz_sum_groups finish; with few, the
+// kernels below work straight from the bitmap.
+//
+// The bitmap path (bit i % 8 of byte i / 8, the packed
 // "scalar == 1" selections that prep_msm builds), as a parallel tree reduction:
 //   batch_add_chunks: thread t adds the selected points among [t * chunk, (t + 1) * chunk)
 //     into an XYZZ partial (mixed additions, the bulk of the work);

@@ -15,6 +15,9 @@ step, sum_w 2^(c w) * T_w over the W window sums, runs here on the host with the
 library: it is a serial chain of about 255 doublings, which one GPU thread runs far slower
 than native host code, and the result has to come to the host anyway.
 
+Bucket accumulation and batch addition first halve their runs of points in affine rounds
+(affine_rounds.py) while those pay, and finish in XYZZ coordinates.
+
 Scratch memory lives in a per-thread, per-device workspace that grows to the largest size
 seen and is then reused, so repeated calls of one size allocate nothing; concurrent workers
 (one thread and stream each) never share scratch.
