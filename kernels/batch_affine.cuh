@@ -11,10 +11,10 @@
 // inv *= d_j (two products each). Six products an addition, against ten for the mixed XYZZ
 // addition of curve.cuh, plus the thread's inversion shared by its k additions.
 //
-// The inversion is a binary extended Euclid (fe_inv_batch below), about a quarter of the
-// cost of Fermat's a^(p-2) (381 squarings and 229 products); it still weighs 150-odd
-// products, so a round pays only with k of 32 or more, and the host runs rounds only while
-// they are large (workbench/gpu/msm.py).
+// The inversion is a binary extended Euclid (fe_inv_batch below): on the H200 it takes the
+// time of about 240 products, a third of Fermat's a^(p-2) (381 squarings and 229 products,
+// about 710), so a round pays only with k of 32 or more, and the host runs rounds only
+// while they are large (workbench/gpu/affine_rounds.py).
 //
 // The special sums that the generic formula divides by zero on are decided per pair: either
 // side at infinity (the other is the sum), P + P (lambda = 3 x^2 / 2 y: the denominator 2y
