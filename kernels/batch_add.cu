@@ -1,4 +1,9 @@
-// Sum of the G1 or G2 points whose bit is set in a bitmap (bit i % 8 of byte i / 8, the packed
+// Sum of the G1 or G2 points whose bit is set in a bitmap. With many selected points the host
+// compacts their indices and halves them in affine rounds first (batch_affine.cuh, the kernels
+// at the end of this file), then affine_chunk_sums and xyzz_sum_groups finish; with few, the
+// kernels below work straight from the bitmap.
+//
+// The bitmap path (bit i % 8 of byte i / 8, the packed
 // "scalar == 1" selections that prep_msm builds), as a parallel tree reduction:
 //   batch_add_chunks: thread t adds the selected points among [t * chunk, (t + 1) * chunk)
 //     into an XYZZ partial (mixed additions, the bulk of the work);
@@ -12,6 +17,7 @@
 // CI tests can run it on the CPU.
 #include "g1.cuh"
 #include "g2.cuh"
+#include "batch_affine.cuh"
 
 typedef unsigned long long batch_u64;
 
@@ -96,3 +102,11 @@ EC_KERNEL_BODY void xyzz_sum_groups_body(const uint4* in, uint4* out, batch_u64 
 
 BATCH_KERNELS(, fp_t)
 BATCH_KERNELS(_g2, fp2_t)
+
+// The affine rounds of batch_affine.cuh: the selected points, compacted on the host side into
+// one run per set, are halved while the rounds are large, and affine_chunk_sums adds up what
+// is left (workbench/gpu/msm.py, batch_add).
+BA_ROUND_KERNEL(, fp_t)
+BA_ROUND_KERNEL(_g2, fp2_t)
+BA_CHUNK_KERNEL(, fp_t)
+BA_CHUNK_KERNEL(_g2, fp2_t)

@@ -11,6 +11,11 @@
 //   3. msm_scatter: recodes again and writes (point index | sign << 31) at an atomically
 //      claimed slot of its bucket: a counting sort by bucket. Order inside a bucket varies
 //      from run to run; the sum does not.
+//   3b. affine_round (batch_affine.cuh), repeated while the host's rule says it pays: each
+//      bucket's points are added in pairs in affine coordinates, a thread's batch of k sums
+//      sharing one inversion, which halves every bucket; the first round reads the table
+//      through the entries, the later ones the previous round's output, and after the last
+//      the entries simply count 0, 1, ... over that output.
 //   4. msm_accumulate: thread t adds the affine points of sorted entries [t K, t K + K) into
 //      XYZZ sums, whatever buckets they fall in, so every thread does the same K additions
 //      (cutting per bucket instead left ~30% of each warp idle: bucket sizes vary). A bucket
@@ -23,12 +28,16 @@
 //   7. host: the W window sums are combined as sum_w 2^(c w) * T_w. That chain of 255
 //      doublings is inherently serial; one GPU thread runs it slower than the host does.
 //
+// At 2^24 (c = 20, 13 windows, mean 32 entries a bucket) the rounds take the buckets down to one
+// or two points each, so step 4 adds a few million points instead of 218 million.
+//
 // Every kernel is a grid-stride loop with no shared memory, barriers or warp intrinsics, so
 // any grid is correct, and the whole pipeline also runs on the CPU with a grid of one thread
 // (the CI tests compile this file with a host compiler and run it that way).
 #include "fr.cuh"
 #include "g1.cuh"
 #include "g2.cuh"
+#include "batch_affine.cuh"
 
 typedef unsigned long long msm_u64;
 
@@ -265,6 +274,12 @@ EC_KERNEL_BODY void msm_reduce_level_body(const uint4* x_in, const uint4* a_in, 
 
 MSM_KERNELS(, fp_t)
 MSM_KERNELS(_g2, fp2_t)
+
+// Affine halving rounds over the sorted buckets (batch_affine.cuh), run between msm_scatter
+// and msm_accumulate while they are large: the first reads the table through the entries,
+// the later ones the previous round's output.
+BA_ROUND_KERNEL(, fp_t)
+BA_ROUND_KERNEL(_g2, fp2_t)
 
 // Canonical Fp elements -> Montgomery form, in place: a G1 point is 2 of them, a G2 point 4.
 extern "C" __global__ void fp_array_to_mont(uint4* elements, msm_u64 n)

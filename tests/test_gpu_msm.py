@@ -284,3 +284,109 @@ def test_g2_batch_add_matches_library(rng: random.Random, log2: int):
         bitmap = np.packbits(mask, bitorder="little")
         _poison()
         assert gpu_msm.batch_add(dev, cupy.asarray(bitmap)) == point_to_bytes(batch_add(points, mask))
+
+
+# ---------------------------------------------------------------- affine rounds (batch_affine.cuh)
+
+INV_TEST_KERNEL = r"""
+extern "C" __global__ void fp_binv(const uint4* a, uint4* out, unsigned long long n)
+{
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x)
+        fp_store(out, i, fp_inv_binary(fp_load(a, i)));
+}
+"""
+
+
+def test_binary_inversion_matches_python_ints(rng: random.Random):
+    from workbench.gpu import kernels
+
+    code = kernels.expand_includes('#include "batch_affine.cuh"\n' + INV_TEST_KERNEL)
+    module = cupy.RawModule(code=code, options=("-std=c++17",))
+    xs = [0, 1, 2, P - 1, P - 2, R384, 2**380, P - 2**32] + [rng.randrange(P) for _ in range(3000)]
+    out = cupy.full((len(xs), 12), 0xFFFFFFFF, dtype=cupy.uint32)
+    module.get_function("fp_binv")((16,), (128,), (cupy.asarray(_fp_limbs(xs)), out, np.uint64(len(xs))))
+    want = [0 if x == 0 else pow(x * R384_INV % P, -1, P) * R384 % P for x in xs]
+    assert _fp_ints(out.get()) == want
+
+
+@pytest.fixture(params=["wide", "looping"])
+def forced_rounds(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Rounds on every MSM and batch addition, down to one point a bucket; "looping" leaves
+    fewer threads than chunks."""
+    from workbench.gpu import affine_rounds
+
+    for name, value in (("MIN_PAIRS", 1), ("MIN_FRACTION", 0.0), ("MIN_PAIRS_G2", 1),
+                        ("MIN_FRACTION_G2", 0.0)):
+        monkeypatch.setattr(affine_rounds, name, value)
+    if request.param == "looping":
+        monkeypatch.setattr(affine_rounds, "MAX_THREADS", 96)
+    return str(request.param)
+
+
+@pytest.mark.parametrize("case", ["random", "one", "repeated", "cancel", "infinity", "indices"])
+def test_msm_with_affine_rounds(rng: random.Random, forced_rounds: str, case: str):
+    n = 5000
+    points = _points(rng, n)
+    values = [rng.randrange(R_MODULUS) for _ in range(n)]
+    indices = None
+    if case == "one":
+        values = [1] * n
+    elif case == "repeated":  # equal points in one bucket: P + P inside a batch
+        points = G1Points(np.repeat(points.xy[:2], [2500, 2500], axis=0))
+        values = [rng.choice([3, 5, 2**130 + 3]) for _ in range(n)]
+    elif case == "cancel":
+        values = [values[0], R_MODULUS - values[0]] * (n // 2)
+        points = G1Points(np.repeat(points.xy[:1], n, axis=0))
+    elif case == "infinity":
+        xy = np.array(points.xy)
+        xy[::7] = 0
+        points = G1Points(xy)
+    elif case == "indices":
+        indices = np.array(sorted(rng.sample(range(n), 1500)), dtype=np.int64)
+        values = values[:1500]
+    scalars = _mont_scalars(values)
+    want = point_to_bytes(msm(points, scalars, indices))
+    assert _device_msm(points, scalars, indices) == want, forced_rounds
+
+
+def test_batch_add_and_g2_with_affine_rounds(rng: random.Random, forced_rounds: str):
+    n = 6001
+    points = _points(rng, n)
+    dev = gpu_msm.DevicePoints.from_points(points)
+    nprng = np.random.default_rng(rng.randrange(2**32))
+    for mask in (nprng.random(n) < 0.5, np.ones(n, bool)):
+        _poison()
+        assert gpu_msm.batch_add(dev, cupy.asarray(np.packbits(mask, bitorder="little"))) == point_to_bytes(
+            batch_add(points, mask))
+    p = G1Point() * Scalar(rng.randrange(1, R_MODULUS))
+    pairs = gpu_msm.DevicePoints.from_points(G1Points.from_objects([p, -p] * 300 + [p, p]))
+    _poison()
+    every = np.packbits(np.ones(602, bool), bitorder="little")
+    assert gpu_msm.batch_add(pairs, every) == point_to_bytes(p + p)
+    g2 = _g2_points(rng, 1500)
+    g2_dev = gpu_msm.DevicePoints.from_points(g2)
+    scalars = _mont_scalars([rng.randrange(R_MODULUS) for _ in range(1500)])
+    g2_mask = nprng.random(1500) < 0.7
+    _poison()
+    assert gpu_msm.msm(g2_dev, scalars) == point_to_bytes(msm(g2, scalars))
+    assert gpu_msm.batch_add(g2_dev, np.packbits(g2_mask, bitorder="little")) == point_to_bytes(
+        batch_add(g2, g2_mask))
+
+
+def test_affine_rounds_agree_with_xyzz_at_scale(rng: random.Random, monkeypatch: pytest.MonkeyPatch):
+    """At sizes where the rounds run by default (2^22 points), against the XYZZ-only path:
+    two different formulas, and the quarters of the MSM summed against the whole."""
+    from workbench.gpu import affine_rounds
+
+    nprng = np.random.default_rng(rng.randrange(2**32))
+    n = 1 << 22
+    dev = srs_gen.device_points_from_scalars(srs_gen.random_scalars(n, nprng))
+    scalars = cupy.asarray(srs_gen.random_scalars(n, nprng))  # uniform below r, read as Montgomery
+    bitmap = cupy.asarray(np.packbits(nprng.random(n) < 0.5, bitorder="little"))
+    quarter = gpu_msm.views(dev, 4)
+    _poison()
+    affine = gpu_msm.msm(quarter[0], scalars[: 1 << 20]), gpu_msm.batch_add(dev, bitmap)
+    monkeypatch.setattr(affine_rounds, "MIN_PAIRS", 1 << 62)
+    _poison()
+    assert (gpu_msm.msm(quarter[0], scalars[: 1 << 20]), gpu_msm.batch_add(dev, bitmap)) == affine

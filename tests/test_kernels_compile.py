@@ -57,7 +57,7 @@ def test_benchmark_microkernels_compile_for_sm90(tmp_path: Path):
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     src = tmp_path / "rates.cu"
-    src.write_text(kernels.expand_includes('#include "g1.cuh"\n' + bench.RATE_KERNELS))
+    src.write_text(kernels.expand_includes(bench.RATE_HEADER + bench.RATE_KERNELS))
     proc = subprocess.run([NVCC, "-arch=sm_90", "-std=c++17", "-c", str(src), "-o", str(tmp_path / "r.o")],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr

@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
+from workbench.gpu import affine_rounds, srs_gen
 from workbench.gpu import msm as gpu_msm
-from workbench.gpu import srs_gen
 from workbench.prover.curve import R_MODULUS, G1Points, G2Points, batch_add, msm, point_to_bytes
 
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"
@@ -91,6 +91,7 @@ HARNESS = r"""
 #include <cstdio>
 #include <cstring>
 #include "g1.cuh"
+#include "batch_affine.cuh"
 """ + HEX_IO + r"""
 static g1_affine_t point(const char* x, const char* y) {
     g1_affine_t p; p.x = fp_to_mont(parse(x)); p.y = fp_to_mont(parse(y)); return p;
@@ -109,6 +110,7 @@ int main() {
         else if (!strcmp(op, "sub")) show(fp_sub(x, y));
         else if (!strcmp(op, "mul")) show(fp_mul(x, y));
         else if (!strcmp(op, "inv")) show(fp_inv(x));
+        else if (!strcmp(op, "binv")) show(fp_inv_binary(x));
         else if (!strcmp(op, "to_mont")) show(fp_to_mont(x));
         else if (!strcmp(op, "from_mont")) show(fp_from_mont(x));
         else {
@@ -176,7 +178,7 @@ def test_fp_matches_python_ints(harness: Path):
     # fp_inv works in Montgomery form: inv(xR) = x^-1 R.
     for x in values[:60]:
         want = 0 if x == 0 else pow(x * R384_INV % P, -1, P) * R384 % P
-        cases.append(("inv", x, 0, want))
+        cases += [("inv", x, 0, want), ("binv", x, 0, want)]
     got = _ask(harness, [f"{op} {x:x} {y:x} 0 0\n" for op, x, y, _ in cases])
     assert len(got) == len(cases)
     bad = [(op, hex(x), hex(y)) for (op, x, y, w), g in zip(cases, got, strict=True) if g != w]
@@ -577,3 +579,119 @@ def test_point_sets_are_checked(backend: EmulatedBackend):
         gpu_msm.msm_windows_sets(joined, 2, _mont([1]), np.array([4], np.int64))
     with pytest.raises(ValueError, match="bitmap must be uint8 of 1 bytes"):
         gpu_msm.batch_add_sets(joined, 2, np.zeros(2, np.uint8))
+
+
+# ---------------------------------------------------------------- affine rounds (batch_affine.cuh)
+
+# Shapes that make the rounds run on a few points: many threads of two to four outputs, and
+# fewer threads than chunks, so that each loops (the grid-stride and chunk loops both run).
+ROUND_SHAPES = {"many_threads": (2, 4, 4, 1 << 10), "looping": (2, 3, 2, 3)}
+
+
+@pytest.fixture(params=sorted(ROUND_SHAPES))
+def forced_rounds(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    k_min, k_max, target, most = ROUND_SHAPES[request.param]
+    for name, value in (("MIN_PAIRS", 1), ("MIN_FRACTION", 0.0), ("MIN_PAIRS_G2", 1),
+                        ("MIN_FRACTION_G2", 0.0), ("K_MIN", k_min), ("K_MAX", k_max),
+                        ("TARGET_THREADS", target), ("MAX_THREADS", most)):
+        monkeypatch.setattr(affine_rounds, name, value)
+    return str(request.param)
+
+
+def _rounds_ran(backend: EmulatedBackend) -> int:
+    return sum(1 for k in backend.launches if k.startswith("affine_round"))
+
+
+def _with_infinity(points: Any, at: list[int]) -> Any:
+    xy = np.array(points.xy)
+    xy[at] = 0
+    return type(points)(xy)
+
+
+@pytest.mark.parametrize("case", ["random", "one", "r_minus_1", "repeated", "cancel", "infinity", "indices"])
+def test_emulated_msm_with_affine_rounds(backend: EmulatedBackend, forced_rounds: str, case: str):
+    """Every bucket halved in affine rounds down to one point: P + P (equal points in one
+    bucket), P + (-P) (s and r - s), points at infinity, one bucket holding every point."""
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    n = 61
+    points = _points(rng, n)
+    values = [rng.randrange(R_MODULUS) for _ in range(n)]
+    indices = None
+    if case == "one":
+        values = [1] * n
+    elif case == "r_minus_1":
+        values = [R_MODULUS - 1] * n
+    elif case == "repeated":
+        points = G1Points(np.repeat(points.xy[3:4], n, axis=0))
+        values = [rng.choice([5, 7, 2**200 + 5]) for _ in range(n)]
+    elif case == "cancel":
+        values = [values[0], R_MODULUS - values[0]] * (n // 2) + [values[0]]
+        points = G1Points(np.repeat(points.xy[:1], n, axis=0))
+    elif case == "infinity":
+        points = _with_infinity(points, [0, 5, 6, 7, n - 1])
+        values = [rng.choice([3, 2**100 + 3]) for _ in range(n)]
+    elif case == "indices":
+        indices = np.array([rng.randrange(n) for _ in range(150)], dtype=np.int64)
+        values = [rng.choice([1, 9, R_MODULUS - 9]) for _ in range(150)]
+    dev = gpu_msm.DevicePoints.from_points(points, backend=backend)
+    scalars = _mont(values)
+    gpu_msm._workspace(backend).poison()
+    before = _rounds_ran(backend)
+    got = gpu_msm.msm(dev, scalars, indices, window=4)
+    assert _rounds_ran(backend) > before
+    assert got == point_to_bytes(msm(points, scalars, indices)), f"{case}, {forced_rounds}, seed {seed}"
+
+
+@pytest.mark.parametrize("case", ["half", "all", "repeated", "cancel", "infinity", "one"])
+def test_emulated_batch_add_with_affine_rounds(backend: EmulatedBackend, forced_rounds: str, case: str):
+    seed = random.SystemRandom().randrange(2**32)
+    rng = np.random.default_rng(seed)
+    n = 83
+    points = _points(random.Random(seed), n)
+    mask = rng.random(n) < 0.5
+    if case == "all":
+        mask[:] = True
+    elif case == "repeated":
+        points, mask[:] = G1Points(np.repeat(points.xy[:1], n, axis=0)), True
+    elif case == "cancel":  # P, -P, P, -P, ...: every first-round pair cancels
+        neg = point_to_bytes(-G1Point.from_xy_bytes_unchecked_le(bytes(points.xy[0])))
+        xy = np.array(points.xy)
+        xy[1::2] = np.frombuffer(neg, np.uint8)
+        xy[0::2] = points.xy[0]
+        points, mask[:] = G1Points(xy), True
+    elif case == "infinity":
+        points = _with_infinity(points, [0, 1, 2, 10, n - 1])
+        mask[[0, 1, 2, 10, n - 1]] = True
+    elif case == "one":
+        mask[:] = False
+        mask[17] = True
+    dev = gpu_msm.DevicePoints.from_points(points, backend=backend)
+    gpu_msm._workspace(backend).poison()
+    before = _rounds_ran(backend)
+    got = gpu_msm.batch_add(dev, np.packbits(mask, bitorder="little"))
+    assert (_rounds_ran(backend) > before) == (mask.sum() > 1)
+    assert got == point_to_bytes(batch_add(points, mask)), f"{case}, {forced_rounds}, seed {seed}"
+
+
+def test_emulated_affine_rounds_over_sets_and_g2(backend: EmulatedBackend, forced_rounds: str):
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    size = 29
+    sets = [_points(rng, size) for _ in range(3)]
+    joined = gpu_msm.concat([gpu_msm.DevicePoints.from_points(p, backend=backend) for p in sets])
+    values = [rng.choice([0, 1, 6, R_MODULUS - 1, rng.randrange(R_MODULUS)]) for _ in range(size)]
+    scalars = _mont(values)
+    mask = np.random.default_rng(seed).random(size) < 0.6
+    bitmap = np.packbits(mask, bitorder="little")
+    gpu_msm._workspace(backend).poison()
+    got = [s.combine() for s in gpu_msm.msm_windows_sets(joined, 3, scalars, window=3)]
+    assert got == [point_to_bytes(msm(p, scalars)) for p in sets], f"seed {seed}"
+    assert gpu_msm.batch_add_sets(joined, 3, bitmap) == [point_to_bytes(batch_add(p, mask)) for p in sets]
+    g2 = _with_infinity(_g2_points(rng, 23), [4])
+    dev = gpu_msm.DevicePoints.from_points(g2, backend=backend)
+    g2_scalars = _mont([rng.choice([2, 3, R_MODULUS - 2]) for _ in range(23)])
+    assert gpu_msm.msm(dev, g2_scalars, window=3) == point_to_bytes(msm(g2, g2_scalars)), f"seed {seed}"
+    g2_mask = np.ones(23, bool)
+    assert gpu_msm.batch_add(dev, np.packbits(g2_mask, bitorder="little")) == point_to_bytes(
+        batch_add(g2, g2_mask)), f"seed {seed}"

@@ -15,6 +15,9 @@ step, sum_w 2^(c w) * T_w over the W window sums, runs here on the host with the
 library: it is a serial chain of about 255 doublings, which one GPU thread runs far slower
 than native host code, and the result has to come to the host anyway.
 
+Bucket accumulation and batch addition first halve their runs of points in affine rounds
+(affine_rounds.py) while those pay, and finish in XYZZ coordinates.
+
 Scratch memory lives in a per-thread, per-device workspace that grows to the largest size
 seen and is then reused, so repeated calls of one size allocate nothing; concurrent workers
 (one thread and stream each) never share scratch.
@@ -32,7 +35,7 @@ from typing import Any
 import numpy as np
 from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
-from workbench.gpu import kernels
+from workbench.gpu import affine_rounds, kernels
 from workbench.prover.curve import G1Points, G2Points
 
 __all__ = [
@@ -501,7 +504,7 @@ def _msm(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int, sc
     windows = window_count(c)
     rows = (1 << (c - 1)) + 1  # buckets per window, index = digit magnitude
     buckets = windows * rows
-    if sets * m * windows >= 1 << 32 or points.n >= 1 << 31:
+    if sets * m * windows >= 1 << 31 or points.n >= 1 << 31:
         raise ValueError(f"MSM of {m} scalars over {sets} sets is past the 32-bit entry indexing")
     scalars_dev = _on_device(be, ws, "scalars", scalars, np.uint64, 4)
     indices_dev = scalars_dev if indices is None else _on_device(be, ws, "indices", indices, np.int64, None)
@@ -533,17 +536,28 @@ def _msm(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int, sc
         entries, ends, counts = joined.reshape(-1), joined_ends.reshape(-1), joined_counts.reshape(-1)
         most_entries = max(sets * total, 1)
 
-    _phase("accumulate")
+    _phase("rounds")
     k0 = slice_floor(m, c)
+    all_buckets = sets * buckets
+    table = points.data
+    if affine_rounds.round_pays(most_entries // 2, most_entries, g2=group is G2):
+        # Halve the buckets in affine rounds while that pays; XYZZ accumulation takes the rest.
+        total = int(be.download(ends[all_buckets - 1:])[0])
+        halved = affine_rounds.halve_runs(be, ws, "msm", group.kernel("affine_round"), group.affine_words,
+                                          table, entries, counts, ends, all_buckets, total)
+        if halved.rounds:
+            table, entries, counts, ends = halved.data, halved.entries, halved.counts, halved.ends
+            most_entries = max(halved.total, 1)
+            k0 = max(16, 2 * -(-halved.total // all_buckets))
+    _phase("accumulate")
     largest = ws.buffer("largest", np.uint32, 1).reshape(())
     xp.max(counts, out=largest)
     max_slices = -(-most_entries // k0)  # slices are at least k0 entries long
-    all_buckets = sets * buckets
     heads = ws.buffer("heads", np.uint32, max_slices * words)
     tails = ws.buffer("tails", np.uint32, max_slices * words)
     sums = ws.buffer("sums", np.uint32, all_buckets * words)
     be.launch("msm", group.kernel("msm_accumulate"), max_slices,
-              (points.data, entries, ends, largest, heads, tails, sums, np.uint64(all_buckets),
+              (table, entries, ends, largest, heads, tails, sums, np.uint64(all_buckets),
                np.uint64(max_slices), np.uint32(k0)))
     be.launch("msm", group.kernel("msm_bucket_sum"), all_buckets,
               (heads, tails, counts, ends, largest, sums, np.uint64(all_buckets), np.uint32(k0)))
@@ -579,50 +593,90 @@ def batch_add(points: DevicePoints, bitmap: Any, stream: Any = None) -> bytes:
     ``bitmap``: uint8 of length ceil(n / 8), bit i % 8 of byte i // 8 (``np.packbits(mask,
     bitorder="little")``), on the host or the device.
     """
-    be, group = points.backend, points.group
-    ws = _workspace(be)
-    n, words = points.n, points.group.xyzz_words
-    _check_bitmap(bitmap, n)
-    if n == 0:
-        return group.identity
-    with be.stream_context(stream):
-        bits = _on_device(be, ws, "bitmap", bitmap, np.uint8, None)
-        chunk = _batch_chunk(n)
-        count = -(-n // chunk)
-        current = ws.buffer("batch_partials", np.uint32, count * words)
-        be.launch("batch_add", group.kernel("batch_add_chunks"), count,
-                  (points.data, bits, current, np.uint64(n), np.uint64(count), np.uint32(chunk)))
-        total = be.download(_sum_partials(be, ws, group, current, count, 1)[:words])
-    return encode_affine(_rows_to_affine(total.reshape(1, words), group)[0], group)
+    return batch_add_sets(points, 1, bitmap, stream)[0]
 
 
 def batch_add_sets(points: DevicePoints, sets: int, bitmap: Any, stream: Any = None) -> list[bytes]:
     """:func:`batch_add` of one bitmap over `sets` point sets stored back to back (concat),
-    each pass launched once for all of them. Sizes whose passes would mix sets (not a
-    multiple of the first pass's chunk, or a chunk count that is not a power of two) fall
-    back to one batch_add per set."""
+    each pass launched once for all of them.
+
+    Many selected points: their indices are compacted into one run per set, halved in affine
+    rounds (affine_rounds.py) and the rest summed in XYZZ. Few: XYZZ additions straight
+    from the bitmap (batch_add_chunks), where a round would not pay."""
     if sets < 1 or points.n % sets:
         raise ValueError(f"{points.n} points do not split into {sets} sets")
     size = points.n // sets
     _check_bitmap(bitmap, size)
-    chunk = _batch_chunk(points.n)
-    per_set = size // chunk if size % chunk == 0 else 0
-    if sets == 1 or size % 8 or per_set == 0 or per_set & (per_set - 1):
-        return [batch_add(p, bitmap, stream) for p in views(points, sets)]
     be, group = points.backend, points.group
+    if size == 0:
+        return [group.identity] * sets
     ws = _workspace(be)
-    words = group.xyzz_words
     with be.stream_context(stream):
         bits = _on_device(be, ws, "bitmap", bitmap, np.uint8, None)
-        joined_bits = ws.buffer("bitmap_sets", np.uint8, sets * bits.size).reshape(sets, bits.size)
-        joined_bits[...] = bits[None, :]
+        if affine_rounds.round_pays(sets * (size // 2), sets * size, g2=group is G2):
+            totals = _batch_add_affine(be, ws, points, sets, size, bits)
+            if totals is not None:
+                return [encode_affine(point, group) for point in _rows_to_affine(totals, group)]
+        return _batch_add_xyzz(be, ws, points, sets, size, bits)
+
+
+def _batch_add_affine(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int,
+                      bits: Any) -> np.ndarray | None:
+    """Per set, the XYZZ sum of its selected points by affine rounds; None when no round
+    pays (too few selected)."""
+    xp, group = be.xp, points.group
+    selected = xp.flatnonzero(xp.unpackbits(bits, bitorder="little")[:size]).astype(np.uint32)
+    m = int(selected.size)
+    if not affine_rounds.round_pays(sets * (m // 2), sets * m, g2=group is G2):
+        return None
+    offsets = xp.arange(sets, dtype=np.uint32) * np.uint32(size)
+    entries = ws.buffer("batch_entries", np.uint32, sets * m).reshape(sets, m)
+    xp.add(selected[None, :], offsets[:, None], out=entries)
+    counts = ws.buffer("batch_counts", np.uint32, sets)
+    counts.fill(m)
+    ends = ws.buffer("batch_ends", np.uint32, sets)
+    ends[...] = (xp.arange(1, sets + 1, dtype=np.uint32) * np.uint32(m))
+    halved = affine_rounds.halve_runs(be, ws, "batch_add", group.kernel("affine_round"), group.affine_words,
+                                      points.data, entries.reshape(-1), counts, ends, sets, sets * m)
+    if not halved.rounds:
+        return None
+    left = halved.total // sets  # every set has the same selection, so the same run lengths
+    per_set = 1
+    while per_set * 2 <= max(1, _BATCH_THREADS // sets) and per_set * 2 * 16 <= left:
+        per_set *= 2
+    chunk = -(-left // per_set)
+    count = sets * per_set
+    partials = ws.buffer("batch_partials", np.uint32, count * group.xyzz_words)
+    be.launch("batch_add", group.kernel("affine_chunk_sums"), count,
+              (halved.data, partials, np.uint64(sets), np.uint64(left), np.uint64(per_set), np.uint32(chunk)))
+    current = _sum_partials(be, ws, group, partials, count, sets)
+    return be.download(current[:sets * group.xyzz_words]).reshape(sets, group.xyzz_words)
+
+
+def _batch_add_xyzz(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int,
+                    bits: Any) -> list[bytes]:
+    """batch_add_sets by XYZZ additions straight from the bitmap. Sizes whose passes would
+    mix sets (not a multiple of the first pass's chunk, or a chunk count that is not a power
+    of two) run one set at a time."""
+    group, words = points.group, points.group.xyzz_words
+    chunk = _batch_chunk(points.n if sets > 1 else size)
+    per_set = size // chunk if size % chunk == 0 else 0
+    if sets > 1 and (size % 8 or per_set == 0 or per_set & (per_set - 1)):
+        return [_batch_add_xyzz(be, ws, p, 1, size, bits)[0] for p in views(points, sets)]
+    if sets == 1:
+        chunk = _batch_chunk(size)
+        count = -(-size // chunk)
+        joined = bits
+    else:
         count = sets * per_set
-        current = ws.buffer("batch_partials", np.uint32, count * words)
-        be.launch("batch_add", group.kernel("batch_add_chunks"), count,
-                  (points.data, joined_bits.reshape(-1), current, np.uint64(points.n), np.uint64(count),
-                   np.uint32(chunk)))
-        current = _sum_partials(be, ws, group, current, count, sets)
-        totals = be.download(current[:sets * words]).reshape(sets, words)
+        joined = ws.buffer("bitmap_sets", np.uint8, sets * bits.size).reshape(sets, bits.size)
+        joined[...] = bits[None, :]
+        joined = joined.reshape(-1)
+    current = ws.buffer("batch_partials", np.uint32, count * words)
+    be.launch("batch_add", group.kernel("batch_add_chunks"), count,
+              (points.data, joined, current, np.uint64(points.n), np.uint64(count), np.uint32(chunk)))
+    current = _sum_partials(be, ws, group, current, count, sets)
+    totals = be.download(current[:sets * words]).reshape(sets, words)
     return [encode_affine(point, group) for point in _rows_to_affine(totals, group)]
 
 

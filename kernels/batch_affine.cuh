@@ -1,0 +1,309 @@
+// Affine point additions in batches that share one field inversion (Montgomery's trick), for
+// both groups: the rounds that halve MSM buckets (msm.cu) and batch additions (batch_add.cu).
+//
+// One round takes runs of affine points (run b holds in_counts[b] = in_ends[b] - in_ends[b-1]
+// points) and writes runs of ceil(count / 2) points: output j of a run is input 2j plus input
+// 2j + 1, or input 2j alone when it is the last of an odd run. An affine sum costs
+// lambda = (y2 - y1) / (x2 - x1), x3 = lambda^2 - x1 - x2, y3 = lambda (x1 - x3) - y1: three
+// products and one division. Thread t takes k consecutive outputs and divides by all their
+// denominators at once: prefix products d_1 d_2 ... d_j (one product each, kept in scratch),
+// one inversion of the whole product, then walking back, 1/d_j = inv * prefix_{j-1} and
+// inv *= d_j (two products each). Six products an addition, against ten for the mixed XYZZ
+// addition of curve.cuh, plus the thread's inversion shared by its k additions.
+//
+// The inversion is a binary extended Euclid (fe_inv_batch below): on the H200 it takes the
+// time of about 240 products, a third of Fermat's a^(p-2) (381 squarings and 229 products,
+// about 710), so a round pays only with k of 32 or more, and the host runs rounds only
+// while they are large (workbench/gpu/affine_rounds.py).
+//
+// The special sums that the generic formula divides by zero on are decided per pair: either
+// side at infinity (the other is the sum), P + P (lambda = 3 x^2 / 2 y: the denominator 2y
+// joins the batch), P + (-P) (infinity). Their denominators are replaced by 1, so the batch's
+// product never holds a zero. A point of order 2 would have y = 0; neither group of prime
+// order r has one.
+//
+// Scratch is two arrays of k x threads, entry (j, t) at j * threads + t so that the threads
+// of a warp touch consecutive words: the prefix products (field elements) and each output's
+// first input index with the top bit set when it has a second. Like the other kernels, the
+// round is a grid-stride loop with no shared memory or barriers: any grid is correct, and
+// the CPU build runs it with one thread.
+#pragma once
+
+#include "curve.cuh"
+
+typedef unsigned long long ba_u64;
+
+#define BA_SIGN_BIT 0x80000000u
+
+namespace ba_detail {
+
+// 2^1152 mod p: Montgomery-multiplying the plain inverse of x R by it gives x^-1 R.
+FP_FN constexpr unsigned int r3_limb(int i)
+{
+    return i == 0 ? 0xd94ca1e0u : i == 1 ? 0xed48ac6bu : i == 2 ? 0x03a7adf8u
+         : i == 3 ? 0x315f831eu : i == 4 ? 0x615e29ddu : i == 5 ? 0x9a53352au
+         : i == 6 ? 0x921e1761u : i == 7 ? 0x34c04e5eu : i == 8 ? 0x65724728u
+         : i == 9 ? 0x2512d435u : i == 10 ? 0x91755d4du : 0x0aa63460u;
+}
+
+FP_FN fp_t select(unsigned int mask, const fp_t& a, const fp_t& b)  // mask all ones: a, else b
+{
+    fp_t r;
+#pragma unroll
+    for (int j = 0; j < FP_LIMBS; ++j) r.l[j] = (a.l[j] & mask) | (b.l[j] & ~mask);
+    return r;
+}
+
+// a - b on 12 limbs as plain integers; the mask is all ones when a < b (the result wrapped).
+FP_FN fp_t sub_wrap(const fp_t& a, const fp_t& b, unsigned int& borrow_mask)
+{
+    using namespace fp_cc;
+    fp_t d;
+    d.l[0] = sub_cc(a.l[0], b.l[0]);
+#pragma unroll
+    for (int j = 1; j < FP_LIMBS; ++j) d.l[j] = subc_cc(a.l[j], b.l[j]);
+    borrow_mask = subc(0u, 0u);
+    return d;
+}
+
+FP_FN unsigned int shr1_pair(unsigned int lo, unsigned int hi)
+{
+    return (lo >> 1) | (hi << 31);
+}
+
+// x / 2 mod p for x < p: (x + p) / 2 when x is odd; x + p < 2^382 needs no thirteenth limb.
+FP_FN fp_t halve_mod(const fp_t& x)
+{
+    using namespace fp_cc;
+    const unsigned int odd = 0u - (x.l[0] & 1u);
+    fp_t s;
+    s.l[0] = add_cc(x.l[0], fp_modulus_limb(0) & odd);
+#pragma unroll
+    for (int j = 1; j < FP_LIMBS - 1; ++j) s.l[j] = addc_cc(x.l[j], fp_modulus_limb(j) & odd);
+    s.l[FP_LIMBS - 1] = addc(x.l[FP_LIMBS - 1], fp_modulus_limb(FP_LIMBS - 1) & odd);
+    fp_t r;
+#pragma unroll
+    for (int j = 0; j < FP_LIMBS - 1; ++j) r.l[j] = shr1_pair(s.l[j], s.l[j + 1]);
+    r.l[FP_LIMBS - 1] = s.l[FP_LIMBS - 1] >> 1;
+    return r;
+}
+
+}  // namespace ba_detail
+
+// x^-1 for x in Montgomery form (0 for 0), by the binary extended Euclid on (u, v) = (x, p),
+// keeping x1 x = u and x2 x = v (mod p). Each step, when u is
+// odd, subtracts the smaller of u, v from the larger (swapping so that u takes the
+// difference) and then halves u: u v at least halves, so from u v < p^2 < 2^762, 762 steps
+// end at u = 0, v = gcd = 1, x2 = x^-1. The steps are branch-free (selects), so the lanes of
+// a warp never diverge. x^-1 here is the plain inverse of x R; one product by R^3 gives the
+// Montgomery form of the inverse of x.
+FP_CALL fp_t fp_inv_binary(const fp_t& x)
+{
+    using namespace ba_detail;
+    fp_t u = x, v, x1 = fp_zero(), x2 = fp_zero();
+#pragma unroll
+    for (int j = 0; j < FP_LIMBS; ++j) v.l[j] = fp_modulus_limb(j);
+    x1.l[0] = 1;
+#pragma unroll 1
+    for (int step = 0; step < 762; ++step) {
+        const unsigned int odd = 0u - (u.l[0] & 1u);
+        unsigned int u_below;
+        const fp_t u_minus_v = sub_wrap(u, v, u_below);
+        unsigned int ignored;
+        const fp_t v_minus_u = sub_wrap(v, u, ignored);
+        const unsigned int swap = odd & u_below;
+        const fp_t x1_minus_x2 = fp_sub(x1, x2);
+        const fp_t x2_minus_x1 = fp_sub(x2, x1);
+        // u odd: u <- |u - v| (even), and v <- the old u when it was the smaller.
+        const fp_t new_u = select(odd, select(u_below, v_minus_u, u_minus_v), u);
+        const fp_t new_x1 = select(odd, select(u_below, x2_minus_x1, x1_minus_x2), x1);
+        v = select(swap, u, v);
+        x2 = select(swap, x1, x2);
+#pragma unroll
+        for (int j = 0; j < FP_LIMBS - 1; ++j) u.l[j] = shr1_pair(new_u.l[j], new_u.l[j + 1]);
+        u.l[FP_LIMBS - 1] = new_u.l[FP_LIMBS - 1] >> 1;
+        x1 = halve_mod(new_x1);
+    }
+    fp_t r3;
+#pragma unroll
+    for (int j = 0; j < FP_LIMBS; ++j) r3.l[j] = r3_limb(j);
+    return fp_mul(x2, r3);
+}
+
+// The inversion the batches use, per coordinate field: Fp2's through the norm,
+// 1 / (a0 + a1 u) = (a0 - a1 u) / (a0^2 + a1^2).
+FP_FN fp_t fe_inv_batch(const fp_t& a) { return fp_inv_binary(a); }
+FP_FN fp2_t fe_inv_batch(const fp2_t& a)
+{
+    const fp_t t = fp_inv_binary(fp_add(fp_sqr(a.c0), fp_sqr(a.c1)));
+    return fp2_make(fp_mul(a.c0, t), fp_neg(fp_mul(a.c1, t)));
+}
+
+template <class F>
+FP_FN bool fe_equal(const F& a, const F& b) { return fe_is_zero(fe_sub(a, b)); }
+
+// Input i of a round: points[i], or for the first round of an MSM the table point an entry
+// names (index | sign << 31), negated when the sign is set.
+template <class F>
+FP_FN ec_affine<F> ba_input(const uint4* points, const unsigned int* entries, unsigned int has_entries,
+                            ba_u64 i)
+{
+    if (!has_entries) return ec_affine_load<F>(points, i);
+    const unsigned int e = entries[i];
+    ec_affine<F> p = ec_affine_load<F>(points, e & ~BA_SIGN_BIT);
+    return (e & BA_SIGN_BIT) ? ec_affine_neg(p) : p;
+}
+
+// How one output comes out of its inputs p and q (q absent for a run's odd last point).
+enum ba_kind { BA_SUM = 0, BA_FIRST = 1, BA_SECOND = 2, BA_INFINITY = 3, BA_DOUBLE = 4 };
+
+template <class F>
+FP_FN int ba_classify(const ec_affine<F>& p, const ec_affine<F>& q, bool has_q)
+{
+    if (!has_q || ec_affine_is_infinity(q)) return BA_FIRST;
+    if (ec_affine_is_infinity(p)) return BA_SECOND;
+    if (fe_equal(p.x, q.x)) return fe_equal(p.y, q.y) ? BA_DOUBLE : BA_INFINITY;
+    return BA_SUM;
+}
+
+template <class F>
+FP_FN F ba_denominator(const ec_affine<F>& p, const ec_affine<F>& q, int kind)
+{
+    if (kind == BA_SUM) return fe_sub(q.x, p.x);
+    if (kind == BA_DOUBLE) return fe_dbl(p.y);
+    return fe_one<F>();
+}
+
+// The denominator of output q in the first pass, reading the y coordinates only where the x
+// coordinates leave the case open (equal x, or a point that may be infinity): a third less
+// memory traffic than loading both points, for the same decision as ba_classify.
+template <class F>
+FP_FN F ba_first_denominator(const uint4* points, const unsigned int* entries, unsigned int has_entries,
+                             ba_u64 first, bool has_q)
+{
+    if (!has_q) return fe_one<F>();
+    const unsigned int e0 = has_entries ? entries[first] : 0u, e1 = has_entries ? entries[first + 1] : 0u;
+    const ba_u64 i0 = has_entries ? (ba_u64)(e0 & ~BA_SIGN_BIT) : first;
+    const ba_u64 i1 = has_entries ? (ba_u64)(e1 & ~BA_SIGN_BIT) : first + 1;
+    const F px = fe_load<F>(points, 2 * i0), qx = fe_load<F>(points, 2 * i1);
+    const F dx = fe_sub(qx, px);
+    if (!fe_is_zero(px) && !fe_is_zero(qx) && !fe_is_zero(dx)) return dx;  // the usual case
+    const ec_affine<F> p = ba_input<F>(points, entries, has_entries, first);
+    const ec_affine<F> q = ba_input<F>(points, entries, has_entries, first + 1);
+    return ba_denominator(p, q, ba_classify(p, q, true));
+}
+
+// The run of output q: the first b with out_ends[b] > q, searched from b.
+FP_FN ba_u64 ba_run_of(const unsigned int* out_ends, ba_u64 b, ba_u64 q)
+{
+    while (out_ends[b] <= q) ++b;
+    return b;
+}
+
+template <class F>
+EC_KERNEL_BODY void affine_round_body(const uint4* points, const unsigned int* entries,
+                                      unsigned int has_entries, const unsigned int* in_ends,
+                                      const unsigned int* out_ends, ba_u64 runs, uint4* out,
+                                      uint4* prefix, unsigned int* picks, ba_u64 threads, unsigned int k)
+{
+    const ba_u64 total_out = out_ends[runs - 1];
+    for (ba_u64 t = blockIdx.x * (ba_u64)blockDim.x + threadIdx.x; t < threads;
+         t += (ba_u64)gridDim.x * blockDim.x) {
+#pragma unroll 1
+        for (ba_u64 q0 = t * k; q0 < total_out; q0 += threads * k) {
+            const ba_u64 q1 = q0 + k < total_out ? q0 + k : total_out;
+            ba_u64 lo = 0, hi = runs - 1;  // the run of output q0
+            while (lo < hi) {
+                const ba_u64 mid = (lo + hi) / 2;
+                if (out_ends[mid] > q0) hi = mid; else lo = mid + 1;
+            }
+            ba_u64 b = lo;
+            F acc = fe_one<F>();
+#pragma unroll 1
+            for (ba_u64 q = q0; q < q1; ++q) {
+                b = ba_run_of(out_ends, b, q);
+                const ba_u64 out_start = b ? out_ends[b - 1] : 0, in_start = b ? in_ends[b - 1] : 0;
+                const ba_u64 first = in_start + 2 * (q - out_start);
+                const bool has_q = first + 1 < in_ends[b];
+                const ba_u64 slot = (q - q0) * threads + t;
+                picks[slot] = (unsigned int)first | (has_q ? BA_SIGN_BIT : 0u);
+                acc = fe_mul(acc, ba_first_denominator<F>(points, entries, has_entries, first, has_q));
+                fe_store(prefix, slot, acc);
+            }
+            F inv = fe_inv_batch(acc);
+#pragma unroll 1
+            for (ba_u64 q = q1; q-- > q0;) {
+                const ba_u64 slot = (q - q0) * threads + t;
+                const unsigned int pick = picks[slot];
+                const bool has_q = (pick & BA_SIGN_BIT) != 0;
+                const ba_u64 first = pick & ~BA_SIGN_BIT;
+                const ec_affine<F> p = ba_input<F>(points, entries, has_entries, first);
+                ec_affine<F> r = p;
+                if (has_q) r = ba_input<F>(points, entries, has_entries, first + 1);
+                const int kind = ba_classify(p, r, has_q);
+                const F den = ba_denominator(p, r, kind);
+                // 1 / den = inv * (the product of the denominators before it).
+                const F den_inv = q == q0 ? inv : fe_mul(inv, fe_load<F>(prefix, slot - threads));
+                inv = fe_mul(inv, den);
+                ec_affine<F> s;
+                if (kind == BA_FIRST) {
+                    s = p;
+                } else if (kind == BA_SECOND) {
+                    s = r;
+                } else if (kind == BA_INFINITY) {
+                    s.x = fe_zero<F>(); s.y = s.x;
+                } else {
+                    F num;
+                    if (kind == BA_SUM) {
+                        num = fe_sub(r.y, p.y);
+                    } else {
+                        const F x2 = fe_sqr(p.x);
+                        num = fe_add(fe_dbl(x2), x2);
+                    }
+                    const F lambda = fe_mul(num, den_inv);
+                    s.x = fe_sub(fe_sub(fe_sqr(lambda), p.x), r.x);
+                    s.y = fe_sub(fe_mul(lambda, fe_sub(p.x, s.x)), p.y);
+                }
+                ec_affine_store(out, q, s);
+            }
+        }
+    }
+}
+
+// Sums of consecutive affine points into XYZZ partials: partial t of set s covers points
+// [s * per_set_len + u * chunk, ...) of that set, u = t % per_set, so that no partial spans
+// two sets (the host makes per_set a power of two for the pairwise passes after it).
+template <class F>
+EC_KERNEL_BODY void affine_chunk_sums_body(const uint4* points, uint4* partials, ba_u64 sets,
+                                           ba_u64 per_set_len, ba_u64 per_set, unsigned int chunk)
+{
+    for (ba_u64 t = blockIdx.x * (ba_u64)blockDim.x + threadIdx.x; t < sets * per_set;
+         t += (ba_u64)gridDim.x * blockDim.x) {
+        const ba_u64 s = t / per_set, u = t % per_set;
+        const ba_u64 begin = u * chunk < per_set_len ? u * chunk : per_set_len;
+        const ba_u64 end = begin + chunk < per_set_len ? begin + chunk : per_set_len;
+        ec_xyzz<F> acc = ec_infinity<F>();
+#pragma unroll 1
+        for (ba_u64 i = begin; i < end; ++i)
+            acc = ec_add_affine_inline(acc, ec_affine_load<F>(points, s * per_set_len + i));
+        ec_xyzz_store(partials, t, acc);
+    }
+}
+
+#define BA_ROUND_KERNEL(suffix, F)                                                                 \
+    extern "C" __global__ void __launch_bounds__(128) affine_round##suffix(                        \
+        const uint4* points, const unsigned int* entries, unsigned int has_entries,                \
+        const unsigned int* in_ends, const unsigned int* out_ends, ba_u64 runs, uint4* out,        \
+        uint4* prefix, unsigned int* picks, ba_u64 threads, unsigned int k)                        \
+    {                                                                                              \
+        affine_round_body<F>(points, entries, has_entries, in_ends, out_ends, runs, out, prefix,    \
+                             picks, threads, k);                                                   \
+    }
+
+#define BA_CHUNK_KERNEL(suffix, F)                                                                 \
+    extern "C" __global__ void __launch_bounds__(128) affine_chunk_sums##suffix(                   \
+        const uint4* points, uint4* partials, ba_u64 sets, ba_u64 per_set_len, ba_u64 per_set,     \
+        unsigned int chunk)                                                                        \
+    {                                                                                              \
+        affine_chunk_sums_body<F>(points, partials, sets, per_set_len, per_set, chunk);            \
+    }

@@ -1,0 +1,93 @@
+"""Affine halving rounds (kernels/batch_affine.cuh) over runs of points, for the MSM's sorted
+buckets and batch addition's selected points.
+
+A round pairs the points of every run and writes ceil(count / 2) affine sums per run, all
+divisions of a thread's k sums sharing one inversion. The host decides how many rounds run:
+a round pays while it has many pairs, so that k stays at 32 or more with the GPU full; when
+pairs are few the rest is cheaper as XYZZ additions (the callers' existing passes), and each
+round also costs a read-back of its size. The rule is :func:`round_pays`, its constants
+module attributes that tests and benchmarks may change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+MIN_PAIRS = 1 << 21
+"""A G1 round runs only with at least this many pairs (k = 32 over 2^16 threads)."""
+
+MIN_FRACTION = 0.25
+"""... and when at least this share of its input points are paired away."""
+
+MIN_PAIRS_G2, MIN_FRACTION_G2 = 1 << 19, 0.1
+"""The same for G2, whose products cost three of Fp's while its inversion costs about one
+more: smaller rounds still pay (on the H200, the 2^22 partition's G2 tail took 40.5 ms with
+the G1 rule and 33.6 ms with this one, batch addition 11.6 and 9.7)."""
+
+TARGET_THREADS = 1 << 16  # a round's threads when its outputs allow k >= K_MIN
+MAX_THREADS = 1 << 17  # beyond it threads loop over chunks (bounds the scratch)
+K_MIN, K_MAX = 32, 256
+
+
+def round_pays(pairs: int, total: int, g2: bool = False) -> bool:
+    least, share = (MIN_PAIRS_G2, MIN_FRACTION_G2) if g2 else (MIN_PAIRS, MIN_FRACTION)
+    return pairs > 0 and pairs >= least and pairs >= share * total
+
+
+def round_shape(total_out: int) -> tuple[int, int]:
+    """(threads, k) of a round with total_out outputs: chunks of k outputs, as many threads as
+    chunks up to MAX_THREADS, beyond which each thread takes the same number of chunks."""
+    k = min(K_MAX, max(K_MIN, -(-total_out // TARGET_THREADS)))
+    chunks = -(-total_out // k)
+    loops = -(-chunks // MAX_THREADS)
+    return -(-chunks // loops), k
+
+
+@dataclass(frozen=True)
+class Halved:
+    """Runs after the rounds: affine points `data` (flat uint32) with `entries` naming them in
+    run order (None: no round ran, the caller's inputs stand), per-run counts and inclusive
+    ends, and the total."""
+
+    data: Any
+    entries: Any
+    counts: Any
+    ends: Any
+    total: int
+    rounds: int
+
+
+def halve_runs(be: Any, ws: Any, module: str, kernel: str, affine_words: int, data: Any, entries: Any,
+               counts: Any, ends: Any, runs: int, total: int) -> Halved:
+    """Affine rounds over `runs` runs of `total` inputs (the first read through `entries`,
+    uint32 index | sign << 31, from table `data`), while :func:`round_pays`."""
+    xp = be.xp
+    src, src_entries, rounds = data, entries, 0
+    while total > 1:
+        out_counts = ws.buffer(f"round_counts{rounds & 1}", np.uint32, runs)
+        xp.add(counts, np.uint32(1), out=out_counts)
+        xp.right_shift(out_counts, np.uint32(1), out=out_counts)
+        out_ends = ws.buffer(f"round_ends{rounds & 1}", np.uint32, runs)
+        xp.cumsum(out_counts, dtype=np.uint32, out=out_ends)
+        total_out = int(be.download(out_ends[runs - 1:])[0])
+        if not round_pays(total - total_out, total, g2=affine_words > 24):
+            break
+        threads, k = round_shape(total_out)
+        words = affine_words // 2  # one coordinate
+        out = ws.buffer(f"round_points{rounds & 1}", np.uint32, total_out * affine_words)
+        prefix = ws.buffer("round_prefix", np.uint32, threads * k * words)
+        picks = ws.buffer("round_picks", np.uint32, threads * k)
+        has_entries = src_entries is not None
+        be.launch(module, kernel, threads,
+                  (src, src_entries if has_entries else out_ends, np.uint32(has_entries), ends, out_ends,
+                   np.uint64(runs), out, prefix, picks, np.uint64(threads), np.uint32(k)))
+        src, src_entries, counts, ends, total = out, None, out_counts, out_ends, total_out
+        rounds += 1
+    if rounds == 0:
+        return Halved(data, entries, counts, ends, total, 0)
+    identity = ws.buffer("round_identity", np.uint32, total)
+    identity[...] = xp.arange(total, dtype=np.uint32)
+    return Halved(src, identity, counts, ends, total, rounds)
