@@ -60,7 +60,6 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, report: Path | None, json_out: Path | None) -> int:
-    from workbench.commands._signals import signals_as_interrupt
     from workbench.sweep import load_grid, make_executor, prepare_folder
     from workbench.sweep.ray_executor import ExecutorUnavailable
     from workbench.sweep.run import Driver
@@ -68,29 +67,27 @@ def _run(args: argparse.Namespace, report: Path | None, json_out: Path | None) -
     grid = load_grid(args.grid)
     executor = make_executor(args.local, args.address, args.exclusive_host)
     prepare_folder(args.out, args.grid.name, create=False)  # a bad folder is refused before Ray starts
-    received: list[str] = []
     interrupted = False
-    with signals_as_interrupt(received):
-        try:
-            executor.open()
-        except ExecutorUnavailable as err:
-            print(f"workbench: error: {err}", file=sys.stderr)
-            return EXIT_USAGE
-        try:
-            folder = prepare_folder(args.out, args.grid.name)
-        except BaseException:
-            executor.close()
-            raise
-        driver = Driver(grid, folder, executor.name, ProgressLine(enabled=not args.no_progress))
-        try:
-            index = driver.run(executor)
-        except KeyboardInterrupt:
-            interrupted, index = True, driver.index
+    # Ctrl-C, SIGTERM and SIGHUP arrive here as KeyboardInterrupt (cli.main's handlers).
+    try:
+        executor.open()
+    except ExecutorUnavailable as err:
+        print(f"workbench: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        folder = prepare_folder(args.out, args.grid.name)
+    except BaseException:
+        executor.close()
+        raise
+    driver = Driver(grid, folder, executor.name, ProgressLine(enabled=not args.no_progress))
+    try:
+        index = driver.run(executor)
+    except KeyboardInterrupt:
+        interrupted, index = True, driver.index
     print(f"sweep: {folder} ({index.status}; {_counts(index)})")
     if interrupted:
-        by = f" by {received[0]}" if received else ""
-        print(f"workbench: interrupted{by}; the finished runs are kept, {folder / 'index.json'} says "
-              "which were cut short", file=sys.stderr)
+        print(f"workbench: interrupted{args.stops.said()}; the finished runs are kept, "
+              f"{folder / 'index.json'} says which were cut short", file=sys.stderr)
     if any(e.status == "completed" for e in index.entries):
         _summarize(folder, report, json_out)
     if interrupted:
