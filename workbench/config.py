@@ -11,6 +11,9 @@ BACKENDS = ("auto", "cpu", "gpu")
 MEMORY_MODES = ("pageable", "pinned", "zerocopy", "registered")
 LOCK_SCOPES = ("coarse", "compute")
 SYNTHESIS_MODES = ("threads", "processes")
+# A host-to-device link speed the analyses will time copies by, in GB/s: beyond these a copy of
+# a few bytes lasts past any clock, or no time at all.
+LINK_GBPS_RANGE = (1e-3, 1e5)
 
 
 class ConfigError(ValueError):
