@@ -151,10 +151,10 @@ def output_cases(work: Path, quick: bool) -> list[Case]:
         for flag, argv in flags.items():
             cases.append(Case("outputs", f"{flag} to {what}", [a.replace("{p}", str(path)) for a in argv],
                               "refuse", keep, [folder]))
-    full = _full_disk(work, [f"old-{flag.split()[-1].strip('-')}" for flag in flags])
+    full = _full_disk(work, [_old_name(flag) for flag in flags])
     if full is not None:
         for flag, argv in flags.items():
-            target = full / f"old-{flag.split()[-1].strip('-')}"
+            target = full / _old_name(flag)
             cases.append(Case("outputs", f"{flag} to a full disk, over an old file",
                               [a.replace("{p}", str(target)) for a in argv], "refuse", [target], [full]))
     twice = folder / "twice"
@@ -176,8 +176,12 @@ def output_cases(work: Path, quick: bool) -> list[Case]:
     return cases
 
 
+def _old_name(flag: str) -> str:
+    return "old-" + "".join(c if c.isalnum() else "_" for c in flag)
+
+
 def _full_disk(work: Path, olds: list[str]) -> Path | None:
-    """A 256 KiB tmpfs holding the old files, nearly full: where root may mount one. None elsewhere."""
+    """A 256 KiB tmpfs holding the old files, full: where root may mount one. None elsewhere."""
     mount = work / "full"
     mount.mkdir()
     if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)],
@@ -186,7 +190,7 @@ def _full_disk(work: Path, olds: list[str]) -> Path | None:
     for name in olds:
         (mount / name).write_text("the old file, to be kept whole\n")
     free = os.statvfs(mount)
-    (mount / "filler").write_bytes(b"\0" * (free.f_bavail * free.f_frsize - 8192))  # about 8 KiB left
+    (mount / "filler").write_bytes(b"\0" * (free.f_bavail * free.f_frsize))  # no block left
     return mount
 
 

@@ -89,3 +89,45 @@ def test_export_cuzk_of_a_log_whose_call_has_no_ntt_msm_h(tmp_path, capsys):
     assert main(["export", "cuzk", str(log), "-o", str(out)]) == 0
     finished = sum(1 for line in lines if "mutex_held_ms=" in line)
     assert out.read_text().count("mutex_held_ms=") >= finished
+
+
+def test_holds_closed_out_of_order_are_found_not_recursed_into():
+    # The seed log's lines reversed: `report` died in RecursionError (viz/lanes.py HoldIndex.closed).
+    from workbench.viz.lanes import HoldIndex
+
+    holds = HoldIndex()
+    for start in range(10, 0, -1):  # each hold closed long after, latest first
+        holds.opened(0, start * 100)
+    for start in range(1, 11):
+        holds.closed(0, start * 100, start * 100 + 50)
+    holds.closed(0, 5, 7)  # never opened
+    assert holds.starts[0] == [5, *range(100, 1001, 100)]
+    assert holds.ends[0] == [7.0, *(float(s + 50) for s in range(100, 1001, 100))]
+
+
+
+def test_the_bars_of_a_log_with_its_lines_reversed(tmp_path):
+    from workbench.importers import load_any
+    from workbench.viz.bars import trace_bars
+
+    log = tmp_path / "reversed.log"
+    log.write_text("\n".join(reversed(SEED_LOG.read_text().splitlines())))
+    trace = load_any(log)
+    assert len(trace_bars(trace)) > 0
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["run", "--config", "/dev/zero"], "/dev/zero: more than 1 MiB, not a config file"),
+    (["diagnose", str(RUN), "--roles", "/dev/zero"], "/dev/zero: more than 1 MiB, not a role mapping file"),
+])
+def test_a_device_as_a_settings_file_is_refused_not_read_forever(argv, said, capsys):
+    _refused(argv, capsys, said)
+
+
+def test_a_config_nested_thousands_deep_is_refused(tmp_path, capsys):
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"partitions": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    roles = tmp_path / "roles.json"
+    roles.write_text("[" * 100_000 + "]" * 100_000)
+    _refused(["run", "--config", str(deep)], capsys, "nested a few levels deep")
+    _refused(["diagnose", str(RUN), "--roles", str(roles)], capsys, "roles.json: not valid JSON")

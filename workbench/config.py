@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
 BACKENDS = ("auto", "cpu", "gpu")
@@ -128,6 +129,8 @@ class RunConfig:
             data = json.loads(text)
         except json.JSONDecodeError as err:
             raise ConfigError("config", text[:40], f"valid JSON ({err.msg} at line {err.lineno})") from None
+        except RecursionError:
+            raise ConfigError("config", text[:40], "JSON nested a few levels deep, not thousands") from None
         return cls.from_dict(data)
 
 
@@ -143,3 +146,26 @@ def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
 def _check_int(name: str, value: Any, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ConfigError(name, value, f"an integer from {low} to {high}")
+
+
+class SmallFileError(ValueError):
+    """A settings file or role mapping that cannot be read; the message names the file."""
+
+
+SMALL_FILE = 1 << 20  # a settings file or role mapping is a few KiB
+
+
+def read_small(path: Path, what: str) -> str:
+    """A small text file read whole, at most SMALL_FILE bytes: a device (/dev/zero) or a runaway
+    pipe is refused after reading that much instead of read forever."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(SMALL_FILE + 1)
+    except OSError as err:
+        raise SmallFileError(f"{path}: cannot read the {what} ({err.strerror or err})") from None
+    if len(data) > SMALL_FILE:
+        raise SmallFileError(f"{path}: more than {SMALL_FILE >> 20} MiB, not a {what} file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise SmallFileError(f"{path}: cannot read the {what} (not UTF-8 text: byte {err.start})") from None

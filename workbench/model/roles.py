@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from workbench.config import read_small
 from workbench.model import tracks as tr
 
 if TYPE_CHECKING:
@@ -141,16 +142,14 @@ def load_rules(path: str | Path) -> tuple[RoleRule, ...]:
     """A mapping file: TOML (`[[role]]` tables) or JSON; a `.json` name is read as JSON, any other
     as TOML (a TOML file may begin with `[` too, so the first character cannot tell)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise RolesError(f"{path}: cannot read the role mapping ({err})") from None
+    text = read_small(path, "role mapping")
     try:
         data = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError, RecursionError) as err:
         kind = "JSON" if path.suffix.lower() == ".json" else "TOML"
         raise RolesError(f"{path}: not valid {kind} ({err})") from None
     return parse_rules(data, str(path))
+
 
 
 def trace_rules(trace: Trace) -> tuple[RoleRule, ...]:
