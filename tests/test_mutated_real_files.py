@@ -109,7 +109,7 @@ def _flip(data: bytes, draw) -> bytes:
 
 # -- bytes of every file, flipped and cut ------------------------------------------------------
 
-@_settings(30)
+@_settings(15)
 @given(st.data())
 def test_any_real_file_with_bytes_flipped_or_cut(data):
     source = data.draw(st.sampled_from([NSYS, CUZK, *CHROME, *KINETO, *WBTRACE]))
@@ -160,7 +160,7 @@ def _mutate_json(doc, draw):
     return doc
 
 
-@_settings(40)
+@_settings(20)
 @given(st.data())
 def test_chrome_and_viztracer_json_with_events_edited(data):
     source = data.draw(st.sampled_from(CHROME))
@@ -174,7 +174,7 @@ def test_chrome_and_viztracer_json_with_events_edited(data):
         settle(path, COMMANDS[:2] if data.draw(st.booleans()) else ())
 
 
-@_settings(25)
+@_settings(12)
 @given(st.data())
 def test_kineto_json_gz_with_events_edited(data):
     source = data.draw(st.sampled_from(KINETO))
@@ -226,7 +226,7 @@ def _mutate_sqlite(path: Path, draw) -> None:
         conn.commit()
 
 
-@_settings(15)
+@_settings(8)
 @given(st.data())
 def test_nsys_export_with_rows_columns_and_tables_edited(data):
     folder, path = _scratch("export.sqlite")
@@ -279,7 +279,7 @@ def _mutate_log(draw) -> str:
     return "\n".join(lines) + ("\n" if draw(st.booleans()) else "")
 
 
-@_settings(40)
+@_settings(20)
 @given(st.data())
 def test_cuzk_log_with_lines_shuffled_garbled_or_cut(data):
     folder, path = _scratch("daemon.log")
@@ -324,7 +324,7 @@ def _places(value, prefix=()) -> list[tuple]:
 COLUMN_VALUES = st.sampled_from([0, -1, 1, 2**31 - 1, -(2**31), 2**40, 2**62, -(2**62), 2**63 - 1, -(2**63)])
 
 
-@_settings(30)
+@_settings(12)
 @given(st.data())
 def test_a_real_runs_trace_with_header_fields_and_column_values_edited(data):
     source = data.draw(st.sampled_from(WBTRACE))
@@ -355,7 +355,7 @@ def test_a_real_runs_trace_with_header_fields_and_column_values_edited(data):
 
 # -- the HTML report on a sample of all of them ---------------------------------------------------
 
-@_settings(4)
+@_settings(3)
 @given(st.data())
 def test_the_report_of_mutated_files(data):
     source = data.draw(st.sampled_from([CUZK, *KINETO[:2], WBTRACE[0], NSYS]))
