@@ -129,5 +129,5 @@ def test_a_config_nested_thousands_deep_is_refused(tmp_path, capsys):
     deep.write_text('{"partitions": ' + "[" * 100_000 + "]" * 100_000 + "}")
     roles = tmp_path / "roles.json"
     roles.write_text("[" * 100_000 + "]" * 100_000)
-    _refused(["run", "--config", str(deep)], capsys, "nested a few levels deep")
+    _refused(["run", "--config", str(deep)], capsys, "JSON nested at most 64 levels deep")
     _refused(["diagnose", str(RUN), "--roles", str(roles)], capsys, "roles.json: not valid JSON")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -125,12 +126,12 @@ class RunConfig:
 
     @classmethod
     def from_json(cls, text: str) -> RunConfig:
+        if json_depth(text) > MAX_JSON_DEPTH:
+            raise ConfigError("config", text[:40], f"JSON nested at most {MAX_JSON_DEPTH} levels deep")
         try:
             data = json.loads(text)
         except json.JSONDecodeError as err:
             raise ConfigError("config", text[:40], f"valid JSON ({err.msg} at line {err.lineno})") from None
-        except RecursionError:
-            raise ConfigError("config", text[:40], "JSON nested a few levels deep, not thousands") from None
         return cls.from_dict(data)
 
 
@@ -169,3 +170,18 @@ def read_small(path: Path, what: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise SmallFileError(f"{path}: cannot read the {what} (not UTF-8 text: byte {err.start})") from None
+
+
+MAX_JSON_DEPTH = 64
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def json_depth(text: str) -> int:
+    """How deep arrays and objects nest in JSON text, measured before it is parsed: the parser
+    recurses in C, and deep enough text overflows the stack (a crash, not a RecursionError)."""
+    depth = deepest = 0
+    for bracket in _NOT_BRACKET.sub("", _JSON_STRING.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from workbench.config import read_small
+from workbench.config import MAX_JSON_DEPTH, SmallFileError, json_depth, read_small
 from workbench.model import tracks as tr
 
 if TYPE_CHECKING:
@@ -142,7 +142,12 @@ def load_rules(path: str | Path) -> tuple[RoleRule, ...]:
     """A mapping file: TOML (`[[role]]` tables) or JSON; a `.json` name is read as JSON, any other
     as TOML (a TOML file may begin with `[` too, so the first character cannot tell)."""
     path = Path(path)
-    text = read_small(path, "role mapping")
+    try:
+        text = read_small(path, "role mapping")
+    except SmallFileError as err:
+        raise RolesError(str(err)) from None
+    if path.suffix.lower() == ".json" and json_depth(text) > MAX_JSON_DEPTH:
+        raise RolesError(f"{path}: not valid JSON (nested deeper than {MAX_JSON_DEPTH} levels)")
     try:
         data = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError, RecursionError) as err:
