@@ -151,7 +151,8 @@ def _mutate_json(doc, draw):
             if action == "delete field":
                 del event[key]
             elif action == "end before start" and isinstance(event.get("ts"), (int, float)):
-                event["dur"] = -abs(event.get("dur", 1) or 1)
+                dur = event.get("dur")
+                event["dur"] = -abs(dur) if isinstance(dur, (int, float)) and dur else -1
             elif isinstance(event[key], dict) and event[key] and draw(st.booleans()):
                 inner = draw(st.sampled_from(sorted(event[key])))
                 event[key][inner] = draw(odd_values)  # args: device, stream, correlation, ...
