@@ -11,11 +11,14 @@ are chained), the most calls a megabyte can hold.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
+# This checkout's workbench (not an installed one) and the log writer beside its tests.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cuzk_writer import CallSpec, production_log
 
@@ -53,7 +56,8 @@ def main() -> None:
             wall = min(wall, time.perf_counter() - start)
         lines = text.count("\n")
         print(f"{len(text) / 1e6:6.1f} MB, {lines:9d} lines, {len(trace.spans):8d} spans: {best:6.2f} s CPU "
-              f"({best / len(text) * 1e6:.3f} s/MB), {wall:6.2f} s wall")
+              f"({best / len(text) * 1e6:.3f} s/MB), {wall:6.2f} s wall, load average "
+              f"{os.getloadavg()[0]:.1f}", flush=True)
 
 
 if __name__ == "__main__":

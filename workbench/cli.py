@@ -192,10 +192,9 @@ def _silence_stdout() -> None:
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     config = RunConfig()
     if args.config is not None:
-        try:
-            text = args.config.read_text()
-        except OSError as err:
-            raise UsageError(f"cannot read config {args.config}: {err.strerror}") from None
+        from workbench.config import read_small
+
+        text = read_small(args.config, "config")
         config = RunConfig.from_json(text)
     changes = {f.name: getattr(args, f.name) for f in fields(RunConfig)
                if f.name != "trace" and getattr(args, f.name) is not None}

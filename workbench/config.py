@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
 BACKENDS = ("auto", "cpu", "gpu")
 MEMORY_MODES = ("pageable", "pinned", "zerocopy", "registered")
 LOCK_SCOPES = ("coarse", "compute")
 SYNTHESIS_MODES = ("threads", "processes")
+# A host-to-device link speed the analyses will time copies by, in GB/s: beyond these a copy of
+# a few bytes lasts past any clock, or no time at all.
+LINK_GBPS_RANGE = (1e-3, 1e5)
 
 
 class ConfigError(ValueError):
@@ -121,6 +126,8 @@ class RunConfig:
 
     @classmethod
     def from_json(cls, text: str) -> RunConfig:
+        if json_depth(text) > MAX_JSON_DEPTH:
+            raise ConfigError("config", text[:40], f"JSON nested at most {MAX_JSON_DEPTH} levels deep")
         try:
             data = json.loads(text)
         except json.JSONDecodeError as err:
@@ -140,3 +147,41 @@ def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
 def _check_int(name: str, value: Any, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ConfigError(name, value, f"an integer from {low} to {high}")
+
+
+class SmallFileError(ValueError):
+    """A settings file or role mapping that cannot be read; the message names the file."""
+
+
+SMALL_FILE = 1 << 20  # a settings file or role mapping is a few KiB
+
+
+def read_small(path: Path, what: str) -> str:
+    """A small text file read whole, at most SMALL_FILE bytes: a device (/dev/zero) or a runaway
+    pipe is refused after reading that much instead of read forever."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(SMALL_FILE + 1)
+    except OSError as err:
+        raise SmallFileError(f"{path}: cannot read the {what} ({err.strerror or err})") from None
+    if len(data) > SMALL_FILE:
+        raise SmallFileError(f"{path}: more than {SMALL_FILE >> 20} MiB, not a {what} file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise SmallFileError(f"{path}: cannot read the {what} (not UTF-8 text: byte {err.start})") from None
+
+
+MAX_JSON_DEPTH = 64
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def json_depth(text: str) -> int:
+    """How deep arrays and objects nest in JSON text, measured before it is parsed: the parser
+    recurses in C, and deep enough text overflows the stack (a crash, not a RecursionError)."""
+    depth = deepest = 0
+    for bracket in _NOT_BRACKET.sub("", _JSON_STRING.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest

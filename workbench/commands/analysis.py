@@ -72,11 +72,15 @@ def _analysis_options(parser: argparse.ArgumentParser, predictions: bool = True)
 
 def _options(args: argparse.Namespace) -> Any:
     from workbench.analysis.verdict import DiagnoseOptions
+    from workbench.config import LINK_GBPS_RANGE
 
-    for name in ("link_gbps", "copy_bytes", "host_cores"):
+    # Beyond these a replayed copy or phase lasts past any clock (1e-300 GB/s overflowed it).
+    ranges = {"link_gbps": (LINK_GBPS_RANGE, "GB/s"), "copy_bytes": ((1, 2**50), "bytes"),
+              "host_cores": ((0.01, 65536), "cores")}
+    for name, ((low, high), unit) in ranges.items():
         value = getattr(args, name, None)
-        if value is not None and not value > 0:
-            raise ValueError(f"--{name.replace('_', '-')}={value} is not allowed: a positive number")
+        if value is not None and not low <= value <= high:
+            raise ValueError(f"--{name.replace('_', '-')}={value} is not allowed: {low:g} to {high:g} {unit}")
     return DiagnoseOptions(args.link_gbps, args.copy_bytes, args.host_cores,
                            not getattr(args, "no_whatif", False))
 

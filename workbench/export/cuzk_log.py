@@ -84,7 +84,8 @@ def _partition_lines(
         return spans[name][1] - spans[name][0]
 
     wait = spans.get("mutex_wait")
-    start_fn = pickup if pickup is not None else (wait[0] if wait else spans["ntt_msm_h"][0])
+    first = min(start for start, _ in spans.values())  # a partition of some phases only (a cut log)
+    start_fn = pickup if pickup is not None else (wait[0] if wait else spans.get("ntt_msm_h", (first,))[0])
     pre_lock = (wait[0] - start_fn) if wait else 0
     gpu_total = sum(dur(n) for n in PROVER.lock.phases)
     end_fn = spans.get("b_g2_msm", spans.get("tail_msm", (0, start_fn)))[1]

@@ -27,6 +27,9 @@ TIMING_MARK, NTT_H_MARK, TIMELINE_MARK = "CUZK_TIMING:", "CUZK_NTT_H:", "TIMELIN
 TRACING = re.compile(r"\b((?:GPU|FIN)_TIMING) ([^=]*?)(?: +(\w+=.*))?$")
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 FIELD = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(\S*)")
+# A key=value pair in one match: a plain figure (groups 2, 3) or anything else (group 4, read
+# by the slower rules: Some(3), a word).
+PAIR = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(?:(-?\d+)(ms)?,?(?!\S)|(\S*))")
 INT = re.compile(r"(-?\d+)(ms)?,?")
 SOME = re.compile(r"Some\((\d+)\)")  # how tracing writes an Option
 MAX_MS = 10**9  # eleven days
@@ -43,6 +46,7 @@ KINDS = (
     ("async_dealloc_ms", "dealloc"), ("host_register", "host_register"), ("free_mib", "prestage_vram"),
     ("prestage_setup", "prestage_setup"),
 )
+PRIORITY = {key: n for n, (key, _) in enumerate(KINDS)}
 # Fields whose values are words, not numbers.
 WORD_FIELDS = frozenset({"host_register", "prestage_setup", "job_id", "kind"})
 # CUZK_TIMING lines that are sentences, with the fields their numbers fill.
@@ -51,6 +55,7 @@ WORDED = (
      ("pool_release_threshold", "gpu")),
     (re.compile(r"d_a_cache allocated (\d+) MiB on gpu (\d+)"), "d_a_cache", ("d_a_cache_mib", "gpu")),
 )
+WORDED_HINTS = ("set pool", "d_a_cache allocated")  # a cheap test before the sentences' patterns
 TIMELINE_EVENTS = ("SYNTH_START", "SYNTH_END", "CHAN_SEND", "GPU_QUEUE", "GPU_PICKUP", "GPU_START", "GPU_END")
 TIMELINE_NUMBERS = frozenset({"partition", "worker", "synth_ms", "gpu_ms"})
 # The engine's tracing lines that time its worker loop and finaliser.
@@ -61,7 +66,7 @@ TRACING_KINDS = frozenset({
 })
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class TimingLine:
     kind: str  # a KINDS or WORDED kind, "ntt_h" (CUZK_NTT_H) or a TRACING_KINDS message
     fields: dict[str, int]
@@ -69,7 +74,7 @@ class TimingLine:
     words: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class TimelineEvent:
     offset_ms: int
     event: str
@@ -139,42 +144,44 @@ def read_lines(text: str, report: ImportReport) -> LogLines:
 
 
 def _timing(body: str, number: int) -> TimingLine | str:
-    for pattern, kind, names in WORDED:
-        if (m := pattern.search(body)) is not None:
-            words = dict(zip(names, m.groups(), strict=True))
-            fields = {k: int(v) for k, v in words.items() if _digits(v)}
-            return TimingLine(kind, fields, number, {k: v for k, v in words.items() if k not in fields})
+    if any(hint in body for hint in WORDED_HINTS):
+        for pattern, kind, names in WORDED:
+            if (m := pattern.search(body)) is not None:
+                words = dict(zip(names, m.groups(), strict=True))
+                fields = {k: int(v) for k, v in words.items() if _digits(v)}
+                return TimingLine(kind, fields, number, {k: v for k, v in words.items() if k not in fields})
     parsed = _fields(body)
     if parsed is None:
         return "CUZK_TIMING line with a malformed value"
     fields, words = parsed
-    named = next((k for key, k in KINDS if key in fields or key in words), None)
-    if named is None:
+    # The line's kind is named by the first of KINDS among its keys.
+    first = min((PRIORITY[k] for k in (*fields, *words) if k in PRIORITY), default=None)
+    if first is None:
         return "CUZK_TIMING line of an unknown kind"
-    return TimingLine(named, fields, number, words)
+    return TimingLine(KINDS[first][1], fields, number, words)
 
 
 def _fields(text: str) -> tuple[dict[str, int], dict[str, str]] | None:
     """Numbers and words by key; None when a number is malformed or out of range."""
     fields: dict[str, int] = {}
     words: dict[str, str] = {}
-    for key, raw in FIELD.findall(text):
-        m = INT.fullmatch(raw)
-        if m is None:
-            some = SOME.fullmatch(raw)
-            if some is not None:
-                m = INT.fullmatch(some.group(1))
+    for key, digits, ms, raw in PAIR.findall(text):
+        if not digits:  # not a plain figure: Some(3), a word, or malformed
+            m = SOME.fullmatch(raw)
+            if m is not None:
+                digits = m.group(1)
             elif key in WORD_FIELDS or raw == "None":
                 words[key] = raw
                 continue
             else:
                 return None
-        assert m is not None
-        if len(m.group(1)) > DIGITS:
+        if len(digits) > DIGITS:
             return None
-        value = int(m.group(1))
-        duration = key.endswith("_ms") or m.group(2) is not None
-        if not (0 <= value <= MAX_MS if duration else abs(value) <= MAX_VALUE):
+        value = int(digits)
+        if ms or key.endswith("_ms"):  # a duration
+            if not 0 <= value <= MAX_MS:
+                return None
+        elif not -MAX_VALUE <= value <= MAX_VALUE:
             return None
         fields[key] = value
     return fields, words

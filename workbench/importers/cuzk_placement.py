@@ -39,13 +39,15 @@ class Call:
     lines: dict[str, TimingLine] = field(default_factory=dict)
     timeline_event: TimelineEvent | None = None  # its GPU_END (or GPU_START, if it never ended)
     anchor: str = "hold"  # what the matched GPU_START..GPU_END brackets: "hold" or "call"
+    step: int = -1  # the latest of the chain of lines it has (cuzk_log.CHAIN), for filing
 
     def ms(self, kind: str, key: str) -> int | None:
         line = self.lines.get(kind)
         return line.fields.get(key) if line is not None else None
 
     def get(self, kind: str, key: str) -> int:
-        return self.ms(kind, key) or 0
+        line = self.lines.get(kind)
+        return (line.fields.get(key) or 0) if line is not None else 0
 
     @property
     def complete(self) -> bool:
@@ -140,7 +142,7 @@ def place_calls(
             marker = {"reconstructed": True}
             chained += 1
         previous_release = max(previous_release, hold_start + held)
-        _call_spans(layout, call, hold_start, partition, worker, marker)
+        _call_spans(layout, call, (pre_lock, wait, hold_start, held), partition, worker, marker)
     if chained:
         report.reconstructed = (f"{chained} of {len(calls)} calls placed from durations alone: each takes "
                                 "the mutex when the previous one releases it")
@@ -160,13 +162,13 @@ def _name(key: str) -> str:
 
 
 def _call_spans(
-    layout: _Layout, call: Call, hold_start: int, p: int, worker: int | None, marker: dict[str, Any] | None,
+    layout: _Layout, call: Call, times: tuple[int, int, int, int], p: int, worker: int | None,
+    marker: dict[str, Any] | None,
 ) -> None:
-    pre_lock = call.pre_lock_ms() * NS
-    wait = call.get("prelock", "mutex_wait_ms") * NS
+    pre_lock, wait, hold_start, held = times  # ns: worked out once by place_calls
     start_fn = hold_start - wait - pre_lock
     total = call.ms("held", "total_start_fn_ms")
-    hold_end = hold_start + call.held_ms() * NS
+    hold_end = hold_start + held
     b_g2 = call.get("b_g2", "b_g2_msm_ms") * NS
     end_fn = start_fn + total * NS if total is not None else hold_end + b_g2
     end_fn = max(end_fn, hold_end + b_g2)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from workbench.config import MAX_JSON_DEPTH, SmallFileError, json_depth, read_small
 from workbench.model import tracks as tr
 
 if TYPE_CHECKING:
@@ -142,15 +143,18 @@ def load_rules(path: str | Path) -> tuple[RoleRule, ...]:
     as TOML (a TOML file may begin with `[` too, so the first character cannot tell)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise RolesError(f"{path}: cannot read the role mapping ({err})") from None
+        text = read_small(path, "role mapping")
+    except SmallFileError as err:
+        raise RolesError(str(err)) from None
+    if path.suffix.lower() == ".json" and json_depth(text) > MAX_JSON_DEPTH:
+        raise RolesError(f"{path}: not valid JSON (nested deeper than {MAX_JSON_DEPTH} levels)")
     try:
         data = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError, RecursionError) as err:
         kind = "JSON" if path.suffix.lower() == ".json" else "TOML"
         raise RolesError(f"{path}: not valid {kind} ({err})") from None
     return parse_rules(data, str(path))
+
 
 
 def trace_rules(trace: Trace) -> tuple[RoleRule, ...]:

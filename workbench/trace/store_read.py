@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from workbench.trace.store_schema import facts_fault
+
 # A trace's columns (timestamps above all) deflate a few times over; 64x is generous for real
 # traces and bounds what a crafted one (2^30 zeros in 8 MB) can make the loader allocate.
 MAX_RATIO = 64
@@ -151,6 +153,9 @@ def _check_header(path: Path, header: Any, format: str, version: int) -> None:
             raise _fault(path, field, f"is {type(header[field]).__name__}, not an object")
     if not all(isinstance(v, str) for v in header["thread_names"].values()):
         raise _fault(path, "thread_names", "holds a name that is not a string")
+    fault = facts_fault(header["config"], header["meta"])
+    if fault:
+        raise TraceFormatError(f"{path} is damaged ({fault})")
     attrs = header.get("attrs")
     if not isinstance(attrs, dict):
         raise _fault(path, "attrs", "is missing or not an object")

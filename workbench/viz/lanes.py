@@ -19,6 +19,7 @@ plain names.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -185,8 +186,13 @@ class HoldIndex:
             if starts[i] == start_ns:
                 self.ends[worker][i] = float(end_ns)
                 return
-        self.opened(worker, start_ns)
-        self.closed(worker, start_ns, end_ns)
+        # Opened long ago (holds out of order) or never: the list is sorted, so look it up there.
+        i = bisect.bisect_left(starts, start_ns)
+        if i == len(starts) or starts[i] != start_ns:
+            self.opened(worker, start_ns)
+            starts = self.starts[worker]
+            i = bisect.bisect_left(starts, start_ns)
+        self.ends[worker][i] = float(end_ns)
 
     def inside(self, worker: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
         result = np.zeros(len(worker), dtype=bool)
