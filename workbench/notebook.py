@@ -121,11 +121,12 @@ def run(**settings: Any) -> RunRecord:
 
 
 def gantt(item: TraceLike, **options: Any) -> Shown:
+    options.setdefault("label", _label(item, ""))
     return show(gantt_figure(_trace(item), **options))
 
 
 def distributions(item: TraceLike) -> Shown:
-    return show(distribution_figure(_trace(item)))
+    return show(distribution_figure(_trace(item), label=_label(item, "")))
 
 
 def summary(item: TraceLike) -> Shown:

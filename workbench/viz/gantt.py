@@ -1,9 +1,14 @@
-"""The Gantt chart: one lane per thread role, one bar per span, coloured by phase.
+"""The Gantt chart: one lane per thread role, one bar per span, coloured by kind.
 
 Bars live in one data source per nesting depth, so a phase recorded inside another (a copy
 inside ntt_msm_h, ntt_msm_h inside a mutex hold) is always drawn thinner and on top, even
-when the live view receives it before the span around it. The legend reads from a source of
-its own holding one row per phase seen, so phases appearing mid-run join the legend.
+when the live view receives it before the span around it. Each kind (legend entry, see
+palette.py) draws through renderers of its own over those sources, so clicking its legend
+entry hides its bars; kinds first seen mid-run get theirs when they arrive.
+
+The legend sits right of the plot in as many columns as its height needs (two at most,
+then it scrolls), so no entry is ever out of reach. Hovering shows one tooltip: the innermost
+span under the pointer, with the spans it lies in.
 """
 
 from __future__ import annotations
@@ -12,7 +17,17 @@ from typing import Any
 
 import numpy as np
 from bokeh.layouts import column
-from bokeh.models import ColumnDataSource, FixedTicker, HoverTool, Range1d
+from bokeh.models import (
+    CDSView,
+    ColumnDataSource,
+    CustomJS,
+    CustomJSHover,
+    FixedTicker,
+    GroupFilter,
+    HoverTool,
+    InlineStyleSheet,
+    Range1d,
+)
 from bokeh.models.annotations import Legend, LegendItem
 from bokeh.models.layouts import LayoutDOM
 from bokeh.plotting import figure
@@ -20,25 +35,57 @@ from bokeh.plotting import figure
 from workbench.trace.container import Trace
 from workbench.viz.aggregate import detail_window, overview
 from workbench.viz.bars import Bars, origin_of, trace_bars
-from workbench.viz.counters import CounterView
+from workbench.viz.counters import counter_figures
 from workbench.viz.flows import COLUMNS as FLOW_COLUMNS
 from workbench.viz.flows import flow_segments
 from workbench.viz.lanes import lane_sort_key
-from workbench.viz.palette import phase_color, phase_order
+from workbench.viz.palette import legend_order
 
 DEPTHS = 3  # deeper spans share the innermost level
 HALF_HEIGHT = (0.42, 0.3, 0.18)
 LANE_PX = 24
+FRAME_MARGIN_PX = 100  # title, toolbar and time axis: the figure's height less its plot's
+LEGEND_ROW_PX = 15
+LEGEND_COLUMNS = 2  # beyond these the legend scrolls rather than squeezing the plot
 # Past this many bars a report aggregates (see aggregate.py); browsers stay fluid below it.
 DEFAULT_MAX_BARS = 20_000
 BAR_COLUMNS = (
-    "left", "right", "top", "bottom", "color", "alpha", "phase", "lane", "partition", "worker",
-    "duration_ms", "detail",
+    "left", "right", "top", "bottom", "color", "alpha", "phase", "kind", "lane", "partition", "worker",
+    "duration_ms", "detail", "depth",
 )
 TOOLTIPS = [
-    ("lane", "@lane"), ("phase", "@phase"), ("partition", "@partition"), ("worker", "@worker"),
-    ("start", "@left{0.0000} s"), ("duration", "@duration_ms{0.000} ms"), ("", "@detail"),
+    ("phase", "@phase"), ("within", "@depth{parents}"), ("lane", "@lane"), ("partition", "@partition"),
+    ("worker", "@worker"), ("start", "@left{0.0000} s"), ("duration", "@duration_ms{0.000} ms"),
+    ("", "@detail"),
 ]
+# The spans around the hovered one: the bars of shallower depths on its lane that enclose it.
+PARENTS_JS = """
+const s = sources[value].data, i = special_vars.index;
+const lane = s.lane[i], left = s.left[i], right = s.right[i];
+const found = [];
+for (let d = value - 1; d >= 0; d--) {
+  const p = sources[d].data;
+  for (let j = 0; j < p.left.length; j++) {
+    if (p.lane[j] === lane && p.left[j] <= left && p.right[j] >= right) {
+      found.push(p.phase[j] + " (" + Number(p.duration_ms[j]).toFixed(3) + " ms)");
+      break;
+    }
+  }
+}
+return found.length ? found.reverse().join(" \u203a ") : "nothing (outermost)";
+"""
+# One tooltip, not one per depth: a bar's tooltip gives way to a deeper bar under the pointer.
+INNERMOST_JS = """
+const d = sources.indexOf(cb_data.data_source);
+const lane = cb_data.row.lane, x = cb_data.vars.x;
+for (let k = d + 1; k >= 1 && k < sources.length; k++) {
+  const p = sources[k].data;
+  for (let j = 0; j < p.left.length; j++) {
+    if (p.lane[j] === lane && p.left[j] <= x && x <= p.right[j]) return false;
+  }
+}
+return true;
+"""
 
 
 def source_name(prefix: str, depth: int) -> str:
@@ -54,12 +101,13 @@ class GanttView:
         self.name = name
         self.lanes: list[str] = []
         self._lane_index: dict[str, int] = {}
-        self._phases: set[str] = set()
+        self._busy: dict[str, float] = {}  # time per kind seen so far: the legend's order
+        self._renderers: dict[str, list[Any]] = {}
+        self._legend_kinds: list[str] = []
         self.sources = [
             ColumnDataSource({c: [] for c in BAR_COLUMNS}, name=source_name(name, d))
             for d in range(DEPTHS)
         ]
-        self.legend_source = ColumnDataSource({"phase": [], "color": []}, name=f"{name}_legend")
         options: dict[str, Any] = {"width": width} if width else {"sizing_mode": "stretch_width"}
         fig = figure(
             title=title, height=120, x_range=x_range or Range1d(start=0, end=1),
@@ -70,18 +118,18 @@ class GanttView:
         fig.ygrid.grid_line_color = None
         fig.yaxis.ticker = FixedTicker(ticks=[])
         fig.yaxis.major_label_text_font_size = "11px"
-        bars: list[Any] = [
-            fig.quad(left="left", right="right", top="top", bottom="bottom", source=source,
-                     fill_color="color", fill_alpha="alpha", line_color=None)
-            for source in self.sources
-        ]
-        nothing: Any = fig.quad(left=np.nan, right=np.nan, top=np.nan, bottom=np.nan,
-                           source=self.legend_source, fill_color="color", line_color=None)
-        legend = Legend(items=[LegendItem(label={"field": "phase"}, renderers=[nothing])],
-                        location="top_left", label_text_font_size="11px", glyph_height=14,
-                        spacing=0, click_policy="none")
-        fig.add_layout(legend, "right")
-        fig.add_tools(HoverTool(renderers=bars, tooltips=TOOLTIPS, name=f"{name}_span_hover"))
+        self._legend_css = InlineStyleSheet(css="")
+        legend_style: dict[str, Any] = {"glyph_height": 12, "label_height": 12, "spacing": 2, "padding": 6}
+        self.legend = Legend(items=[], location="top_left", label_text_font_size="11px",
+                             click_policy="hide", name=f"{name}_legend", stylesheets=[self._legend_css],
+                             **legend_style)
+        fig.add_layout(self.legend, "right")
+        self.hover = HoverTool(
+            renderers=[], tooltips=TOOLTIPS, name=f"{name}_span_hover",
+            formatters={"@depth": CustomJSHover(args={"sources": self.sources}, code=PARENTS_JS)},
+            filters={"@depth": CustomJS(args={"sources": self.sources}, code=INNERMOST_JS)},
+        )
+        fig.add_tools(self.hover)
         # Hand-offs and recorded flows, thin and under the hover of the bars they join.
         self.flow_source = ColumnDataSource({c: [] for c in FLOW_COLUMNS}, name=f"{name}_flows")
         arrows = fig.segment(x0="x0", y0="y0", x1="x1", y1="y1", source=self.flow_source,
@@ -107,6 +155,15 @@ class GanttView:
         self.figure.yaxis.major_label_overrides = dict(enumerate(self.lanes))
         self.y_range.start, self.y_range.end = n - 0.5, -0.5
         self.figure.height = 70 + LANE_PX * n
+        self._lay_out_legend()
+
+    def _lay_out_legend(self) -> None:
+        """Rows that fit beside the plot, in up to two columns; past that the legend scrolls."""
+        room = max(int(self.figure.height or 0) - FRAME_MARGIN_PX, 3 * LEGEND_ROW_PX)
+        entries = max(len(self.legend.items), 1)
+        fits = max(room // LEGEND_ROW_PX - 1, 1)
+        self.legend.nrows = max(fits, -(-entries // LEGEND_COLUMNS))
+        self._legend_css.css = f":host {{ max-height: {room}px; overflow-y: auto; }}"
 
     def columns(self, bars: Bars) -> list[dict[str, Any]]:
         """Bars split by depth into the columns each data source takes."""
@@ -114,33 +171,58 @@ class GanttView:
         y = np.array([self._lane_index[lane] for lane in bars.lane.tolist()], dtype=np.float64)
         level = np.minimum(bars.depth, DEPTHS - 1)
         half = np.asarray(HALF_HEIGHT)[level]
-        colors = np.array([phase_color(p) for p in bars.phase.tolist()], dtype=object)
         out = []
         for d in range(DEPTHS):
             m = level == d
             out.append({
                 "left": bars.left[m], "right": bars.right[m], "top": y[m] - half[m],
-                "bottom": y[m] + half[m], "color": colors[m], "alpha": bars.alpha[m],
-                "phase": bars.phase[m], "lane": bars.lane[m], "partition": bars.partition[m],
-                "worker": bars.worker[m], "duration_ms": bars.duration_ms[m], "detail": bars.detail[m],
+                "bottom": y[m] + half[m], "color": bars.color[m], "alpha": bars.alpha[m],
+                "phase": bars.phase[m], "kind": bars.kind[m], "lane": bars.lane[m],
+                "partition": bars.partition[m], "worker": bars.worker[m],
+                "duration_ms": bars.duration_ms[m], "detail": bars.detail[m],
+                "depth": np.full(int(m.sum()), d, dtype=np.int64),
             })
         return out
 
     def _legend(self, bars: Bars) -> None:
-        """Phases seen so far, in pipeline order: the legend is rewritten (a few rows) rather
-        than streamed, so a phase first seen late still takes its place in the order."""
-        fresh = set(bars.phase.tolist()) - self._phases
+        """Kinds seen so far: a kind first seen gets its renderers; the legend is rewritten (a
+        few dozen rows) in its order, pipeline phases first, then the rest by time taken."""
+        kinds, first, codes = np.unique(bars.kind.astype(str), return_index=True, return_inverse=True)
+        busy = np.bincount(codes.ravel(), weights=bars.right - bars.left, minlength=len(kinds))
+        fresh = False
+        for kind, i, seconds in zip(kinds.tolist(), first.tolist(), busy.tolist(), strict=True):
+            self._busy[kind] = self._busy.get(kind, 0.0) + seconds
+            if kind not in self._renderers:
+                self._renderers[kind] = self._add_renderers(kind, str(bars.color[i]))
+                fresh = True
         if fresh:
-            self._phases |= fresh
-            ordered = phase_order(self._phases)
-            self.legend_source.data = {"phase": ordered, "color": [phase_color(p) for p in ordered]}
+            bars_drawn = [r for rs in self._renderers.values() for r in rs]
+            self.hover.renderers = bars_drawn
+            # Drawn depth by depth whatever order kinds arrived in: inner bars stay on top.
+            by_depth = sorted(bars_drawn, key=lambda r: int(r.name.rsplit("|", 1)[1]))
+            drawn = {id(r) for r in bars_drawn}
+            others = [r for r in self.figure.renderers if id(r) not in drawn]
+            self.figure.renderers = by_depth + others
+        order = legend_order(self._busy)
+        if fresh or self._legend_kinds != order:
+            self._legend_kinds = order
+            self.legend.items = [LegendItem(label=k, renderers=self._renderers[k]) for k in order]
+            self._lay_out_legend()
+
+    def _add_renderers(self, kind: str, color: str) -> list[Any]:
+        return [
+            self.figure.quad(left="left", right="right", top="top", bottom="bottom", source=source,
+                             view=CDSView(filter=GroupFilter(column_name="kind", group=kind)),
+                             fill_color="color", fill_alpha="alpha", line_color=None,
+                             name=f"{self.name}|{kind}|{d}")
+            for d, source in enumerate(self.sources)
+        ]
 
     def set(self, bars: Bars) -> None:
         """Replace everything drawn (static figures)."""
         for source, data in zip(self.sources, self.columns(bars), strict=True):
             source.data = data
-        self._phases.clear()
-        self.legend_source.data = {"phase": [], "color": []}
+        self._busy.clear()
         self._legend(bars)
         if len(bars):
             self.x_range.start = min(0.0, float(bars.left.min()))
@@ -168,6 +250,7 @@ class GanttView:
 def gantt_figure(
     trace: Trace, max_bars: int = DEFAULT_MAX_BARS, title: str | None = None,
     origin_ns: int | None = None, x_range: Any = None, name: str = "gantt", bars: Bars | None = None,
+    label: str = "",
 ) -> LayoutDOM:
     """The Gantt of a whole trace (with its counter lanes when it has any).
 
@@ -179,7 +262,9 @@ def gantt_figure(
     if bars is None:
         bars = trace_bars(trace, origin)
     lanes = sorted(set(bars.lane.tolist()), key=lane_sort_key)
-    heading = title or "Gantt: one lane per thread role, coloured by phase"
+    heading = title or "Gantt: one lane per thread role, coloured by kind"
+    if label and not title:
+        heading = f"{label}: {heading}"
     parts: list[Any] = []
     if len(bars) <= max_bars:
         view = GanttView(lanes, f"{heading} ({len(bars):,} spans)", x_range=x_range, name=name)
@@ -198,8 +283,5 @@ def gantt_figure(
             f"(zoom the overview for the rest)"))
         detail.set(detail_bars)
         parts += [view.figure, detail.figure]
-    if len(trace.counters):
-        counters = CounterView(x_range=parts[0].x_range)
-        counters.set(trace, origin)
-        parts.append(counters.figure)
+    parts += counter_figures(trace, origin, parts[0].x_range)
     return column(*parts, sizing_mode="stretch_width")

@@ -55,7 +55,7 @@ class LiveView:
 
     def __init__(
         self, recorder: Recorder, lanes: list[str] | None = None, title: str = "live Gantt",
-        name: str = "gantt", worker_gpu: Mapping[int, int] | None = None,
+        name: str = "gantt", worker_gpu: Mapping[int, int] | None = None, label: str = "",
     ) -> None:
         self.recorder = recorder
         self.origin_ns = recorder.origin_ns
@@ -63,8 +63,8 @@ class LiveView:
         self.builder = BarBuilder(self.origin_ns, nesting=False, worker_gpu=worker_gpu)
         self.gantt = GanttView(lanes, title=title, name=name)
         self.counters = CounterView(x_range=self.gantt.figure.x_range)
-        self.distributions = DistributionView()
-        self.layout = column(self.gantt.figure, self.counters.figure, self.distributions.figure,
+        self.distributions = DistributionView(label=label)
+        self.layout = column(self.gantt.figure, self.counters.layout, self.distributions.figure,
                              sizing_mode="stretch_width")
         self.stats = UpdateStats()
         self.following = True
