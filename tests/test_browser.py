@@ -131,6 +131,189 @@ def test_case_study_report_opens_offline_with_both_runs(page, tmp_path):
     screenshot(page, "case_study_report")
 
 
+# -- (a2) legible views: legend, hover, compare layout -------------------------------------------
+# Helpers kept on the page: the plot view drawing a Gantt's bars, and where on screen a bar is.
+PLOT_JS = """() => {
+  window.wbPlot = (name) => {
+    const views = [];
+    const walk = v => { views.push(v); for (const c of (v.child_views ?? [])) walk(c); };
+    for (const v of Object.values(Bokeh.index)) walk(v);
+    return views.find(v => v.model.renderers
+                           && v.model.renderers.some(r => r.data_source && r.data_source.name === name + "_bars_0"));
+  };
+  window.wbModel = (name) => Bokeh.documents.map(d => d.get_model_by_name(name)).find(m => m);
+  window.wbBarPoint = (name, phase, at = 0.5) => {
+    const pv = wbPlot(name);
+    pv.el.scrollIntoView({block: "center"});
+    const box = pv.canvas.el.getBoundingClientRect();
+    for (let d = 0; d < 3; d++) {
+      const s = wbModel(name + "_bars_" + d).data;
+      let best = -1;
+      for (let i = 0; i < s.left.length; i++)
+        if (s.phase[i] === phase && (best < 0 || s.right[i] - s.left[i] > s.right[best] - s.left[best])) best = i;
+      if (best >= 0) return [box.left + pv.frame.x_scale.compute(s.left[best] + at * (s.right[best] - s.left[best])),
+                             box.top + pv.frame.y_scale.compute((s.top[best] + s.bottom[best]) / 2)];
+    }
+    return null;
+  };
+}"""
+# Each legend entry scrolled into view (within the legend, if it scrolls): is it then inside the
+# legend's box, and the legend inside the plot's canvas?
+LEGEND_JS = """(name) => {
+  const pv = wbPlot(name);
+  const legend = [...pv.renderer_views.values()].find(v => v.model.type === "Legend");
+  const inside = (a, b) => a.top >= b.top - 0.5 && a.bottom <= b.bottom + 0.5
+                           && a.left >= b.left - 0.5 && a.right <= b.right + 0.5;
+  const out = {labels: [], unreachable: []};
+  for (const entry of legend.entries) {
+    out.labels.push(entry.label);
+    entry.el.scrollIntoView({block: "nearest", inline: "nearest"});
+    const item = entry.el.getBoundingClientRect(), box = legend.el.getBoundingClientRect();
+    if (!(inside(item, box) && inside(box, pv.canvas.el.getBoundingClientRect()))) out.unreachable.push(entry.label);
+  }
+  const kinds = new Set();
+  for (let d = 0; d < 3; d++) for (const k of (wbModel(name + "_bars_" + d).data.kind ?? [])) kinds.add(k);
+  out.kinds = [...kinds];
+  return out;
+}"""
+
+
+def case_study_trace() -> Any:
+    from workbench.importers import load_any
+
+    return load_any(ROOT / "notebooks" / "data" / "h200_2e22" / "pageable_t14_w2.wbtrace")
+
+
+def kernel_time_by_name(trace: Any) -> dict[str, int]:
+    """Kernel time per name, from the spans on stream tracks (the grammar's kernel tracks)."""
+    totals: dict[str, int] = {}
+    for span in trace.iter_spans():
+        if re.fullmatch(r"gpu\d+/stream/\d+", span.track):
+            totals[span.name] = totals.get(span.name, 0) + span.end_ns - span.start_ns
+    return totals
+
+
+def pixel(page: Any, x: float, y: float) -> tuple[int, int, int]:
+    from io import BytesIO
+
+    from PIL import Image
+
+    shot = page.screenshot(clip={"x": x - 1, "y": y - 1, "width": 3, "height": 3})
+    return Image.open(BytesIO(shot)).convert("RGB").getpixel((1, 1))
+
+
+def hex_rgb(colour: str) -> tuple[int, int, int]:
+    return (int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16))
+
+
+@pytest.mark.parametrize("which", ["default_run", "case_study"])
+def test_every_legend_entry_is_reachable_and_a_click_hides_its_bars(page, tmp_path, which):
+    from workbench.config import RunConfig
+    from workbench.pipeline.run import run_pipeline
+    from workbench.viz.palette import PHASE_COLORS
+    from workbench.viz.report import render_report
+
+    if which == "default_run":  # the panel's shape: 2 GPU workers, 2 synthesis threads
+        trace = run_pipeline(RunConfig(backend="cpu", partitions=4, log2_constraints=6)).trace
+    else:
+        trace = case_study_trace()
+    path = tmp_path / "report.html"
+    path.write_text(render_report(trace, verdict=False), encoding="utf-8")
+    open_offline(page, path, timeout_ms=60_000)
+    page.evaluate(PLOT_JS)
+    legend = page.evaluate(LEGEND_JS, "gantt")
+    assert not legend["unreachable"], f"legend entries out of reach: {legend['unreachable']}"
+    assert sorted(legend["labels"]) == sorted(legend["kinds"])  # one entry per kind drawn
+    if which == "case_study":
+        # The six kernels that took longest have entries of their own, the rest share one.
+        top = sorted(kernel_time_by_name(trace).items(), key=lambda kv: -kv[1])[:6]
+        assert {name for name, _ in top} <= set(legend["labels"]) and "other kernels" in legend["labels"]
+        assert len(legend["labels"]) <= 40
+    pv = page.locator(".bk-Figure").first
+    screenshot(page, f"legend-{which}", pv)
+
+    # A click on "mutex_wait" hides its bars: a pixel of the longest wait turns from its colour
+    # to the plot's white (a quarter in: flow arrows end at a wait's edges).
+    where = "() => wbBarPoint('gantt', 'mutex_wait', 0.25)"
+    x, y = page.evaluate(where)
+    assert pixel(page, x, y) == hex_rgb(PHASE_COLORS["mutex_wait"])
+    entry = page.locator(".bk-Legend .bk-item", has_text=re.compile(r"^mutex_wait$")).first
+    entry.scroll_into_view_if_needed()
+    entry.click()
+    page.wait_for_function("() => [0, 1, 2].every(d => !wbModel('gantt|mutex_wait|' + d).visible)")
+    page.wait_for_function("() => Object.values(Bokeh.index).every(v => v.is_idle)")
+    x, y = page.evaluate(where)
+    assert pixel(page, x, y) == (255, 255, 255)
+    assert not page.console_errors
+
+
+def test_hovering_nested_bars_gives_one_tooltip_naming_the_parents(page, tmp_path):
+    from workbench.config import RunConfig
+    from workbench.pipeline.run import run_pipeline
+    from workbench.viz.report import render_report
+
+    trace = run_pipeline(RunConfig(backend="cpu", partitions=2, log2_constraints=6)).trace
+    path = tmp_path / "report.html"
+    path.write_text(render_report(trace, verdict=False), encoding="utf-8")
+    open_offline(page, path)
+    page.evaluate(PLOT_JS)
+    x, y = page.evaluate("() => wbBarPoint('gantt', 'msm_h')")  # inside ntt_msm_h inside a hold
+    page.mouse.move(x, y)
+    tips = page.locator(".bk-tooltip-content")
+    tips.first.wait_for(state="visible", timeout=10_000)
+    shown = [t for t in tips.all() if t.is_visible()]
+    assert len(shown) == 1
+    text = shown[0].inner_text()
+    assert re.search(r"phase:\s+msm_h", text)
+    assert re.search(r"within:\s+mutex_hold \([\d.]+ ms\) › ntt_msm_h \([\d.]+ ms\)", text)
+    screenshot(page, "gantt-hover")
+
+
+def boxes_overlapping(boxes: list[tuple[str, dict[str, float]]]) -> list[tuple[str, str]]:
+    found = []
+    for i, (name_a, a) in enumerate(boxes):
+        for name_b, b in boxes[i + 1:]:
+            if (a["x"] < b["x"] + b["width"] - 1 and b["x"] < a["x"] + a["width"] - 1
+                    and a["y"] < b["y"] + b["height"] - 1 and b["y"] < a["y"] + a["height"] - 1):
+                found.append((name_a, name_b))
+    return found
+
+
+def layout_boxes(page: Any, scope: Any = None) -> list[tuple[str, dict[str, float]]]:
+    """Bounding boxes of every summary table and every Gantt or counter figure on the page."""
+    root = scope if scope is not None else page
+    found = []
+    for kind, selector in (("table", "table.wb-table"), ("figure", ".bk-Figure")):
+        for n, element in enumerate(root.locator(selector).all()):
+            box = element.bounding_box()
+            if box and box["width"] and box["height"]:
+                caption = element.locator("caption").all_inner_texts() if kind == "table" else []
+                found.append((f"{kind} {n} {caption[0] if caption else ''}".strip(), box))
+    return found
+
+
+@pytest.mark.parametrize("width", [900, 1300])
+def test_compare_tables_and_figures_never_overlap(page, tmp_path, width):
+    from bokeh.embed import file_html
+    from bokeh.resources import INLINE
+
+    from workbench.importers import load_any
+    from workbench.viz.compare import compare_figure
+
+    data = ROOT / "notebooks" / "data" / "h200_2e22"
+    a, b = load_any(data / "pageable_t14_w2.wbtrace"), load_any(data / "zerocopy_t14_w2.wbtrace")
+    path = tmp_path / "compare.html"
+    path.write_text(file_html(compare_figure(a, b, ("pageable_t14_w2", "zerocopy_t14_w2")), INLINE, "compare"))
+    page.set_viewport_size({"width": width, "height": 1000})
+    open_offline(page, path, timeout_ms=60_000)
+    boxes = layout_boxes(page)
+    assert sum(name.startswith("table") for name, _ in boxes) == 7  # A's three, B's three, B against A
+    assert sum(name.startswith("figure") for name, _ in boxes) >= 2
+    assert not boxes_overlapping(boxes)
+    page.screenshot(path=str(ARTIFACTS / f"compare-{width}.png"), full_page=True)
+    assert not page.console_errors
+
+
 # -- (b) JupyterLab ----------------------------------------------------------------------------
 def free_port() -> int:
     with socket.socket() as s:

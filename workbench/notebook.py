@@ -34,7 +34,7 @@ from workbench.viz.gantt import gantt_figure
 from workbench.viz.panel import ControlPanel
 from workbench.viz.report import render_report
 from workbench.viz.runner import RunRecord, run_to_end
-from workbench.viz.tables import CSS, config_table, role_summary_html, summary_html
+from workbench.viz.tables import CSS, config_table, role_summary_html, side_by_side, summary_html
 
 _state = {"bokeh_loaded": False, "runs": 0}
 
@@ -137,9 +137,7 @@ def summary(item: TraceLike) -> Shown:
 
     trace = _trace(item)
     tables = summary_html(summarize(trace)) if is_pipeline(trace) else role_summary_html(role_summary(trace))
-    html = HTML(f"<style>{CSS}</style><div style='display:flex;gap:32px;flex-wrap:wrap'>"
-                f"<div>{config_table(trace.config, trace.meta)}</div>"
-                f"<div>{tables}</div></div>")
+    html = HTML(f"<style>{CSS}</style>" + side_by_side([config_table(trace.config, trace.meta), tables]))
     return _display(html)
 
 
