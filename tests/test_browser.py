@@ -138,8 +138,8 @@ PLOT_JS = """() => {
     const views = [];
     const walk = v => { views.push(v); for (const c of (v.child_views ?? [])) walk(c); };
     for (const v of Object.values(Bokeh.index)) walk(v);
-    return views.find(v => v.model.renderers
-                           && v.model.renderers.some(r => r.data_source && r.data_source.name === name + "_bars_0"));
+    const ours = r => r.data_source && r.data_source.name === name + "_bars_0";
+    return views.find(v => v.model.renderers && v.model.renderers.some(ours));
   };
   window.wbModel = (name) => Bokeh.documents.map(d => d.get_model_by_name(name)).find(m => m);
   window.wbBarPoint = (name, phase, at = 0.5) => {
@@ -148,10 +148,11 @@ PLOT_JS = """() => {
     const box = pv.canvas.el.getBoundingClientRect();
     for (let d = 0; d < 3; d++) {
       const s = wbModel(name + "_bars_" + d).data;
+      const width = i => s.right[i] - s.left[i];
       let best = -1;
       for (let i = 0; i < s.left.length; i++)
-        if (s.phase[i] === phase && (best < 0 || s.right[i] - s.left[i] > s.right[best] - s.left[best])) best = i;
-      if (best >= 0) return [box.left + pv.frame.x_scale.compute(s.left[best] + at * (s.right[best] - s.left[best])),
+        if (s.phase[i] === phase && (best < 0 || width(i) > width(best))) best = i;
+      if (best >= 0) return [box.left + pv.frame.x_scale.compute(s.left[best] + at * width(best)),
                              box.top + pv.frame.y_scale.compute((s.top[best] + s.bottom[best]) / 2)];
     }
     return null;
@@ -169,7 +170,8 @@ LEGEND_JS = """(name) => {
     out.labels.push(entry.label);
     entry.el.scrollIntoView({block: "nearest", inline: "nearest"});
     const item = entry.el.getBoundingClientRect(), box = legend.el.getBoundingClientRect();
-    if (!(inside(item, box) && inside(box, pv.canvas.el.getBoundingClientRect()))) out.unreachable.push(entry.label);
+    const canvas = pv.canvas.el.getBoundingClientRect();
+    if (!(inside(item, box) && inside(box, canvas))) out.unreachable.push(entry.label);
   }
   const kinds = new Set();
   for (let d = 0; d < 3; d++) for (const k of (wbModel(name + "_bars_" + d).data.kind ?? [])) kinds.add(k);
@@ -229,8 +231,9 @@ def test_every_legend_entry_is_reachable_and_a_click_hides_its_bars(page, tmp_pa
         top = sorted(kernel_time_by_name(trace).items(), key=lambda kv: -kv[1])[:6]
         assert {name for name, _ in top} <= set(legend["labels"]) and "other kernels" in legend["labels"]
         assert len(legend["labels"]) <= 40
-    pv = page.locator(".bk-Figure").first
-    screenshot(page, f"legend-{which}", pv)
+    screenshot(page, f"legend-{which}", page.locator(".bk-Figure").first)
+    if which == "case_study":  # the Gantt, its legend and the counters, one figure per unit
+        page.screenshot(path=str(ARTIFACTS / "case-study-report.png"), full_page=True)
 
     # A click on "mutex_wait" hides its bars: a pixel of the longest wait turns from its colour
     # to the plot's white (a quarter in: flow arrows end at a wait's edges).
@@ -303,7 +306,8 @@ def test_compare_tables_and_figures_never_overlap(page, tmp_path, width):
     data = ROOT / "notebooks" / "data" / "h200_2e22"
     a, b = load_any(data / "pageable_t14_w2.wbtrace"), load_any(data / "zerocopy_t14_w2.wbtrace")
     path = tmp_path / "compare.html"
-    path.write_text(file_html(compare_figure(a, b, ("pageable_t14_w2", "zerocopy_t14_w2")), INLINE, "compare"))
+    layout = compare_figure(a, b, ("pageable_t14_w2", "zerocopy_t14_w2"))
+    path.write_text(file_html(layout, INLINE, "compare"))
     page.set_viewport_size({"width": width, "height": 1000})
     open_offline(page, path, timeout_ms=60_000)
     boxes = layout_boxes(page)
@@ -331,6 +335,8 @@ def lab(tmp_path_factory) -> Iterator[dict[str, Any]]:
         PANEL_CELL, "panel = wb.panel(partitions=400, log2_constraints=10)")
     (work / "long_run.ipynb").write_text(long_run)
     shutil.copy(work / "01_quickstart.ipynb", work / "classic.ipynb")
+    (work / "compare_panel.ipynb").write_text(small_notebook(
+        ["import workbench.notebook as wb", "panel = wb.panel(partitions=2, log2_constraints=8)"]))
     settings = home / "settings" / "@jupyterlab"
     (settings / "apputils-extension").mkdir(parents=True)
     (settings / "notebook-extension").mkdir(parents=True)
@@ -343,7 +349,9 @@ def lab(tmp_path_factory) -> Iterator[dict[str, Any]]:
     port = free_port()
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"),
            "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-           "WORKBENCH_CACHE": str(tmp_path_factory.getbasetemp() / "srs-cache")}
+           "WORKBENCH_CACHE": str(tmp_path_factory.getbasetemp() / "srs-cache"),
+           # The kernels import this checkout's code, not an installed copy.
+           "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
     command = [
         sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
         f"--port={port}", f"--ServerApp.token={TOKEN}", f"--ServerApp.root_dir={work}",
@@ -378,6 +386,15 @@ def lab(tmp_path_factory) -> Iterator[dict[str, Any]]:
 
 def nbjson(path: Path) -> str:
     return path.read_text()
+
+
+def small_notebook(cells: list[str]) -> str:
+    return json.dumps({
+        "cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                   "source": source} for source in cells],
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+        "nbformat": 4, "nbformat_minor": 5,
+    })
 
 
 ALL_CELLS_RAN_JS = """() => {
@@ -529,3 +546,42 @@ def test_stop_mid_run_in_jupyterlab_reports_stopped_and_leaves_no_run_thread(pag
         screenshot(page, "failed-threads-cell")
         raise
     assert output.inner_text().strip() == "threads: []"
+
+
+LAPTOP = {"width": 1200, "height": 900}  # where the overlaps were seen; wide screens hid them
+
+
+def test_memory_modes_notebook_compare_has_no_overlapping_tables_or_figures(page, lab):
+    page.set_viewport_size(LAPTOP)
+    open_and_run_all(page, lab, "02_memory_modes.ipynb")
+    boxes = layout_boxes(page)
+    assert sum(name.startswith("table") for name, _ in boxes) >= 7
+    assert sum(name.startswith("figure") for name, _ in boxes) >= 2
+    overlapping = boxes_overlapping(boxes)
+    page.locator("table.wb-table").first.scroll_into_view_if_needed()
+    screenshot(page, "jupyterlab-02-compare")
+    assert not overlapping
+    assert_no_errors_of_ours(page)
+
+
+def test_panel_compare_has_no_overlapping_tables_or_figures(page, lab):
+    page.set_viewport_size(LAPTOP)
+    open_and_run_all(page, lab, "compare_panel.ipynb")
+    for number in (1, 2):
+        run_button(page).click()
+        deadline = time.monotonic() + 120
+        while f"run {number} completed" not in panel_status(page) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert f"run {number} completed" in panel_status(page)
+    compare = page.locator("button.jupyter-button:text-is('Compare')").first
+    compare.scroll_into_view_if_needed()
+    compare.click()
+    page.get_by_text("B against A").first.wait_for(timeout=60_000)
+    page.wait_for_timeout(1_000)  # the compare Gantts draw after their tables
+    boxes = layout_boxes(page)
+    assert sum("B against A" in name for name, _ in boxes) == 1
+    overlapping = boxes_overlapping(boxes)
+    page.get_by_text("B against A").first.scroll_into_view_if_needed()
+    screenshot(page, "jupyterlab-panel-compare")
+    assert not overlapping
+    assert_no_errors_of_ours(page)

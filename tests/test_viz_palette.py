@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 import pytest
-
 from colour_vision import SIMULATIONS, delta_e2000, lab, worst_difference
+
 from workbench.importers import load_any
 from workbench.viz.bars import trace_bars
 from workbench.viz.palette import KERNEL_COLORS, OTHER_KERNELS, PHASE_COLORS, ROLE_COLORS, Kinds, legend_order
@@ -38,7 +38,8 @@ MUST_DIFFER = {
     "lock hold (any trace)": ROLE_COLORS["lock_hold"],
     "lock wait (any trace)": ROLE_COLORS["lock_wait"],
 }
-SAME_THING = {frozenset({"copy (pipeline)", "copy (any trace)"}), frozenset({"mutex hold", "lock hold (any trace)"}),
+SAME_THING = {frozenset({"copy (pipeline)", "copy (any trace)"}),
+              frozenset({"mutex hold", "lock hold (any trace)"}),
               frozenset({"mutex wait", "lock wait (any trace)"})}
 # Drawn inside one another on a lane (inner, outer), as the pipeline nests them.
 INSIDE = [(p, "mutex_hold") for p in ("ntt_msm_h", "h2d_copy", "barrier_wait", "barrier_wait (gpu)",

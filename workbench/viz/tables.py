@@ -21,7 +21,8 @@ CSS = """
 .wb-table td.n { text-align: right; font-variant-numeric: tabular-nums; }
 .wb-headline { font: 600 13px/1.4 system-ui, sans-serif; margin: 4px 0; }
 .wb-row { display: flex; flex-wrap: wrap; gap: 12px 24px; align-items: flex-start; }
-.wb-row > div { flex: 0 0 auto; max-width: 100%; overflow-x: auto; }
+.wb-row > div { flex: 0 0 auto; width: max-content; max-width: 100%; overflow-x: auto; }
+.wb-row .wb-table { width: max-content; table-layout: auto; margin: 4px 0 12px; }
 .wb-row .wb-headline { width: 0; min-width: 100%; }  /* wraps to its tables' width, not beyond */
 """
 
