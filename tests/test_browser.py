@@ -166,7 +166,7 @@ LEGEND_JS = """(name) => {
   const inside = (a, b) => a.top >= b.top - 0.5 && a.bottom <= b.bottom + 0.5
                            && a.left >= b.left - 0.5 && a.right <= b.right + 0.5;
   const out = {labels: [], unreachable: []};
-  for (const entry of legend.entries) {
+  for (const entry of legend.entries.filter(e => e.item.visible)) {  // a live view's unseen kinds wait hidden
     out.labels.push(entry.label);
     entry.el.scrollIntoView({block: "nearest", inline: "nearest"});
     const item = entry.el.getBoundingClientRect(), box = legend.el.getBoundingClientRect();

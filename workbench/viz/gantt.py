@@ -13,6 +13,7 @@ span under the pointer, with the spans it lies in.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -26,10 +27,12 @@ from bokeh.models import (
     GroupFilter,
     HoverTool,
     InlineStyleSheet,
+    Quad,
     Range1d,
 )
 from bokeh.models.annotations import Legend, LegendItem
 from bokeh.models.layouts import LayoutDOM
+from bokeh.models.renderers import GlyphRenderer
 from bokeh.plotting import figure
 
 from workbench.trace.container import Trace
@@ -96,14 +99,16 @@ def source_name(prefix: str, depth: int) -> str:
 class GanttView:
     def __init__(
         self, lanes: list[str] | None = None, title: str = "", x_range: Any = None,
-        name: str = "gantt", width: int | None = None,
+        name: str = "gantt", width: int | None = None, kinds: Sequence[str] = (),
     ) -> None:
+        """`kinds`: those expected (a live run's phases), whose renderers are made now, before
+        the run, rather than while it streams."""
         self.name = name
         self.lanes: list[str] = []
         self._lane_index: dict[str, int] = {}
         self._busy: dict[str, float] = {}  # time per kind seen so far: the legend's order
         self._renderers: dict[str, list[Any]] = {}
-        self._legend_kinds: list[str] = []
+        self._items: dict[str, LegendItem] = {}
         self.sources = [
             ColumnDataSource({c: [] for c in BAR_COLUMNS}, name=source_name(name, d))
             for d in range(DEPTHS)
@@ -137,6 +142,8 @@ class GanttView:
         fig.add_tools(HoverTool(renderers=[arrows], tooltips=[("flow", "@kind"), ("", "@label")],
                                 name=f"{name}_flow_hover"))
         self.figure = fig
+        self._renderers = {kind: self._new_renderers(kind) for kind in kinds}
+        self._join_renderers()
         # Both ranges are Range1d; the figure types them as any Range.
         self.x_range: Any = fig.x_range
         self.y_range: Any = fig.y_range
@@ -160,7 +167,7 @@ class GanttView:
     def _lay_out_legend(self) -> None:
         """Rows that fit beside the plot, in up to two columns; past that the legend scrolls."""
         room = max(int(self.figure.height or 0) - FRAME_MARGIN_PX, 3 * LEGEND_ROW_PX)
-        entries = max(len(self.legend.items), 1)
+        entries = max(sum(bool(item.visible) for item in self._items.values()), 1)
         fits = max(room // LEGEND_ROW_PX - 1, 1)
         self.legend.nrows = max(fits, -(-entries // LEGEND_COLUMNS))
         self._legend_css.css = f":host {{ max-height: {room}px; overflow-y: auto; }}"
@@ -185,36 +192,49 @@ class GanttView:
         return out
 
     def _legend(self, bars: Bars) -> None:
-        """Kinds seen so far: a kind first seen gets its renderers; the legend is rewritten (a
-        few dozen rows) in its order, pipeline phases first, then the rest by time taken."""
-        kinds, first, codes = np.unique(bars.kind.astype(str), return_index=True, return_inverse=True)
+        """Kinds seen so far: a kind first seen shows its legend entry (made hidden beforehand
+        for the kinds a run is known to draw) or gets its renderers and entry now.
+
+        Showing an entry is a plain property change; adding models to a figure in a live
+        document costs a walk of the whole document, so it is done in one assignment, in order:
+        pipeline phases first, then the rest by the time they took."""
+        kinds, codes = np.unique(bars.kind.astype(str), return_inverse=True)
         busy = np.bincount(codes.ravel(), weights=bars.right - bars.left, minlength=len(kinds))
         fresh = False
-        for kind, i, seconds in zip(kinds.tolist(), first.tolist(), busy.tolist(), strict=True):
+        for kind, seconds in zip(kinds.tolist(), busy.tolist(), strict=True):
             self._busy[kind] = self._busy.get(kind, 0.0) + seconds
             if kind not in self._renderers:
-                self._renderers[kind] = self._add_renderers(kind, str(bars.color[i]))
+                self._renderers[kind] = self._new_renderers(kind)
                 fresh = True
         if fresh:
-            bars_drawn = [r for rs in self._renderers.values() for r in rs]
-            self.hover.renderers = bars_drawn
-            # Drawn depth by depth whatever order kinds arrived in: inner bars stay on top.
-            by_depth = sorted(bars_drawn, key=lambda r: int(r.name.rsplit("|", 1)[1]))
-            drawn = {id(r) for r in bars_drawn}
-            others = [r for r in self.figure.renderers if id(r) not in drawn]
-            self.figure.renderers = by_depth + others
-        order = legend_order(self._busy)
-        if fresh or self._legend_kinds != order:
-            self._legend_kinds = order
-            self.legend.items = [LegendItem(label=k, renderers=self._renderers[k]) for k in order]
+            self._join_renderers()
+        shown = [self._items[k] for k in kinds.tolist() if not self._items[k].visible]
+        for item in shown:
+            item.visible = True
+        if fresh or shown:
             self._lay_out_legend()
 
-    def _add_renderers(self, kind: str, color: str) -> list[Any]:
+    def _join_renderers(self) -> None:
+        for kind, renderers in self._renderers.items():
+            if kind not in self._items:
+                self._items[kind] = LegendItem(label=kind, renderers=renderers, visible=False)
+        order = legend_order({k: self._busy.get(k, 0.0) for k in self._renderers})
+        self.legend.items = [self._items[k] for k in order]
+        drawn = [r for rs in self._renderers.values() for r in rs]
+        self.hover.renderers = drawn
+        # Drawn depth by depth whatever order kinds arrived in: inner bars stay on top.
+        ours = {id(r) for r in drawn}
+        others = [r for r in self.figure.renderers if id(r) not in ours]
+        self.figure.renderers = sorted(drawn, key=lambda r: int(r.name.rsplit("|", 1)[1])) + others
+
+    def _new_renderers(self, kind: str) -> list[Any]:
         return [
-            self.figure.quad(left="left", right="right", top="top", bottom="bottom", source=source,
-                             view=CDSView(filter=GroupFilter(column_name="kind", group=kind)),
-                             fill_color="color", fill_alpha="alpha", line_color=None,
-                             name=f"{self.name}|{kind}|{d}")
+            GlyphRenderer(
+                data_source=source, view=CDSView(filter=GroupFilter(column_name="kind", group=kind)),
+                glyph=Quad(left="left", right="right", top="top", bottom="bottom", fill_color="color",
+                           fill_alpha="alpha", line_color=None),
+                name=f"{self.name}|{kind}|{d}",
+            )
             for d, source in enumerate(self.sources)
         ]
 
@@ -223,6 +243,8 @@ class GanttView:
         for source, data in zip(self.sources, self.columns(bars), strict=True):
             source.data = data
         self._busy.clear()
+        for item in self._items.values():
+            item.visible = False
         self._legend(bars)
         if len(bars):
             self.x_range.start = min(0.0, float(bars.left.min()))

@@ -125,6 +125,11 @@ def phase_color(phase: str) -> str:
     return _BY_KIND.get(phase, ROLE_COLORS["other"])
 
 
+def pipeline_kinds() -> list[str]:
+    """The kinds a run of the pipeline draws, known before it starts (the live view's)."""
+    return [*PHASE_COLORS, SETUP]
+
+
 def series_color(index: int) -> str:
     return SERIES_COLORS[index % len(SERIES_COLORS)]
 
