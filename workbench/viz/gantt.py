@@ -3,8 +3,9 @@
 Bars live in one data source per nesting depth, so a phase recorded inside another (a copy
 inside ntt_msm_h, ntt_msm_h inside a mutex hold) is always drawn thinner and on top, even
 when the live view receives it before the span around it. Each kind (legend entry, see
-palette.py) draws through renderers of its own over those sources, so clicking its legend
-entry hides its bars; kinds first seen mid-run get theirs when they arrive.
+palette.py) has a swatch, a renderer with no data that the legend draws and a click hides;
+one filter on the bars' renderers leaves out the kinds whose swatch is hidden. Three bar
+renderers, not three per kind: the browser filters each source once per update.
 
 The legend sits right of the plot in as many columns as its height needs (two at most,
 then it scrolls), so no entry is ever out of reach. Hovering shows one tooltip: the innermost
@@ -22,9 +23,9 @@ from bokeh.models import (
     CDSView,
     ColumnDataSource,
     CustomJS,
+    CustomJSFilter,
     CustomJSHover,
     FixedTicker,
-    GroupFilter,
     HoverTool,
     InlineStyleSheet,
     Quad,
@@ -42,7 +43,7 @@ from workbench.viz.counters import counter_figures
 from workbench.viz.flows import COLUMNS as FLOW_COLUMNS
 from workbench.viz.flows import flow_segments
 from workbench.viz.lanes import lane_sort_key
-from workbench.viz.palette import legend_order
+from workbench.viz.palette import legend_order, phase_color
 
 DEPTHS = 3  # deeper spans share the innermost level
 HALF_HEIGHT = (0.42, 0.3, 0.18)
@@ -77,6 +78,18 @@ for (let d = value - 1; d >= 0; d--) {
 }
 return found.length ? found.reverse().join(" \u203a ") : "nothing (outermost)";
 """
+# The bars of the kinds whose legend entry is not hidden (all of them, null, while none is).
+SHOWN_KINDS_JS = """
+const hidden = new Set();
+for (const item of legend.items)
+  if (item.renderers.some(r => !r.visible))
+    for (const label of item.get_labels_list_from_label_prop()) hidden.add(label);
+if (hidden.size === 0) return null;
+const kind = source.data.kind ?? [];
+const shown = [];
+for (let i = 0; i < kind.length; i++) if (!hidden.has(kind[i])) shown.push(i);
+return shown;
+"""
 # One tooltip, not one per depth: a bar's tooltip gives way to a deeper bar under the pointer.
 INNERMOST_JS = """
 const d = sources.indexOf(cb_data.data_source);
@@ -107,7 +120,7 @@ class GanttView:
         self.lanes: list[str] = []
         self._lane_index: dict[str, int] = {}
         self._busy: dict[str, float] = {}  # time per kind seen so far: the legend's order
-        self._renderers: dict[str, list[Any]] = {}
+        self._swatches: dict[str, Any] = {}
         self._items: dict[str, LegendItem] = {}
         self.sources = [
             ColumnDataSource({c: [] for c in BAR_COLUMNS}, name=source_name(name, d))
@@ -129,8 +142,15 @@ class GanttView:
                              click_policy="hide", name=f"{name}_legend", stylesheets=[self._legend_css],
                              **legend_style)
         fig.add_layout(self.legend, "right")
+        self._kind_filter = CustomJSFilter(args={"legend": self.legend}, code=SHOWN_KINDS_JS)
+        bars: list[Any] = [
+            fig.quad(left="left", right="right", top="top", bottom="bottom", source=source,
+                     view=CDSView(filter=self._kind_filter), fill_color="color", fill_alpha="alpha",
+                     line_color=None, name=f"{name}|bars|{d}")
+            for d, source in enumerate(self.sources)
+        ]
         self.hover = HoverTool(
-            renderers=[], tooltips=TOOLTIPS, name=f"{name}_span_hover",
+            renderers=bars, tooltips=TOOLTIPS, name=f"{name}_span_hover",
             formatters={"@depth": CustomJSHover(args={"sources": self.sources}, code=PARENTS_JS)},
             filters={"@depth": CustomJS(args={"sources": self.sources}, code=INNERMOST_JS)},
         )
@@ -142,8 +162,8 @@ class GanttView:
         fig.add_tools(HoverTool(renderers=[arrows], tooltips=[("flow", "@kind"), ("", "@label")],
                                 name=f"{name}_flow_hover"))
         self.figure = fig
-        self._renderers = {kind: self._new_renderers(kind) for kind in kinds}
-        self._join_renderers()
+        self._swatches = {kind: self._new_swatch(kind, phase_color(kind)) for kind in kinds}
+        self._join_swatches()
         # Both ranges are Range1d; the figure types them as any Range.
         self.x_range: Any = fig.x_range
         self.y_range: Any = fig.y_range
@@ -198,45 +218,40 @@ class GanttView:
         Showing an entry is a plain property change; adding models to a figure in a live
         document costs a walk of the whole document, so it is done in one assignment, in order:
         pipeline phases first, then the rest by the time they took."""
-        kinds, codes = np.unique(bars.kind.astype(str), return_inverse=True)
+        kinds, first, codes = np.unique(bars.kind.astype(str), return_index=True, return_inverse=True)
         busy = np.bincount(codes.ravel(), weights=bars.right - bars.left, minlength=len(kinds))
         fresh = False
-        for kind, seconds in zip(kinds.tolist(), busy.tolist(), strict=True):
+        for kind, i, seconds in zip(kinds.tolist(), first.tolist(), busy.tolist(), strict=True):
             self._busy[kind] = self._busy.get(kind, 0.0) + seconds
-            if kind not in self._renderers:
-                self._renderers[kind] = self._new_renderers(kind)
+            if kind not in self._swatches:
+                self._swatches[kind] = self._new_swatch(kind, str(bars.color[i]))
                 fresh = True
         if fresh:
-            self._join_renderers()
+            self._join_swatches()
         shown = [self._items[k] for k in kinds.tolist() if not self._items[k].visible]
         for item in shown:
             item.visible = True
         if fresh or shown:
             self._lay_out_legend()
 
-    def _join_renderers(self) -> None:
-        for kind, renderers in self._renderers.items():
+    def _join_swatches(self) -> None:
+        for kind, swatch in self._swatches.items():
             if kind not in self._items:
-                self._items[kind] = LegendItem(label=kind, renderers=renderers, visible=False)
-        order = legend_order({k: self._busy.get(k, 0.0) for k in self._renderers})
+                self._items[kind] = LegendItem(label=kind, renderers=[swatch], visible=False)
+        order = legend_order({k: self._busy.get(k, 0.0) for k in self._swatches})
         self.legend.items = [self._items[k] for k in order]
-        drawn = [r for rs in self._renderers.values() for r in rs]
-        self.hover.renderers = drawn
-        # Drawn depth by depth whatever order kinds arrived in: inner bars stay on top.
-        ours = {id(r) for r in drawn}
-        others = [r for r in self.figure.renderers if id(r) not in ours]
-        self.figure.renderers = sorted(drawn, key=lambda r: int(r.name.rsplit("|", 1)[1])) + others
+        ours = {id(r) for r in self._swatches.values()}
+        self.figure.renderers = [r for r in self.figure.renderers if id(r) not in ours] + list(
+            self._swatches.values())
 
-    def _new_renderers(self, kind: str) -> list[Any]:
-        return [
-            GlyphRenderer(
-                data_source=source, view=CDSView(filter=GroupFilter(column_name="kind", group=kind)),
-                glyph=Quad(left="left", right="right", top="top", bottom="bottom", fill_color="color",
-                           fill_alpha="alpha", line_color=None),
-                name=f"{self.name}|{kind}|{d}",
-            )
-            for d, source in enumerate(self.sources)
-        ]
+    def _new_swatch(self, kind: str, color: str) -> Any:
+        glyph = Quad(left=0, right=0, top=0, bottom=0, fill_color=color, line_color=None)
+        swatch = GlyphRenderer(data_source=ColumnDataSource({"x": []}), glyph=glyph,
+                               name=f"{self.name}|{kind}")
+        # Hiding or showing a kind asks the bars' views to filter again.
+        refilter = CustomJS(args={"filter": self._kind_filter}, code="filter.change.emit();")
+        swatch.js_on_change("visible", refilter)
+        return swatch
 
     def set(self, bars: Bars) -> None:
         """Replace everything drawn (static figures)."""
