@@ -240,6 +240,12 @@ def test_every_legend_entry_is_reachable_and_a_click_hides_its_bars(page, tmp_pa
 
     # A click on "mutex_wait" hides its bars: a pixel of the longest wait turns from its colour
     # to the plot's white (a quarter in: flow arrows end at a wait's edges).
+    # Its entry shows the kind's colour.
+    swatch = page.locator(".bk-Legend .bk-item", has_text=re.compile(r"^mutex_wait$")).first.locator("canvas")
+    swatch.scroll_into_view_if_needed()
+    box = swatch.bounding_box()
+    assert pixel(page, box["x"] + box["width"] / 2, box["y"] + box["height"] / 2) == hex_rgb(
+        PHASE_COLORS["mutex_wait"])
     where = "() => wbBarPoint('gantt', 'mutex_wait', 0.25)"
     x, y = page.evaluate(where)
     assert pixel(page, x, y) == hex_rgb(PHASE_COLORS["mutex_wait"])

@@ -245,8 +245,9 @@ class GanttView:
             self._swatches.values())
 
     def _new_swatch(self, kind: str, color: str) -> Any:
-        glyph = Quad(left=0, right=0, top=0, bottom=0, fill_color=color, line_color=None)
-        swatch = GlyphRenderer(data_source=ColumnDataSource({"x": []}), glyph=glyph,
+        # One row drawn nowhere: a legend draws no glyph for a renderer without data.
+        glyph = Quad(left=np.nan, right=np.nan, top=np.nan, bottom=np.nan, fill_color=color, line_color=None)
+        swatch = GlyphRenderer(data_source=ColumnDataSource({"x": [0]}), glyph=glyph,
                                name=f"{self.name}|{kind}")
         # Hiding or showing a kind asks the bars' views to filter again.
         refilter = CustomJS(args={"filter": self._kind_filter}, code="filter.change.emit();")
