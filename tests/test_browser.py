@@ -132,6 +132,202 @@ def test_case_study_report_opens_offline_with_both_runs(page, tmp_path):
     screenshot(page, "case_study_report")
 
 
+# -- (a2) legible views: legend, hover, compare layout -------------------------------------------
+# Helpers kept on the page: the plot view drawing a Gantt's bars, and where on screen a bar is.
+PLOT_JS = """() => {
+  window.wbPlot = (name) => {
+    const views = [];
+    const walk = v => { views.push(v); for (const c of (v.child_views ?? [])) walk(c); };
+    for (const v of Object.values(Bokeh.index)) walk(v);
+    const ours = r => r.data_source && r.data_source.name === name + "_bars_0";
+    return views.find(v => v.model.renderers && v.model.renderers.some(ours));
+  };
+  window.wbModel = (name) => Bokeh.documents.map(d => d.get_model_by_name(name)).find(m => m);
+  window.wbBarPoint = (name, phase, at = 0.5) => {
+    const pv = wbPlot(name);
+    pv.el.scrollIntoView({block: "center"});
+    const box = pv.canvas.el.getBoundingClientRect();
+    for (let d = 0; d < 3; d++) {
+      const s = wbModel(name + "_bars_" + d).data;
+      const width = i => s.right[i] - s.left[i];
+      let best = -1;
+      for (let i = 0; i < s.left.length; i++)
+        if (s.phase[i] === phase && (best < 0 || width(i) > width(best))) best = i;
+      if (best >= 0) return [box.left + pv.frame.x_scale.compute(s.left[best] + at * width(best)),
+                             box.top + pv.frame.y_scale.compute((s.top[best] + s.bottom[best]) / 2)];
+    }
+    return null;
+  };
+}"""
+# Each legend entry scrolled into view (within the legend, if it scrolls): is it then inside the
+# legend's box, and the legend inside the plot's canvas?
+LEGEND_JS = """(name) => {
+  const pv = wbPlot(name);
+  const legend = [...pv.renderer_views.values()].find(v => v.model.type === "Legend");
+  const inside = (a, b) => a.top >= b.top - 0.5 && a.bottom <= b.bottom + 0.5
+                           && a.left >= b.left - 0.5 && a.right <= b.right + 0.5;
+  const out = {labels: [], unreachable: []};
+  for (const entry of legend.entries.filter(e => e.item.visible)) {  // a live view's unseen kinds wait hidden
+    out.labels.push(entry.label);
+    entry.el.scrollIntoView({block: "nearest", inline: "nearest"});
+    const item = entry.el.getBoundingClientRect(), box = legend.el.getBoundingClientRect();
+    const canvas = pv.canvas.el.getBoundingClientRect();
+    if (!(inside(item, box) && inside(box, canvas))) out.unreachable.push(entry.label);
+  }
+  const kinds = new Set();
+  for (let d = 0; d < 3; d++) for (const k of (wbModel(name + "_bars_" + d).data.kind ?? [])) kinds.add(k);
+  out.kinds = [...kinds];
+  return out;
+}"""
+
+
+def case_study_trace() -> Any:
+    from workbench.importers import load_any
+
+    return load_any(ROOT / "notebooks" / "data" / "h200_2e22" / "pageable_t14_w2.wbtrace")
+
+
+def kernel_time_by_name(trace: Any) -> dict[str, int]:
+    """Kernel time per name, from the spans on stream tracks (the grammar's kernel tracks)."""
+    totals: dict[str, int] = {}
+    for span in trace.iter_spans():
+        if re.fullmatch(r"gpu\d+/stream/\d+", span.track):
+            totals[span.name] = totals.get(span.name, 0) + span.end_ns - span.start_ns
+    return totals
+
+
+def pixel(page: Any, x: float, y: float) -> tuple[int, int, int]:
+    from io import BytesIO
+
+    from PIL import Image
+
+    shot = page.screenshot(clip={"x": x - 1, "y": y - 1, "width": 3, "height": 3})
+    return Image.open(BytesIO(shot)).convert("RGB").getpixel((1, 1))
+
+
+def hex_rgb(colour: str) -> tuple[int, int, int]:
+    return (int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16))
+
+
+@pytest.mark.parametrize("which", ["default_run", "case_study"])
+def test_every_legend_entry_is_reachable_and_a_click_hides_its_bars(page, tmp_path, which):
+    from workbench.config import RunConfig
+    from workbench.pipeline.run import run_pipeline
+    from workbench.viz.palette import PHASE_COLORS
+    from workbench.viz.report import render_report
+
+    if which == "default_run":  # the panel's shape: 2 GPU workers, 2 synthesis threads
+        trace = run_pipeline(RunConfig(backend="cpu", partitions=4, log2_constraints=6)).trace
+    else:
+        trace = case_study_trace()
+    path = tmp_path / "report.html"
+    path.write_text(render_report(trace, verdict=False), encoding="utf-8")
+    open_offline(page, path, timeout_ms=60_000)
+    page.evaluate(PLOT_JS)
+    legend = page.evaluate(LEGEND_JS, "gantt")
+    assert not legend["unreachable"], f"legend entries out of reach: {legend['unreachable']}"
+    assert sorted(legend["labels"]) == sorted(legend["kinds"])  # one entry per kind drawn
+    if which == "case_study":
+        # The six kernels that took longest have entries of their own, the rest share one.
+        top = sorted(kernel_time_by_name(trace).items(), key=lambda kv: -kv[1])[:6]
+        assert {name for name, _ in top} <= set(legend["labels"]) and "other kernels" in legend["labels"]
+        assert len(legend["labels"]) <= 40
+    gantt = page.evaluate("""() => { const r = wbPlot('gantt').el.getBoundingClientRect();
+        return {x: r.left + scrollX, y: r.top + scrollY, width: r.width, height: r.height}; }""")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"gantt-legend-{which}.png"), clip=gantt, full_page=True)
+    if which == "case_study":  # the Gantt, its legend and the counters, one figure per unit
+        page.screenshot(path=str(ARTIFACTS / "case-study-report.png"), full_page=True)
+
+    # A click on "mutex_wait" hides its bars: a pixel of the longest wait turns from its colour
+    # to the plot's white (a quarter in: flow arrows end at a wait's edges).
+    # Its entry shows the kind's colour.
+    swatch = page.locator(".bk-Legend .bk-item", has_text=re.compile(r"^mutex_wait$")).first.locator("canvas")
+    swatch.scroll_into_view_if_needed()
+    box = swatch.bounding_box()
+    assert pixel(page, box["x"] + box["width"] / 2, box["y"] + box["height"] / 2) == hex_rgb(
+        PHASE_COLORS["mutex_wait"])
+    where = "() => wbBarPoint('gantt', 'mutex_wait', 0.25)"
+    x, y = page.evaluate(where)
+    assert pixel(page, x, y) == hex_rgb(PHASE_COLORS["mutex_wait"])
+    entry = page.locator(".bk-Legend .bk-item", has_text=re.compile(r"^mutex_wait$")).first
+    entry.scroll_into_view_if_needed()
+    entry.click()
+    page.wait_for_function("() => !wbModel('gantt|mutex_wait').visible")
+    page.wait_for_function("() => Object.values(Bokeh.index).every(v => v.is_idle)")
+    x, y = page.evaluate(where)
+    assert pixel(page, x, y) == (255, 255, 255)
+    assert not page.console_errors
+
+
+def test_hovering_nested_bars_gives_one_tooltip_naming_the_parents(page, tmp_path):
+    from workbench.config import RunConfig
+    from workbench.pipeline.run import run_pipeline
+    from workbench.viz.report import render_report
+
+    trace = run_pipeline(RunConfig(backend="cpu", partitions=2, log2_constraints=6)).trace
+    path = tmp_path / "report.html"
+    path.write_text(render_report(trace, verdict=False), encoding="utf-8")
+    open_offline(page, path)
+    page.evaluate(PLOT_JS)
+    x, y = page.evaluate("() => wbBarPoint('gantt', 'msm_h')")  # inside ntt_msm_h inside a hold
+    page.mouse.move(x, y)
+    tips = page.locator(".bk-tooltip-content")
+    tips.first.wait_for(state="visible", timeout=10_000)
+    shown = [t for t in tips.all() if t.is_visible()]
+    assert len(shown) == 1
+    text = shown[0].inner_text()
+    assert re.search(r"phase:\s+msm_h", text)
+    assert re.search(r"within:\s+mutex_hold \([\d.]+ ms\) › ntt_msm_h \([\d.]+ ms\)", text)
+    screenshot(page, "gantt-hover")
+
+
+def boxes_overlapping(boxes: list[tuple[str, dict[str, float]]]) -> list[tuple[str, str]]:
+    found = []
+    for i, (name_a, a) in enumerate(boxes):
+        for name_b, b in boxes[i + 1:]:
+            if (a["x"] < b["x"] + b["width"] - 1 and b["x"] < a["x"] + a["width"] - 1
+                    and a["y"] < b["y"] + b["height"] - 1 and b["y"] < a["y"] + a["height"] - 1):
+                found.append((name_a, name_b))
+    return found
+
+
+def layout_boxes(page: Any, scope: Any = None) -> list[tuple[str, dict[str, float]]]:
+    """Bounding boxes of every summary table and every Gantt or counter figure on the page."""
+    root = scope if scope is not None else page
+    found = []
+    for kind, selector in (("table", "table.wb-table"), ("figure", ".bk-Figure")):
+        for n, element in enumerate(root.locator(selector).all()):
+            box = element.bounding_box()
+            if box and box["width"] and box["height"]:
+                caption = element.locator("caption").all_inner_texts() if kind == "table" else []
+                found.append((f"{kind} {n} {caption[0] if caption else ''}".strip(), box))
+    return found
+
+
+@pytest.mark.parametrize("width", [900, 1300])
+def test_compare_tables_and_figures_never_overlap(page, tmp_path, width):
+    from bokeh.embed import file_html
+    from bokeh.resources import INLINE
+
+    from workbench.importers import load_any
+    from workbench.viz.compare import compare_figure
+
+    data = ROOT / "notebooks" / "data" / "h200_2e22"
+    a, b = load_any(data / "pageable_t14_w2.wbtrace"), load_any(data / "zerocopy_t14_w2.wbtrace")
+    path = tmp_path / "compare.html"
+    layout = compare_figure(a, b, ("pageable_t14_w2", "zerocopy_t14_w2"))
+    path.write_text(file_html(layout, INLINE, "compare"))
+    page.set_viewport_size({"width": width, "height": 1000})
+    open_offline(page, path, timeout_ms=60_000)
+    boxes = layout_boxes(page)
+    assert sum(name.startswith("table") for name, _ in boxes) == 7  # A's three, B's three, B against A
+    assert sum(name.startswith("figure") for name, _ in boxes) >= 2
+    assert not boxes_overlapping(boxes)
+    page.screenshot(path=str(ARTIFACTS / f"compare-{width}.png"), full_page=True)
+    assert not page.console_errors
+
+
 # -- (b) JupyterLab ----------------------------------------------------------------------------
 def free_port() -> int:
     with socket.socket() as s:
@@ -149,6 +345,8 @@ def lab(tmp_path_factory) -> Iterator[dict[str, Any]]:
         PANEL_CELL, "panel = wb.panel(partitions=400, log2_constraints=10)")
     (work / "long_run.ipynb").write_text(long_run)
     shutil.copy(work / "01_quickstart.ipynb", work / "classic.ipynb")
+    (work / "compare_panel.ipynb").write_text(small_notebook(
+        ["import workbench.notebook as wb", "panel = wb.panel(partitions=2, log2_constraints=8)"]))
     settings = home / "settings" / "@jupyterlab"
     (settings / "apputils-extension").mkdir(parents=True)
     (settings / "notebook-extension").mkdir(parents=True)
@@ -161,7 +359,9 @@ def lab(tmp_path_factory) -> Iterator[dict[str, Any]]:
     port = free_port()
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"),
            "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-           "WORKBENCH_CACHE": str(tmp_path_factory.getbasetemp() / "srs-cache")}
+           "WORKBENCH_CACHE": str(tmp_path_factory.getbasetemp() / "srs-cache"),
+           # The kernels import this checkout's code, not an installed copy.
+           "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
     command = [
         sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
         f"--port={port}", f"--ServerApp.token={TOKEN}", f"--ServerApp.root_dir={work}",
@@ -196,6 +396,15 @@ def lab(tmp_path_factory) -> Iterator[dict[str, Any]]:
 
 def nbjson(path: Path) -> str:
     return path.read_text()
+
+
+def small_notebook(cells: list[str]) -> str:
+    return json.dumps({
+        "cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                   "source": source} for source in cells],
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+        "nbformat": 4, "nbformat_minor": 5,
+    })
 
 
 ALL_CELLS_RAN_JS = """() => {
@@ -347,3 +556,42 @@ def test_stop_mid_run_in_jupyterlab_reports_stopped_and_leaves_no_run_thread(pag
         screenshot(page, "failed-threads-cell")
         raise
     assert output.inner_text().strip() == "threads: []"
+
+
+LAPTOP = {"width": 1200, "height": 900}  # where the overlaps were seen; wide screens hid them
+
+
+def test_memory_modes_notebook_compare_has_no_overlapping_tables_or_figures(page, lab):
+    page.set_viewport_size(LAPTOP)
+    open_and_run_all(page, lab, "02_memory_modes.ipynb")
+    boxes = layout_boxes(page)
+    assert sum(name.startswith("table") for name, _ in boxes) >= 7
+    assert sum(name.startswith("figure") for name, _ in boxes) >= 2
+    overlapping = boxes_overlapping(boxes)
+    page.locator("table.wb-table").first.scroll_into_view_if_needed()
+    screenshot(page, "jupyterlab-02-compare")
+    assert not overlapping
+    assert_no_errors_of_ours(page)
+
+
+def test_panel_compare_has_no_overlapping_tables_or_figures(page, lab):
+    page.set_viewport_size(LAPTOP)
+    open_and_run_all(page, lab, "compare_panel.ipynb")
+    for number in (1, 2):
+        run_button(page).click()
+        deadline = time.monotonic() + 120
+        while f"run {number} completed" not in panel_status(page) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert f"run {number} completed" in panel_status(page)
+    compare = page.locator("button.jupyter-button:text-is('Compare')").first
+    compare.scroll_into_view_if_needed()
+    compare.click()
+    page.get_by_text("B against A").first.wait_for(timeout=60_000)
+    page.wait_for_timeout(1_000)  # the compare Gantts draw after their tables
+    boxes = layout_boxes(page)
+    assert sum("B against A" in name for name, _ in boxes) == 1
+    overlapping = boxes_overlapping(boxes)
+    page.get_by_text("B against A").first.scroll_into_view_if_needed()
+    screenshot(page, "jupyterlab-panel-compare")
+    assert not overlapping
+    assert_no_errors_of_ours(page)

@@ -79,10 +79,20 @@ def test_live_batches_give_the_same_bars_as_the_whole_trace(traces, batch):
 
 def test_copy_hover_gives_bytes_and_bandwidth():
     assert describe({"bytes": 2_000_000, "vector": "a", "source": "pinned"}, 1_000_000) == (
-        "2.00 MB at 2.00 GB/s (a, pinned)")
+        "2.00 MB at 2.00 GB/s (vector a, from pinned memory)")
     assert "emulated" in describe({"bytes": 10, "emulated": True}, 10)
     assert describe({"error": "RuntimeError: x"}, 5) == "error: RuntimeError: x"
     assert describe(None, 5) == ""
+
+
+def test_details_are_said_in_words_with_units():
+    # A mutex wait and a barrier wait as the recorders write them (trace/mutex.py, barrier.py).
+    assert describe({"gap_ns": 405_352}, 0) == "the lock lay free 0.405 ms before this wait ended"
+    assert describe({"party": "prep", "arrival": 0}, 0) == "prep side, arrived first"
+    assert describe({"party": "gpu", "arrival": 1}, 0) == "gpu side, arrived second"
+    # Keys nobody named: their unit read from the suffix, never `key=value`.
+    text = describe({"queue_ns": 2_500_000, "peak_bytes": 3e9, "retries": 1200}, 0)
+    assert text == "queue 2.5 ms, peak 3.00 GB, retries 1,200" and "=" not in text
 
 
 def test_nesting_depth_counts_enclosing_spans_on_a_lane():

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("bokeh", reason="the notebook extra is not installed")
 
-from bokeh.models import ColumnDataSource, Div, HoverTool
+from bokeh.models import ColumnDataSource, Div, HoverTool, Legend
 
 from workbench.config import RunConfig
 from workbench.pipeline.run import run_pipeline
@@ -50,9 +50,9 @@ def bar_rows(layout, prefix: str = "gantt") -> int:
 def test_gantt_has_a_bar_per_span_a_lane_per_role_and_a_legend(trace):
     layout = gantt_figure(trace)
     assert bar_rows(layout) == len(trace.spans)
-    legend = sources(layout)["gantt_legend"].data["phase"]
-    assert {"synthesis", "mutex_hold", "mutex_wait", "ntt_msm_h", "h2d_copy", "batch_add"} <= set(legend)
     fig = layout.children[0]
+    legend = [item.label.value for item in fig.select({"type": Legend, "name": "gantt_legend"})[0].items]
+    assert {"synthesis", "mutex_hold", "mutex_wait", "ntt_msm_h", "h2d_copy", "batch_add"} <= set(legend)
     labels = list(fig.yaxis[0].major_label_overrides.values())
     assert labels[:3] == ["run", "synth 0", "synth 1"] and "worker 1 mutex hold" in labels
     # The span hover, not the flow arrows' (a figure has both; select gives no order).
@@ -70,13 +70,15 @@ def test_big_traces_get_an_overview_and_a_detail_window_not_a_cut(trace):
     assert "detail" in detail_fig.title.text
 
 
-def test_counter_samples_are_drawn_in_comparable_units(trace):
+def test_counter_samples_get_a_figure_per_unit_on_the_gantt_time_axis(trace):
     layout = gantt_figure(tiled(trace, 1, counters=True))
-    samples = sources(layout)["counters_samples"].data
-    assert len(samples["t"]) == 100
-    assert set(samples["series"]) == {"nvml/gpu0 pcie_rx_bytes_s (GB/s)", "nvml/gpu0 utilization_gpu (%)"}
-    assert max(samples["value"]) == pytest.approx(80.0)
-    assert layout.children[-1].visible
+    found = sources(layout)
+    rates, shares = found["counters_samples_gb_per_s"].data, found["counters_samples_percent"].data
+    assert set(rates["series"]) == {"nvml/gpu0 pcie_rx_bytes_s"} and set(rates["value"]) == {25.0}
+    assert set(shares["series"]) == {"nvml/gpu0 utilization_gpu"} and set(shares["value"]) == {80.0}
+    gantt, *counters = layout.children
+    assert [f.yaxis[0].axis_label for f in counters] == ["percent", "GB/s"]
+    assert all(f.x_range is gantt.x_range for f in counters)
     assert scaled("x", __import__("numpy").array([3.0]))[1] == ""
 
 

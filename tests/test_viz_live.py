@@ -94,11 +94,16 @@ def test_the_view_follows_the_run_until_someone_zooms():
 def test_counters_appear_when_samples_arrive():
     recorder = Recorder(nvtx=False)
     live = LiveView(recorder)
-    assert not live.counters.figure.visible
+    assert not live.counters.layout.visible
     recorder.counter("nvml/gpu0", "pcie_tx_bytes_s", 12e9)
     live.update()
-    assert live.counters.figure.visible
-    assert live.counters.source.data["value"][0] == pytest.approx(12.0)
+    assert live.counters.layout.visible and list(live.counters.figures) == ["GB/s"]
+    assert live.counters.sources["GB/s"].data["value"][0] == pytest.approx(12.0)
+    # A series in another unit arriving mid-run gets a figure of its own, above (percent first).
+    recorder.counter("nvml/gpu0", "utilization_gpu", 75.0)
+    live.update()
+    assert [f.yaxis[0].axis_label for f in live.counters.layout.children] == ["percent", "GB/s"]
+    assert live.counters.sources["%"].data["value"] == [75.0]
 
 
 def test_a_failing_tick_ends_polling_and_keeps_the_error():

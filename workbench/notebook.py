@@ -36,7 +36,7 @@ from workbench.viz.gantt import gantt_figure
 from workbench.viz.panel import ControlPanel
 from workbench.viz.report import render_report
 from workbench.viz.runner import RunRecord, run_to_end
-from workbench.viz.tables import CSS, config_table, role_summary_html, summary_html
+from workbench.viz.tables import CSS, config_table, role_summary_html, side_by_side, summary_html
 
 _state = {"bokeh_loaded": False, "runs": 0}
 
@@ -127,11 +127,12 @@ def run(save: str | Path | bool = False, **settings: Any) -> RunRecord:
 
 
 def gantt(item: TraceLike, **options: Any) -> Shown:
+    options.setdefault("label", _label(item, ""))
     return show(gantt_figure(_trace(item), **options))
 
 
 def distributions(item: TraceLike) -> Shown:
-    return show(distribution_figure(_trace(item)))
+    return show(distribution_figure(_trace(item), label=_label(item, "")))
 
 
 def summary(item: TraceLike) -> Shown:
@@ -142,9 +143,7 @@ def summary(item: TraceLike) -> Shown:
 
     trace = _trace(item)
     tables = summary_html(summarize(trace)) if is_pipeline(trace) else role_summary_html(role_summary(trace))
-    html = HTML(f"<style>{CSS}</style><div style='display:flex;gap:32px;flex-wrap:wrap'>"
-                f"<div>{config_table(trace.config, trace.meta)}</div>"
-                f"<div>{tables}</div></div>")
+    html = HTML(f"<style>{CSS}</style>" + side_by_side([config_table(trace.config, trace.meta), tables]))
     return _display(html)
 
 

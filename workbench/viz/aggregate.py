@@ -48,6 +48,8 @@ def overview(bars: Bars, budget: int) -> Overview:
     t_min, t_max = float(bars.left.min()), float(bars.right.max())
     lanes, lane_code = factorize(bars.lane)
     phases, phase_code = factorize(bars.phase)
+    first_of_phase = np.unique(phase_code, return_index=True)[1]  # factorize numbers by first sight
+    kinds, colors = bars.kind[first_of_phase], bars.color[first_of_phase]
     depths = int(bars.depth.max()) + 1
     groups, group_code = factorize(lane_code * depths + bars.depth)  # one group per lane and depth
     n_bins = max(20, budget // max(len(groups), 1))
@@ -80,6 +82,7 @@ def overview(bars: Bars, budget: int) -> Overview:
             partition=np.full(n, -1, dtype=np.int64), worker=np.full(n, -1, dtype=np.int64),
             duration_ms=total[used] * 1e3, detail=np.array(detail, dtype=object),
             alpha=np.clip(total[used] / bin_s, MIN_ALPHA, 1.0),
+            kind=kinds[dominant], color=colors[dominant],
         ))
     return Overview(Bars.concat(out), bin_s, len(bars))
 

@@ -13,8 +13,11 @@ from typing import Any
 import numpy as np
 
 from workbench.model import tracks as tr
+from workbench.model.roles import role_of, trace_rules
 from workbench.trace.container import Trace
 from workbench.viz.lanes import HoldIndex, base_lane, nesting_depth, phase_of, readable, worker_gpus
+from workbench.viz.palette import Kinds
+from workbench.viz.words import describe
 
 # Phases recorded inside another phase of the same thread; the live view draws them a level
 # down without waiting for the enclosing span, which is recorded only when it ends.
@@ -25,6 +28,8 @@ NESTED_PHASES = frozenset({
     "tail_msm_cpu", "synthesis_processes", "synthesis_collect", "warm_up",
 })
 HOLD_SUFFIX = " mutex hold"
+# Tracks of the pipeline's own threads and primitives: their spans' names are its phases.
+OWN_TRACKS = frozenset({tr.RUN, tr.SYNTH, tr.WORKER, tr.PREP, tr.MUTEX, tr.BARRIER, tr.QUEUE, tr.HOST_LOAD})
 
 
 @dataclass
@@ -39,6 +44,8 @@ class Bars:
     duration_ms: np.ndarray
     detail: np.ndarray  # str: bytes and GB/s for copies, other attributes, errors
     alpha: np.ndarray  # 1 for a span; an aggregated bar's share of its bin that was busy
+    kind: np.ndarray  # str: the legend entry it is drawn under (see palette.Kinds)
+    color: np.ndarray  # str
 
     def __len__(self) -> int:
         return len(self.left)
@@ -51,35 +58,13 @@ class Bars:
         text = np.array([], dtype=object)
         number = np.array([], dtype=np.float64)
         whole = np.array([], dtype=np.int64)
-        return cls(text, text, number, number, whole, whole, whole, number, text, number)
+        return cls(text, text, number, number, whole, whole, whole, number, text, number, text, text)
 
     @classmethod
     def concat(cls, parts: list[Bars]) -> Bars:
         if not parts:
             return cls.empty()
         return Bars(**{f.name: np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(cls)})
-
-
-def copy_detail(attrs: dict[str, Any], duration_ns: int) -> str:
-    """Bytes and effective bandwidth (bytes per ns is GB/s) of a copy, with its provenance."""
-    size = attrs["bytes"]
-    rate = size / duration_ns if duration_ns > 0 else float("inf")
-    text = f"{size / 1e6:.2f} MB at {rate:.2f} GB/s"
-    extras = [str(attrs[k]) for k in ("vector", "source") if k in attrs]
-    if attrs.get("emulated"):
-        extras.append("emulated: host memcpy, no PCIe")
-    return text + (f" ({', '.join(extras)})" if extras else "")
-
-
-def describe(attrs: dict[str, Any] | None, duration_ns: int) -> str:
-    if not attrs:
-        return ""
-    if "error" in attrs:
-        return f"error: {attrs['error']}"
-    if isinstance(attrs.get("bytes"), int | float):
-        return copy_detail(attrs, duration_ns)
-    text = ", ".join(f"{k}={v}" for k, v in attrs.items())
-    return text if len(text) <= 120 else text[:117] + "..."
 
 
 class BarBuilder:
@@ -98,6 +83,7 @@ class BarBuilder:
         # Several GPUs: worker lanes carry their GPU (a live view has no run facts yet).
         self.worker_gpu = worker_gpu
         self.holds = HoldIndex()
+        self.kinds = Kinds()
 
     def build(self, trace: Trace, mask: np.ndarray | None = None) -> Bars:
         spans = trace.spans
@@ -129,6 +115,8 @@ class BarBuilder:
         lane_names: list[str] = []
         combo_lane, combo_moves, combo_phase, combo_barrier = [], [], [], []
         phase_names: list[str] = []
+        combo_role: list[tuple[str, bool]] = []
+        rules = trace_rules(trace)
         for i in first.tolist():
             track, name, p = text[track_ids[i]], text[name_ids[i]], party_names[party[i]] or None
             lane_name, can_move = base_lane(track, name, int(worker[i]), p, gpus_of_workers)
@@ -140,9 +128,24 @@ class BarBuilder:
             combo_lane.append(lane_names.index(lane_name))
             combo_phase.append(phase_names.index(phase_name))
             combo_moves.append(can_move)
-            combo_barrier.append(tr.parse(track).kind == tr.BARRIER)
+            track_kind = tr.parse(track).kind
+            combo_barrier.append(track_kind == tr.BARRIER)
+            combo_role.append((role_of(track, name, rules), track_kind in OWN_TRACKS))
         lane_code = np.array(combo_lane, dtype=np.int64)[inverse]
         phase_code = np.array(combo_phase, dtype=np.int64)[inverse]
+        duration = end - start
+        if self.nesting:  # a whole trace: the names that took longest get legend entries
+            busy = np.bincount(inverse, weights=duration, minlength=len(first))
+            totals: dict[tuple[str, str], float] = {}
+            for c, (role, own) in enumerate(combo_role):
+                if not own:
+                    key = (role, phase_names[combo_phase[c]])
+                    totals[key] = totals.get(key, 0.0) + float(busy[c])
+            self.kinds.rank(totals)
+        combo_kind = [self.kinds.kind(phase_names[combo_phase[c]], role, own)
+                      for c, (role, own) in enumerate(combo_role)]
+        kind = np.array(combo_kind, dtype=object)[inverse]
+        color = np.array([self.kinds.colors[k] for k in combo_kind], dtype=object)[inverse]
         moves = np.array(combo_moves, dtype=bool)[inverse]
         in_hold = np.zeros(len(index), dtype=bool)
         if moves.any():
@@ -163,7 +166,6 @@ class BarBuilder:
             nested = nested_phase | (np.array(combo_barrier, dtype=bool)[inverse] & moves)
             depth = nested.astype(np.int64) + in_hold
 
-        duration = end - start
         detail = np.array(
             [describe(a, d) for a, d in zip(attrs, duration.tolist(), strict=True)], dtype=object,
         )
@@ -176,7 +178,7 @@ class BarBuilder:
             left=(start - self.origin_ns) / 1e9, right=(end - self.origin_ns) / 1e9,
             depth=depth.astype(np.int64), partition=partition.astype(np.int64),
             worker=worker.astype(np.int64), duration_ms=duration / 1e6, detail=detail,
-            alpha=np.ones(len(index)),
+            alpha=np.ones(len(index)), kind=kind, color=color,
         )
 
     def _learn_holds(

@@ -18,7 +18,7 @@ from workbench.analysis.summary import RunSummary, summarize
 from workbench.trace.container import Trace
 from workbench.viz.bars import run_start_of
 from workbench.viz.gantt import DEFAULT_MAX_BARS, gantt_figure
-from workbench.viz.tables import CSS, summary_html, table
+from workbench.viz.tables import CSS, side_by_side, summary_html, table
 
 
 def phase_deltas(a: RunSummary, b: RunSummary) -> str:
@@ -36,11 +36,11 @@ def phase_deltas(a: RunSummary, b: RunSummary) -> str:
 
 def summaries_html(a: Trace, b: Trace, labels: tuple[str, str]) -> str:
     sa, sb = summarize(a), summarize(b)
-    cell = "<div style='flex:1;min-width:360px'><b>{}</b>{}</div>"
-    return (f"<style>{CSS}</style><div style='display:flex;gap:24px;flex-wrap:wrap'>"
-            + cell.format(escape(f"A: {labels[0]}"), summary_html(sa))
-            + cell.format(escape(f"B: {labels[1]}"), summary_html(sb))
-            + cell.format("", phase_deltas(sa, sb)) + "</div>")
+    return f"<style>{CSS}</style>" + side_by_side([
+        f"<b>{escape(f'A: {labels[0]}')}</b>{summary_html(sa)}",
+        f"<b>{escape(f'B: {labels[1]}')}</b>{summary_html(sb)}",
+        phase_deltas(sa, sb),
+    ])
 
 
 def compare_figure(

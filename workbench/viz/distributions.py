@@ -20,7 +20,10 @@ from workbench.viz.palette import phase_color, phase_order
 
 FLOOR_MS = 1e-3  # a log axis cannot show 0: instant waits sit at 1 µs
 POINTS_PER_PHASE = 2_000  # beyond this the strip shows a sample; boxes always use all
-def quantiles(durations: dict[str, np.ndarray]) -> dict[str, list[Any]]:
+TITLE = "duration per phase (log scale: a wide box is a variable phase)"
+
+
+def quantiles(durations: dict[str, np.ndarray], colors: dict[str, str] | None = None) -> dict[str, list[Any]]:
     box: dict[str, list[Any]] = {k: [] for k in ("phase", "q1", "q3", "median", "lo", "hi", "n",
                                                   "ratio", "color")}
     for phase, values in durations.items():
@@ -36,17 +39,18 @@ def quantiles(durations: dict[str, np.ndarray]) -> dict[str, list[Any]]:
         box["hi"].append(max(hi, FLOOR_MS))
         box["n"].append(len(values))
         box["ratio"].append(hi / lo if lo > 0 else float("nan"))
-        box["color"].append(phase_color(phase))
+        box["color"].append((colors or {}).get(phase) or phase_color(phase))
     return box
 
 
 class DistributionView:
-    def __init__(self, name: str = "distributions") -> None:
+    def __init__(self, name: str = "distributions", label: str = "") -> None:
         self.durations: dict[str, list[np.ndarray]] = {}
+        self.colors: dict[str, str] = {}  # each phase in its Gantt colour
         self.points = ColumnDataSource({"phase": [], "ms": [], "color": []}, name=f"{name}_points")
         self.boxes = ColumnDataSource(quantiles({}), name=f"{name}_boxes")
         fig = figure(
-            title="duration per phase (log scale: a wide box is a variable phase)", height=200,
+            title=f"{label}: {TITLE}" if label else TITLE, height=200,
             sizing_mode="stretch_width", x_axis_type="log", y_range=FactorRange(factors=[]),
             x_axis_label="milliseconds", tools="xpan,xwheel_zoom,reset,save",
             toolbar_location="above",
@@ -73,6 +77,7 @@ class DistributionView:
         cuts = np.flatnonzero(np.diff(codes[order])) + 1
         for part in np.split(order, cuts) if len(order) else []:
             phase = phases[int(codes[part[0]])]
+            color = self.colors.setdefault(phase, str(bars.color[part[0]]))
             values = bars.duration_ms[part]
             kept = self.durations.setdefault(phase, [])
             seen = sum(len(v) for v in kept)
@@ -81,7 +86,7 @@ class DistributionView:
             shown = values[:room] if len(values) > room else values
             out["phase"] += [phase] * len(shown)
             out["ms"] += np.maximum(shown, FLOOR_MS).tolist()
-            out["color"] += [phase_color(phase)] * len(shown)
+            out["color"] += [color] * len(shown)
         return out
 
     def _refresh_axes(self) -> None:
@@ -92,7 +97,7 @@ class DistributionView:
             self.figure.height = 60 + 26 * len(factors)
 
     def boxes_data(self) -> dict[str, list[Any]]:
-        return quantiles({p: np.concatenate(v) for p, v in self.durations.items()})
+        return quantiles({p: np.concatenate(v) for p, v in self.durations.items()}, self.colors)
 
     def set(self, bars: Bars) -> None:
         self.durations.clear()
@@ -113,8 +118,9 @@ class DistributionView:
             self.boxes.data = self.boxes_data()
 
 
-def distribution_figure(trace: Trace, bars: Bars | None = None) -> Any:
-    """Per-phase distributions of a trace (pass its bars when already built)."""
-    view = DistributionView()
+def distribution_figure(trace: Trace, bars: Bars | None = None, label: str | None = None) -> Any:
+    """Per-phase distributions of a trace (pass its bars when already built), titled with the
+    run's name: `label`, else the name the trace was loaded under."""
+    view = DistributionView(label=label if label is not None else str(trace.meta.get("label") or ""))
     view.set(trace_bars(trace) if bars is None else bars)
     return view.figure

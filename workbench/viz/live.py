@@ -23,6 +23,7 @@ from workbench.viz.bars import BarBuilder
 from workbench.viz.counters import CounterView
 from workbench.viz.distributions import DistributionView
 from workbench.viz.gantt import GanttView
+from workbench.viz.palette import pipeline_kinds
 
 PERIOD_S = 0.1
 BOX_REFRESH_S = 0.5  # quantiles are recomputed over every duration seen: not every tick
@@ -55,16 +56,16 @@ class LiveView:
 
     def __init__(
         self, recorder: Recorder, lanes: list[str] | None = None, title: str = "live Gantt",
-        name: str = "gantt", worker_gpu: Mapping[int, int] | None = None,
+        name: str = "gantt", worker_gpu: Mapping[int, int] | None = None, label: str = "",
     ) -> None:
         self.recorder = recorder
         self.origin_ns = recorder.origin_ns
         self.cursor = (0, 0, 0)
         self.builder = BarBuilder(self.origin_ns, nesting=False, worker_gpu=worker_gpu)
-        self.gantt = GanttView(lanes, title=title, name=name)
+        self.gantt = GanttView(lanes, title=title, name=name, kinds=pipeline_kinds())
         self.counters = CounterView(x_range=self.gantt.figure.x_range)
-        self.distributions = DistributionView()
-        self.layout = column(self.gantt.figure, self.counters.figure, self.distributions.figure,
+        self.distributions = DistributionView(label=label)
+        self.layout = column(self.gantt.figure, self.counters.layout, self.distributions.figure,
                              sizing_mode="stretch_width")
         self.stats = UpdateStats()
         self.following = True

@@ -1,58 +1,192 @@
-"""One colour per phase, the same in every view, so a phase is recognised at a glance.
+"""The colours of every view, and the legend entries (kinds) that bars are grouped in.
 
-Copies are red, waits grey or pink, GPU-lock work warm, CPU work cool; phases nobody has
-named here (kernels from the device collectors, spans of a user's own pipeline) get a colour
-from a fixed palette by a stable hash of their name, so a name keeps its colour across runs.
+Colours are chosen to stay apart under protanopia, deuteranopia and tritanopia as well as
+normal vision (a test simulates each and measures CIEDE2000), by families a reader learns
+once: GPU compute in blues and greens, copies vermillion and orange, the lock wait pink,
+barrier waits amber (yellow on the prep side, orange for the consumer's phase, dark brown for
+the GPU side's own record, which lies inside it), the lock hold pale grey so that the work
+done under it stands out, host work in tans and browns, one-off setup a pale blue-grey.
+
+A bar's kind is its legend entry: a pipeline phase of our own threads is its own kind (the
+one-off setup phases share "setup"); any other span is grouped by its role (model/roles.py):
+kernels by name for the few that took longest and "other kernels" for the rest, host ranges
+likewise, copies, memsets, syncs and the rest by role alone. A legend therefore stays a few
+dozen entries long whatever a trace holds.
 """
 
 from __future__ import annotations
 
-import zlib
+from collections.abc import Iterable, Mapping
 
-PHASE_COLORS = {  # in pipeline order, which is also the order of legends and tables
-    "synthesis": "#4e79a7",
-    "buffer_checkout": "#a0cbe8",
-    "pool_checkout": "#86bcb6",
-    "host_register": "#b6992d",
-    "prep_msm": "#59a14f",
-    "barrier_wait (prep)": "#d9d4d1",
-    "upload": "#f1ce63",
-    "mutex_wait": "#d37295",
-    "mutex_hold": "#79706e",
-    "ntt_msm_h": "#f28e2b",
-    "staging_copy": "#ff9d9a",
-    "h2d_copy": "#e15759",
-    "host_unregister": "#d4b95e",
-    "ntt": "#edc948",
-    "coset_intt": "#ffbe7d",
-    "msm_h": "#b07aa1",
-    "barrier_wait": "#bab0ac",
-    "barrier_wait (gpu)": "#9c938f",
-    "batch_add": "#76b7b2",
-    "tail_msm": "#9c755f",
-    "b_g2_msm": "#8cd17d",
-    "finish": "#499894",
-    "setup": "#cfcfcf",
-    "proving_key": "#b4b4b4",
-    "twiddles": "#a0a0a0",
+# Pipeline phases in pipeline order, which is also the order of legends and tables.
+PHASE_COLORS = {
+    "synthesis": "#C8A27A",
+    "buffer_checkout": "#E6D5BE",
+    "pool_checkout": "#D9C19F",
+    "host_register": "#9C7A54",
+    "prep_msm": "#8C6D46",
+    "barrier_wait (prep)": "#F0E442",
+    "upload": "#F4A582",
+    "mutex_wait": "#CC79A7",
+    "mutex_hold": "#DDDDDD",
+    "ntt_msm_h": "#0072B2",
+    "staging_copy": "#EE8866",
+    "h2d_copy": "#D55E00",
+    "host_unregister": "#B89B72",
+    "ntt": "#56B4E9",
+    "coset_intt": "#88CCEE",
+    "msm_h": "#332288",
+    "barrier_wait": "#E69F00",
+    "barrier_wait (gpu)": "#553300",
+    "prep_upload": "#F6C19A",
+    "batch_add": "#009E73",
+    "batch_add_g2": "#7FD1B9",
+    "batch_add_cpu": "#7FD1B9",
+    "tail_msm": "#117733",
+    "tail_msm_g2": "#5AAE61",
+    "tail_msm_cpu": "#5AAE61",
+    "b_g2_msm": "#6699CC",
+    "finish": "#7A5C3A",
+    "verify": "#A88B6A",
+}
+SETUP = "setup"
+SETUP_COLOR = "#BFD0DB"
+# One-off phases of the run's setup, drawn on the run lane: one legend entry between them.
+SETUP_PHASES = frozenset({
+    "setup", "proving_key", "twiddles", "parse_key_points", "kernels", "upload_key", "link_probe",
+    "warm_up", "synthesis_processes", "synthesis_collect",
+})
+
+# Kernels and host ranges keep their names for the few that took longest.
+KERNEL_COLORS = ("#0072B2", "#56B4E9", "#009E73", "#332288", "#88CCEE", "#225555")
+OTHER_KERNELS, OTHER_KERNELS_COLOR = "other kernels", "#9FC4E0"
+HOST_COLORS = ("#C8A27A", "#8C6D46", "#E6D5BE", "#A88B6A")
+OTHER_HOST, OTHER_HOST_COLOR = "other host work", "#D8CCBC"
+NAMED_ROLES = {"kernel": (KERNEL_COLORS, OTHER_KERNELS, OTHER_KERNELS_COLOR),
+               "host": (HOST_COLORS, OTHER_HOST, OTHER_HOST_COLOR)}
+
+# Every other role by role alone; waits and holds as the pipeline's own.
+ROLE_COLORS = {
+    "copy": PHASE_COLORS["h2d_copy"],
+    "memset": "#EE8866",
+    "sync": "#AA4499",
+    "launch": "#BBCC33",
+    "runtime": "#C8C8C8",
+    "lock_wait": PHASE_COLORS["mutex_wait"],
+    "lock_hold": PHASE_COLORS["mutex_hold"],
+    "cond_wait": "#E7A8CC",
+    "barrier_wait": PHASE_COLORS["barrier_wait"],
+    "producer": PHASE_COLORS["synthesis"],
+    "prep": PHASE_COLORS["prep_msm"],
+    "consumer": "#B08D68",
+    "unit": "#EFEFEF",
+    "os_call": "#A0A0A0",
+    "other": "#8C8C8C",
 }
 
-_SPARE = (
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-    "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94",
+# Counter series, one figure's series in this order (they differ by hue and lightness).
+SERIES_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
+
+# Kinds that must be told apart at a glance, with the colour of each (the palette test
+# checks every pair under each colour-vision simulation).
+DISTINCT = {
+    "lock hold": PHASE_COLORS["mutex_hold"],
+    "lock wait": PHASE_COLORS["mutex_wait"],
+    "barrier wait, prep side": PHASE_COLORS["barrier_wait (prep)"],
+    "barrier wait, consumer": PHASE_COLORS["barrier_wait"],
+    "barrier wait, GPU side": PHASE_COLORS["barrier_wait (gpu)"],
+    "copy": ROLE_COLORS["copy"],
+    "kernel": KERNEL_COLORS[0],
+}
+# What is drawn inside what (inner, outer): each must stand out from the bar around it.
+NESTED = (
+    *((phase, "mutex_hold") for phase in ("ntt_msm_h", "h2d_copy", "staging_copy", "barrier_wait",
+                                          "barrier_wait (gpu)", "batch_add", "tail_msm", "b_g2_msm")),
+    *((phase, "ntt_msm_h") for phase in ("h2d_copy", "staging_copy", "ntt", "coset_intt", "msm_h")),
+    ("staging_copy", "h2d_copy"), ("barrier_wait (gpu)", "barrier_wait"),
+    ("prep_upload", "batch_add"), ("batch_add_g2", "batch_add"), ("tail_msm_g2", "tail_msm"),
+    ("h2d_copy", "upload"),
 )
+
+_ORDER = {kind: i for i, kind in enumerate([*PHASE_COLORS, SETUP])}
+
+
+_BY_KIND: dict[str, str] = {OTHER_KERNELS: OTHER_KERNELS_COLOR, OTHER_HOST: OTHER_HOST_COLOR,
+                            **ROLE_COLORS}
 
 
 def phase_color(phase: str) -> str:
-    known = PHASE_COLORS.get(phase)
-    if known is not None:
-        return known
-    return _SPARE[zlib.crc32(phase.encode()) % len(_SPARE)]
+    """The colour of a pipeline phase (setup phases share one); any other name is a kind
+    drawn in the role colour it was given, see `Kinds`."""
+    if phase in PHASE_COLORS:
+        return PHASE_COLORS[phase]
+    if phase in SETUP_PHASES:
+        return SETUP_COLOR
+    return _BY_KIND.get(phase, ROLE_COLORS["other"])
 
 
-_ORDER = {phase: i for i, phase in enumerate(PHASE_COLORS)}
+def pipeline_kinds() -> list[str]:
+    """The kinds a run of the pipeline draws, known before it starts (the live view's)."""
+    return [*PHASE_COLORS, SETUP]
 
 
-def phase_order(phases: set[str]) -> list[str]:
+def series_color(index: int) -> str:
+    return SERIES_COLORS[index % len(SERIES_COLORS)]
+
+
+def phase_order(phases: Iterable[str]) -> list[str]:
     """Pipeline order first, phases nobody named here after, by name."""
-    return sorted(phases, key=lambda p: (_ORDER.get(p, len(_ORDER)), p))
+    return sorted(set(phases), key=lambda p: (_ORDER.get(p, len(_ORDER)), p))
+
+
+def legend_order(busy: Mapping[str, float]) -> list[str]:
+    """Kinds as a legend lists them: pipeline phases in pipeline order, then the rest by the
+    time they took, longest first (the "other ..." groups last)."""
+    others = (OTHER_KERNELS, OTHER_HOST)
+    return sorted(busy, key=lambda k: (_ORDER.get(k, len(_ORDER)), k in others, -busy[k], k))
+
+
+class Kinds:
+    """Which legend entry each span goes in, and its colour.
+
+    Remembers which kernel and host names were given entries of their own, so the live view
+    can feed it batch after batch; for a whole trace, `rank` first hands the entries to the
+    names that took longest.
+    """
+
+    def __init__(self, named: int = len(KERNEL_COLORS), named_host: int = len(HOST_COLORS)) -> None:
+        self.limits = {"kernel": named, "host": named_host}
+        self.named: dict[str, list[str]] = {role: [] for role in NAMED_ROLES}
+        self.colors: dict[str, str] = {}
+
+    def rank(self, totals: Mapping[tuple[str, str], float]) -> None:
+        """`totals`: time per (role, name) over the whole trace; the longest get entries."""
+        for (role, name), _ in sorted(totals.items(), key=lambda item: -item[1]):
+            if role in self.named:
+                self._claim(role, name)
+
+    def _claim(self, role: str, name: str) -> bool:
+        names = self.named[role]
+        if name in names:
+            return True
+        if len(names) >= self.limits[role]:
+            return False
+        names.append(name)
+        return True
+
+    def kind(self, phase: str, role: str, own: bool) -> str:
+        """`own`: the span lies on one of the pipeline's own threads (its phase names it)."""
+        if own and phase in PHASE_COLORS:
+            kind, color = phase, PHASE_COLORS[phase]
+        elif own and phase in SETUP_PHASES:
+            kind, color = SETUP, SETUP_COLOR
+        elif role in NAMED_ROLES:
+            colors, other, other_color = NAMED_ROLES[role]
+            if self._claim(role, phase):
+                kind, color = phase, colors[self.named[role].index(phase) % len(colors)]
+            else:
+                kind, color = other, other_color
+        else:
+            kind, color = role, ROLE_COLORS.get(role, ROLE_COLORS["other"])
+        self.colors.setdefault(kind, color)
+        return kind

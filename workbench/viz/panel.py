@@ -131,6 +131,7 @@ class ControlPanel:
         self.live = LiveView(
             run.recorder, expected_lanes(config.synth_threads, config.workers, config.gpu_workers),
             title=f"run {run.number}: live Gantt", name=LIVE_NAME, worker_gpu=worker_gpu,
+            label=f"run {run.number}",
         )
         self.view_box.children = [bokeh_widget.BokehModel(self.live.layout)]
         self.summary.value = ""

@@ -87,7 +87,9 @@ def render_report(
         heading = title or f"{roles.source or 'trace'}: {sum(r.spans for r in roles.roles):,} spans"
         tables = role_summary_html(roles)
     bars = trace_bars(trace)
-    layout = column(gantt_figure(trace, max_bars=max_bars, bars=bars), distribution_figure(trace, bars),
+    name = title or str(meta.get("label") or heading)
+    layout = column(gantt_figure(trace, max_bars=max_bars, bars=bars, label=name),
+                    distribution_figure(trace, bars, label=name),
                     sizing_mode="stretch_width")
     script, div = components(layout)
     facts = [f"report written {time.strftime('%Y-%m-%d %H:%M:%S')}", f"{len(trace.spans):,} spans"]

@@ -59,7 +59,8 @@ def render_study(
         a, b = runs[name_a], runs[name_b]
         # Plain figures only: the inline resources hold Bokeh's core, not its widgets.
         figures[f"compare{k}"] = compare_figure(a, b, (name_a, name_b), with_summaries=False)
-        figures[f"a{k}"], figures[f"b{k}"] = distribution_figure(a), distribution_figure(b)
+        figures[f"a{k}"], figures[f"b{k}"] = (distribution_figure(a, label=name_a),
+                                              distribution_figure(b, label=name_b))
     script, divs = components(figures) if figures else ("", {})  # a sweep may compare no pairs
     sections = [PAIR.format(
         label_a=escape(name_a), label_b=escape(name_b),

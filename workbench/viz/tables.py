@@ -1,6 +1,8 @@
 """HTML tables of a run: configuration, summary, per-phase, GPU mutex and barrier statistics.
 
 Plain HTML strings, shared by the report and the panel's live summary, so both read alike.
+Tables side by side go in a `wb-row`: each keeps its natural width and the row wraps, so
+one table never runs under its neighbour (a block too wide for the page scrolls sideways).
 """
 
 from __future__ import annotations
@@ -18,6 +20,10 @@ CSS = """
 .wb-table th { background: #f4f4f4; text-align: left; }
 .wb-table td.n { text-align: right; font-variant-numeric: tabular-nums; }
 .wb-headline { font: 600 13px/1.4 system-ui, sans-serif; margin: 4px 0; }
+.wb-row { display: flex; flex-wrap: wrap; gap: 12px 24px; align-items: flex-start; }
+.wb-row > div { flex: 0 0 auto; width: max-content; max-width: 100%; overflow-x: auto; }
+.wb-row .wb-table { width: max-content; table-layout: auto; margin: 4px 0 12px; }
+.wb-row .wb-headline { width: 0; min-width: 100%; }  /* wraps to its tables' width, not beyond */
 """
 
 CONFIG_ORDER = (
@@ -50,6 +56,11 @@ def headline(summary: RunSummary) -> str:
     return (f"<div class='wb-headline'>{escape(summary.outcome)}: {summary.partitions_done} "
             f"partitions in {summary.wall_s:.2f} s = {summary.throughput_per_min:.1f} partitions/min; "
             f"GPU mutex held {summary.mutex_held_fraction:.0%} of wall time{verified}</div>")
+
+
+def side_by_side(blocks: Sequence[str]) -> str:
+    """HTML blocks in a row that wraps rather than overlapping them."""
+    return "<div class='wb-row'>" + "".join(f"<div>{b}</div>" for b in blocks) + "</div>"
 
 
 def config_table(config: dict[str, Any], meta: dict[str, Any] | None = None) -> str:
