@@ -1,4 +1,5 @@
-"""The GPU's trusted setup on the device: the CPU's key byte for byte at 2^12, and a 2^16 run on
+"""The GPU's trusted setup on the device: the CPU's key byte for byte at 2^12, proofs that verify
+in every memory mode at 2^16 and 2^22, and a 2^16 run on
 the GPU backend (its key made on the GPU) whose proofs verify, by the pairing equation and by
 the trapdoor check. Run on a machine with a CUDA device: python -m pytest -m gpu tests/test_gpu_setup.py
 """
@@ -67,4 +68,26 @@ def test_a_2_16_gpu_run_verifies_with_its_gpu_made_key():
     # The trapdoor check: every MSM and proof point equals its value from the witness and τ.
     assert verify.diagnose(key, circuit, result.proofs[0], settle(result.outputs[0])) == []
     # A proof of another partition's statement must fail, or the check proves nothing.
+    assert not verify.verify(vk, circuit.public_inputs(1), result.proofs[0])
+
+
+@pytest.mark.parametrize("log2", [16, 22])
+@pytest.mark.parametrize("memory_mode", ["pageable", "pinned", "zerocopy", "registered"])
+def test_gpu_proofs_verify_in_every_memory_mode(memory_mode, log2):
+    from workbench.gpu.backend import GpuBackend
+
+    config = RunConfig(backend="gpu", log2_constraints=log2, partitions=2, gpu_workers=2, synth_threads=2,
+                       seed=6, verify=True, memory_mode=memory_mode)
+    backend = GpuBackend()
+    result = Pipeline(config, backend).run()
+    assert result.ok, result.error
+    spans = result.trace.select(name="verify")
+    assert len(spans) == 2 and not [s for s in spans if "error" in (s.attrs or {})]
+    # Checked again here with the pairing alone, outside the run's own verify step.
+    circuit = SyntheticCircuit(log2, config.bool_fraction, config.synth_terms, config.seed)
+    assert backend.key is not None
+    vk = verify.VerifyingKey.of(backend.key)
+    assert sorted(result.proofs) == [0, 1]
+    for p, proof in result.proofs.items():
+        assert verify.verify(vk, circuit.public_inputs(p), proof)
     assert not verify.verify(vk, circuit.public_inputs(1), result.proofs[0])
