@@ -19,10 +19,13 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
+from workbench.trace.journal import THREAD_NAME as JOURNAL_THREAD
+
 T = TypeVar("T")
 
 
 STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+FORK_SAFE_THREADS = (JOURNAL_THREAD,)
 
 
 def _ignore_stops() -> None:
@@ -35,8 +38,13 @@ def _ignore_stops() -> None:
 def parallel_map(fn: Callable[[Any], T], jobs: Iterable[Any], workers: int) -> list[T]:
     """`[fn(job) for job in jobs]` on `workers` processes (`fn` must be picklable)."""
     # Forking is cheap and safe while the caller is single-threaded (a script, the CLI); with
-    # other threads running a fork may copy a lock mid-use, so a notebook's run spawns.
-    method = "fork" if threading.active_count() == 1 else "spawn"
+    # other threads running a fork may copy a lock mid-use, so a notebook's run spawns. The
+    # run's journal thread does not count: a forked worker never touches the journal, and
+    # leaves by os._exit (no exit hooks). Spawning beside it lost the race to a stop signal:
+    # a child started at that moment was left with no start-up data and printed a traceback.
+    others = [t for t in threading.enumerate()
+              if t is not threading.current_thread() and t.name not in FORK_SAFE_THREADS]
+    method = "fork" if threading.current_thread() is threading.main_thread() and not others else "spawn"
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method),
                                initializer=_ignore_stops)
     try:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import signal
 import struct
 import threading
 import time
@@ -58,6 +59,9 @@ def journal_path(target: str | os.PathLike[str]) -> Path:
     target = Path(target)
     return target.with_name(target.name + SUFFIX)
 
+
+THREAD_NAME = "workbench-journal"  # the flusher; prover/pool.py forks beside it
+_STOPS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
 class Journal:
     """Create with `Journal.create`, then `start()`; `finish(trace)` at the end of the run, or
@@ -104,7 +108,7 @@ class Journal:
 
     # -- the run's side --------------------------------------------------------------------------
     def start(self) -> Journal:
-        self._thread = threading.Thread(target=self._loop, name="workbench-journal", daemon=True)
+        self._thread = threading.Thread(target=self._loop, name=THREAD_NAME, daemon=True)
         self._thread.start()
         # However the interpreter ends short of a kill (an uncaught error, sys.exit), the last
         # records are flushed.
@@ -148,6 +152,10 @@ class Journal:
 
     # -- the flusher -----------------------------------------------------------------------------
     def _loop(self) -> None:
+        # Stop signals are the main thread's to take: one delivered here would still raise
+        # there, but at a moment the main thread had blocked them for (a pool starting).
+        if hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
         while not self._stopping.wait(self.interval_s):
             self.flush()
 
