@@ -90,6 +90,9 @@ def read_fleet(
 def _ignore_interrupt() -> None:
     # Ctrl-C goes to the whole process group: the parent alone decides what stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A forked worker inherits the parent's stop handlers (which hold a stop during a save);
+    # the parent ends a worker with SIGTERM, so that must end it.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _start_method() -> str:
@@ -136,6 +139,9 @@ def _stop(pool: ProcessPoolExecutor) -> None:
             process.terminate()
     for process in processes.values():
         process.join(timeout=5)
+        if process.is_alive():  # stuck in a system call that ignores SIGTERM
+            process.kill()
+            process.join(timeout=5)
 
 
 def _on_ray(paths: list[str], options: DiagnoseOptions, address: str | None,
