@@ -43,7 +43,6 @@ from typing import Any
 from workbench.importers.cuzk_lines import LogLines, TimelineEvent, TimingLine, read_lines, skip_line
 from workbench.importers.cuzk_placement import Call, place_calls
 from workbench.importers.report import ImportFailed, ImportReport
-from workbench.model.tracks import worker_track
 from workbench.trace.container import Trace
 
 # The lines of one call in the order the daemon prints them (each daemon version prints some).
@@ -98,12 +97,10 @@ def _parse(text: str, source: str) -> Trace:
     if lines.figures:
         report.extra["figures"] = figures(lines.figures)
     _match_timeline(calls, lines.timeline, report)
-    spans, instants = place_calls(calls, lines.timeline, report)
+    placed = place_calls(calls, lines.timeline, report)
     report.kept = len(lines.timings) + len(lines.timeline) + len(lines.figures) - len(unattached)
     meta = {"outcome": "completed", "import": report.as_meta()}
-    workers = len({s[5] for s in spans if s[0] == worker_track(s[5])})
-    config = {"gpu_workers": workers} if workers else {}
-    return Trace.from_rows(spans, instants, (), config, meta)
+    return placed.trace({"gpu_workers": placed.workers} if placed.workers else {}, meta)
 
 
 class _Filing:
