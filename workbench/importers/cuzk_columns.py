@@ -19,7 +19,7 @@ from workbench.importers.cuzk_lines import TimingLine
 from workbench.trace.container import CounterTable, InstantTable, SpanTable, StringTable, Trace
 
 NS = 1_000_000
-Attrs = list[dict[str, Any] | None]
+Attrs = Sequence[dict[str, Any] | None]
 
 
 class Figures:
@@ -43,15 +43,14 @@ class Figures:
             return found
         lines = self.lines(kind)
         if what == "has":
-            found = np.fromiter((line is not None for line in lines), dtype=bool, count=self.n)
+            found = np.array([line is not None for line in lines], dtype=bool)
         elif what == "get":
-            found = np.fromiter(((line.fields.get(key) or 0) if line is not None else 0 for line in lines),
-                                dtype=np.int64, count=self.n)
+            found = np.array([(line.fields.get(key) or 0) if line is not None else 0 for line in lines],
+                             dtype=np.int64)
         elif what == "present":
-            found = np.fromiter((line is not None and key in line.fields for line in lines), dtype=bool, count=self.n)
+            found = np.array([line is not None and key in line.fields for line in lines], dtype=bool)
         else:
-            found = np.fromiter((line.line if line is not None else 0 for line in lines), dtype=np.int64,
-                                count=self.n)
+            found = np.array([line.line if line is not None else 0 for line in lines], dtype=np.int64)
         self._cache[(what, kind, key)] = found
         return found
 
@@ -77,12 +76,13 @@ def with_lines(lines: np.ndarray, marked: np.ndarray, extra: dict[str, Any] | No
         if not plain:
             return [{"line": n} for n in lines.tolist()]
         return [{**plain, "line": n} for n in lines.tolist()]
-    return [{**(mark if m else plain), "line": n} for n, m in zip(lines.tolist(), marked.tolist(), strict=True)]
+    return [{**(mark if m else plain), "line": n}
+            for n, m in zip(lines.tolist(), marked.tolist(), strict=True)]
 
 
 def with_each(extras: list[dict[str, Any]], marked: np.ndarray, lines: np.ndarray | None) -> Attrs:
     """As with_lines, with each span's own extra attributes; no line when `lines` is None."""
-    out: Attrs = []
+    out: list[dict[str, Any] | None] = []
     numbers = lines.tolist() if lines is not None else None
     for n, (extra, m) in enumerate(zip(extras, marked.tolist(), strict=True)):
         merged = {"reconstructed": True, **extra} if m else dict(extra)
@@ -167,8 +167,10 @@ def concat(*parts: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
 
 def trace_of(strings: StringTable, spans: tuple[np.ndarray, ...], instants: tuple[np.ndarray, ...],
              config: dict[str, Any], meta: dict[str, Any]) -> Trace:
-    span_table = SpanTable(*spans[:6], attrs=spans[6].tolist())
-    instant_table = InstantTable(*instants[:5], attrs=instants[5].tolist())
+    track, name, start, end, partition, worker, attrs = spans
+    span_table = SpanTable(track, name, start, end, partition, worker, attrs.tolist())
+    track, name, ts, partition, worker, attrs = instants
+    instant_table = InstantTable(track, name, ts, partition, worker, attrs.tolist())
     empty = np.zeros(0, dtype=np.int32)
     counters = CounterTable(empty, empty.copy(), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
     return Trace(strings, span_table, instant_table, counters, config, meta)

@@ -17,8 +17,8 @@ Durations are integer milliseconds; a duration past `MAX_MS` is garbage, not a p
 
 from __future__ import annotations
 
-import io
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from workbench.importers.report import ImportReport
@@ -30,6 +30,10 @@ FIELD = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(\S*)")
 # A key=value pair in one match: a plain figure (groups 2, 3) or anything else (group 4, read
 # by the slower rules: Some(3), a word).
 PAIR = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(?:(-?\d+)(ms)?,?(?!\S)|(\S*))")
+# Text that is key=figure pairs alone (a figure: at most 9 digits, so in range whatever it is,
+# with ms after it or inside Some()), separated by spaces: PAIR and SOME read it as these pairs.
+_PLAIN_PAIR = r"[A-Za-z_][A-Za-z0-9_]*=(?:\d{1,9}(?:ms)?|Some\(\d{1,9}\))"
+PLAIN = re.compile(f" *{_PLAIN_PAIR}(?: +{_PLAIN_PAIR})* *")
 INT = re.compile(r"(-?\d+)(ms)?,?")
 SOME = re.compile(r"Some\((\d+)\)")  # how tracing writes an Option
 MAX_MS = 10**9  # eleven days
@@ -93,6 +97,13 @@ class LogLines:
 
 def skip_line(report: ImportReport, reason: str, number: int) -> None:
     """Count a skipped line under its reason, keeping the first line numbers of each."""
+    count = report.skipped.get(reason)
+    kept_so_far = report.extra.get("skipped_lines", {}).get(reason)
+    if count is not None and kept_so_far is not None:  # a reason seen before: most noise, kept cheap
+        report.skipped[reason] = count + 1
+        if len(kept_so_far) < KEPT_LINE_NUMBERS:
+            kept_so_far.append(number)
+        return
     report.skip(reason, f"line {number}")
     kept = report.extra.setdefault("skipped_lines", {}).setdefault(reason, [])
     if len(kept) < KEPT_LINE_NUMBERS:
@@ -106,7 +117,7 @@ def read_lines(text: str, report: ImportReport) -> LogLines:
         skip_line(report, reason, number)
 
     number = 0
-    for number, raw in enumerate(io.StringIO(text), start=1):
+    for number, raw in enumerate(_split(text), start=1):
         line = raw.rstrip("\r\n")
         if "\x1b" in line:
             line = ANSI.sub("", line)
@@ -118,7 +129,8 @@ def read_lines(text: str, report: ImportReport) -> LogLines:
                 out.timings.append(parsed)
         elif (at := line.find(NTT_H_MARK)) >= 0:
             fields, words = _fields(line[at + len(NTT_H_MARK):]) or ({}, {})
-            if not fields or words:
+            # Every part is a duration, with its ms suffix or without.
+            if not fields or words or not all(0 <= v <= MAX_MS for v in fields.values()):
                 skip("CUZK_NTT_H line with a malformed value", number)
             else:
                 out.timings.append(TimingLine("ntt_h", fields, number))
@@ -143,28 +155,76 @@ def read_lines(text: str, report: ImportReport) -> LogLines:
     return out
 
 
+def _split(text: str, chunk: int = 1 << 20) -> Iterator[str]:
+    """The lines of the text, as io.StringIO gives them (split at \\n only), a megabyte at a time:
+    StringIO holds the text as 4 bytes a character, 400 MB for a 100 MB log."""
+    start, end = 0, len(text)
+    while start < end:
+        stop = text.find("\n", start + chunk)
+        stop = end if stop < 0 else stop + 1
+        lines = text[start:stop].split("\n")
+        if text[stop - 1] == "\n":
+            lines.pop()  # the empty rest after the last newline is not a line
+        yield from lines
+        start = stop
+
+
 def _timing(body: str, number: int) -> TimingLine | str:
-    if any(hint in body for hint in WORDED_HINTS):
-        for pattern, kind, names in WORDED:
-            if (m := pattern.search(body)) is not None:
-                words = dict(zip(names, m.groups(), strict=True))
-                fields = {k: int(v) for k, v in words.items() if _digits(v)}
-                return TimingLine(kind, fields, number, {k: v for k, v in words.items() if k not in fields})
+    for hint in WORDED_HINTS:
+        if hint in body:
+            worded = _worded(body, number)
+            if worded is not None:
+                return worded
+            break
     parsed = _fields(body)
     if parsed is None:
         return "CUZK_TIMING line with a malformed value"
     fields, words = parsed
-    # The line's kind is named by the first of KINDS among its keys.
-    first = min((PRIORITY[k] for k in (*fields, *words) if k in PRIORITY), default=None)
-    if first is None:
+    kind = _kind((*fields, *words) if words else tuple(fields))
+    if kind is None:
         return "CUZK_TIMING line of an unknown kind"
-    return TimingLine(KINDS[first][1], fields, number, words)
+    return TimingLine(kind, fields, number, words)
+
+
+def _worded(body: str, number: int) -> TimingLine | None:
+    for pattern, kind, names in WORDED:
+        if (m := pattern.search(body)) is not None:
+            words = dict(zip(names, m.groups(), strict=True))
+            fields = {k: int(v) for k, v in words.items() if _digits(v)}
+            return TimingLine(kind, fields, number, {k: v for k, v in words.items() if k not in fields})
+    return None
+
+
+_KINDS_SEEN: dict[tuple[str, ...], str | None] = {}
+
+
+def _kind(keys: tuple[str, ...]) -> str | None:
+    """The line's kind: named by the first of KINDS among its keys (a line's keys repeat, so it is
+    worked out once per set of keys)."""
+    found = _KINDS_SEEN.get(keys, "")
+    if found == "":
+        first = min((PRIORITY[k] for k in keys if k in PRIORITY), default=None)
+        found = KINDS[first][1] if first is not None else None
+        if len(_KINDS_SEEN) > 4096:  # a hostile log's endless key sets must not grow this
+            _KINDS_SEEN.clear()
+        _KINDS_SEEN[keys] = found
+    return found
 
 
 def _fields(text: str) -> tuple[dict[str, int], dict[str, str]] | None:
     """Numbers and words by key; None when a number is malformed or out of range."""
     fields: dict[str, int] = {}
     words: dict[str, str] = {}
+    if PLAIN.fullmatch(text) is not None:
+        # Only key=figure pairs, each short enough to be in range: what the daemon prints.
+        for pair in text.split():
+            name, _, figure = pair.partition("=")
+            if figure[-1] == "s":  # 12ms
+                figure = figure[:-2]
+            elif figure[-1] == ")":  # Some(12)
+                figure = figure[5:-1]
+            fields[name] = int(figure)
+        return fields, words
     for key, digits, ms, raw in PAIR.findall(text):
         if not digits:  # not a plain figure: Some(3), a word, or malformed
             m = SOME.fullmatch(raw)

@@ -1,17 +1,10 @@
 """Laying grouped cuzk calls out in time, as spans on the workbench's own tracks.
 
-See importers/cuzk_log.py for how calls are grouped and anchored. Inside a call: the
-pre-lock CPU work (split_vectors inside it, ending where the daemon's setup_to_split says),
-the mutex wait ending where the hold starts, ntt_msm_h (with the CUZK_NTT_H parts inside
-it, and the rest of it, which those parts do not name, as the host-to-device copy),
-barrier_wait, batch_add, tail_msm, the release, b_g2_msm; prep_msm on the worker's prep
-track, ending at the barrier when the GPU thread waited for it and otherwise starting with
-the call. Span names come from the cuzk pipeline's aliases (model/pipeline.py), tracks from
-the track grammar (model/tracks.py). Lines that carry figures but no time of their own go
-into attributes: the pool threshold and the d_a cache on ntt_msm_h (they happen inside it),
-pre-staging and host registration on the hold, num_circuits on b_g2_msm, async_dealloc on
-the call's finish. Every span whose figure a line gives carries that line's number (attribute
-`line`, counted from 1), so a finding's evidence can name the line in the log itself.
+See importers/cuzk_log.py for how calls are grouped and matched to the timeline. Here each
+call is anchored (at its GPU_START/GPU_END pair, or chained after the previous call's
+release), given its partition and worker (the timeline's, or the first lane free), and its
+phases are laid out as columns (importers/cuzk_phases.py); the timeline's synthesis spans,
+queue instants and calls without timing lines follow, then the run's start and end.
 """
 
 from __future__ import annotations
@@ -62,7 +55,6 @@ class Call:
         return out
 
 
-
 @dataclass
 class Placed:
     """The laid-out spans and instants, as columns, and how many GPU workers they use."""
@@ -106,24 +98,29 @@ def place_calls(calls: list[Call], timeline: list[TimelineEvent], report: Import
                                 "each takes the mutex when the previous one releases it")
     times.set_hold(hold_start)
     lanes = _lanes(times.start_fn.tolist(), times.end_fn.tolist(), worker)
-    pickups = [events["GPU_PICKUP"].offset_ms * NS if "GPU_PICKUP" in (events := layout.by_id.get(p, {}))
-               else -1 for p in partition.tolist()]
-    pickup = np.where(np.array(pickups, dtype=np.int64) >= 0, np.array(pickups, dtype=np.int64), times.start_fn)
     strings = StringTable()
-    spans, instants = call_phases(strings, figures, times, lanes, chained, pickup)
+    spans, instants = call_phases(strings, figures, times, lanes, chained, _pickups(layout, partition, times))
     span_rows: list[tuple[Any, ...]] = []
     instant_rows: list[tuple[Any, ...]] = []
     only_workers = _timeline_only(layout, placed_keys, span_rows, instant_rows)
     span_cols = concat(spans.assemble(partition, lanes), rows_as_columns(strings, span_rows, 7))
     instant_cols = concat(instants.assemble(partition, lanes), rows_as_columns(strings, instant_rows, 6))
-    if len(span_cols[2]) or len(instant_cols[2]):
-        first = min(v for v in (span_cols[2].min(initial=2**63 - 1), instant_cols[2].min(initial=2**63 - 1)))
-        last = max(v for v in (span_cols[3].max(initial=-2**63), instant_cols[2].max(initial=-2**63)))
-        ends = rows_as_columns(strings, [(tr.RUN_TRACK, "run_start", int(first), -1, -1, None),
-                                         (tr.RUN_TRACK, "run_end", int(last), -1, -1, None)], 6)
-        instant_cols = concat(instant_cols, ends)
-    workers = len(set(lanes.tolist()) | only_workers)
-    return Placed((strings, span_cols, instant_cols), workers)
+    times_seen = np.concatenate([span_cols[2], span_cols[3], instant_cols[2]])
+    if len(times_seen):
+        run = [(tr.RUN_TRACK, "run_start", int(times_seen.min()), -1, -1, None),
+               (tr.RUN_TRACK, "run_end", int(times_seen.max()), -1, -1, None)]
+        instant_cols = concat(instant_cols, rows_as_columns(strings, run, 6))
+    return Placed((strings, span_cols, instant_cols), len(set(lanes.tolist()) | only_workers))
+
+
+def _pickups(layout: _Layout, partition: np.ndarray, times: CallTimes) -> np.ndarray:
+    """When each call's worker picked it up: its GPU_PICKUP, else the start of the call."""
+    pickup = times.start_fn.copy()
+    for i, p in enumerate(partition.tolist()):
+        event = layout.by_id.get(p, {}).get("GPU_PICKUP")
+        if event is not None:
+            pickup[i] = event.offset_ms * NS
+    return pickup
 
 
 def _anchor(calls: list[Call], layout: _Layout, times: CallTimes) -> tuple[
@@ -141,11 +138,11 @@ def _anchor(calls: list[Call], layout: _Layout, times: CallTimes) -> tuple[
         pre_lock, wait, held = pre_locks[i], waits[i], helds[i]
         if event is not None:
             key = (event.job, event.detail.get("partition", 0))
-            start_event = layout.events[key].get("GPU_START")
-            if start_event is not None:
-                bracket_start = start_event.offset_ms * NS
+            events = layout.events[key]
+            if "GPU_START" in events:
+                bracket_start = events["GPU_START"].offset_ms * NS
             else:
-                bracket_start = layout.events[key]["GPU_END"].offset_ms * NS - (held if call.anchor == "hold" else 0)
+                bracket_start = events["GPU_END"].offset_ms * NS - (held if call.anchor == "hold" else 0)
             start = bracket_start if call.anchor == "hold" else bracket_start + pre_lock + wait
             partition[i] = layout.ids[key]
             named = event.detail.get("worker")
