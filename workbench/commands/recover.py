@@ -51,6 +51,8 @@ def _recover(args: argparse.Namespace) -> int:
         target, fresh = journal_read.trace_name(path), True
         output.check_folder(target.parent, f"trace {target}")
     trace, recovery = journal_read.read(path)
+    # What a save killed mid-write left beside the trace the run meant to write.
+    output.remove_stale_temporaries(journal_read.trace_name(path))
     written = store.save(trace, target, fresh=fresh)
     removed = not args.keep and not recovery.damaged
     if removed:
