@@ -13,6 +13,7 @@ a guessed time. A stopped or killed synthesis process (point 2 of the issue) is 
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -304,6 +305,12 @@ class Killed:
             assert not glob.glob(f"/dev/shm/workbench-synth-{self.cmd.proc.pid}-*"), self.name
         except BaseException as err:  # reported by the test, with the case's name
             self.error = err
+        finally:  # a failed case still must not leave processes behind on the machine
+            if self.cmd.proc.poll() is None:
+                self.cmd.proc.kill()
+            for pid in (p for p in self.cmd.seen if _alive(p)):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
 
 
 def _journal_trace(tmp: Path) -> Trace | None:

@@ -160,7 +160,7 @@ def remove_stale_temporaries(target: str | os.PathLike[str]) -> list[Path]:
     """Remove the temporary files a killed writer of `target` left beside it (SIGKILL mid-save):
     those whose process id names no running process. Returns what was removed."""
     target = Path(target)
-    removed = []
+    removed: list[Path] = []
     try:
         found = list(target.parent.glob(f".{glob.escape(target.name[:40])}.*-*{TEMPORARY_SUFFIX}"))
     except OSError:
