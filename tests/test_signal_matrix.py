@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import glob
-import json
 import os
 import re
 import signal
@@ -140,9 +139,11 @@ def native_lib(tmp_path_factory) -> dict[str, str]:
 def big_json(tmp_path_factory) -> Path:
     """A Chrome trace of 300,000 complete events (about 27 MB), as json writes it."""
     path = tmp_path_factory.mktemp("big") / "big.json"
-    events = [{"name": f"op{i % 50}", "ph": "X", "ts": i * 3, "dur": 2, "pid": 1, "tid": i % 8,
-               "cat": "cpu_op"} for i in range(300_000)]
-    path.write_text(json.dumps({"traceEvents": events}))
+    # Written as text, event by event as json.dumps would (a list of dicts through json took
+    # seconds of the matrix).
+    events = ",\n".join(f'{{"name": "op{i % 50}", "ph": "X", "ts": {i * 3}, "dur": 2, "pid": 1, '
+                         f'"tid": {i % 8}, "cat": "cpu_op"}}' for i in range(300_000))
+    path.write_text(f'{{"traceEvents": [{events}]}}')
     return path
 
 
@@ -161,15 +162,35 @@ def _trace_of_what_ran(tmp: Path, *, ran: bool, in_setup: bool = False) -> None:
         assert trace.meta["partitions_done"] < trace.config["partitions"]
 
 
+def _each_signal(case: Callable[..., None], tmp_path: Path, *args: object) -> None:
+    """The case for SIGINT, SIGTERM and SIGHUP at once, each command in a folder of its own:
+    the three wait side by side, so the matrix takes the time of one row, not of three."""
+    errors: dict[str, BaseException] = {}
+
+    def one(signum: int) -> None:
+        tmp = tmp_path / IDS[signum]
+        tmp.mkdir()
+        try:
+            case(signum, tmp, *args)
+        except BaseException as err:  # pytest.fail is a BaseException too
+            errors[IDS[signum]] = err
+
+    threads = [threading.Thread(target=one, args=(signum,)) for signum in SIGNALS]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(180)
+    assert not errors, errors
+
+
 # -- imports ----------------------------------------------------------------------------------
 IMPORTS = {signal.SIGINT: ["import", "{}", "-o", "out.wbtrace"], signal.SIGTERM: ["summary", "{}"],
            signal.SIGHUP: ["diagnose", "{}", "--no-whatif"]}
 
 
-@pytest.mark.parametrize("signum", SIGNALS, ids=IDS.get)
-def test_a_signal_during_an_import_ends_it_at_once(signum, big_json, tmp_path):
+def _import_case(signum: int, tmp: Path, big_json: Path) -> None:
     argv = [a.format(big_json) for a in IMPORTS[signum]]
-    cmd = Command(tmp_path, *argv)
+    cmd = Command(tmp, *argv)
     fd_dir = Path(f"/proc/{cmd.proc.pid}/fd")
 
     def reading() -> bool:
@@ -182,55 +203,62 @@ def test_a_signal_during_an_import_ends_it_at_once(signum, big_json, tmp_path):
     sent = time.monotonic()
     cmd.signal(signum)
     cmd.stopped(signum, sent)
-    assert not (tmp_path / "out.wbtrace").exists()
+    assert not (tmp / "out.wbtrace").exists()
+
+
+def test_a_signal_during_an_import_ends_it_at_once(big_json, tmp_path):
+    _each_signal(_import_case, tmp_path, big_json)
 
 
 # -- setup, with a cold cache: the key is being made ------------------------------------------
-@pytest.mark.parametrize("signum", SIGNALS, ids=IDS.get)
-def test_a_signal_during_key_generation_ends_the_run_and_keeps_its_setup(signum, native_lib, tmp_path):
-    cache = tmp_path / "cold-cache"
+def _key_generation_case(signum: int, tmp: Path, native_lib: dict[str, str]) -> None:
+    cache = tmp / "cold-cache"
     cache.mkdir()
     # 2^14 points: the fixed-base comb runs on a pool of processes, for a few seconds.
-    cmd = _run(tmp_path, {**native_lib, "WORKBENCH_CACHE": str(cache)}, "--partitions", "2",
+    cmd = _run(tmp, {**native_lib, "WORKBENCH_CACHE": str(cache)}, "--partitions", "2",
                "--log2-constraints", "14")
     cmd.wait_for(lambda: cmd.said("workbench run:") and bool(_descendants(cmd.proc.pid)), "the key's pool")
     sent = time.monotonic()
     cmd.signal(signum)
     cmd.stopped(signum, sent)
-    _trace_of_what_ran(tmp_path, ran=False, in_setup=True)
+    _trace_of_what_ran(tmp, ran=False, in_setup=True)
     assert not list(cache.glob("*.npz")) and not list(cache.glob("*.tmp*")), "a key or half a key was left"
 
 
+def test_a_signal_during_key_generation_ends_the_run_and_keeps_its_setup(native_lib, tmp_path):
+    _each_signal(_key_generation_case, tmp_path, native_lib)
+
+
 # -- synthesis start, in both modes -----------------------------------------------------------
-@pytest.mark.parametrize("signum", SIGNALS, ids=IDS.get)
-def test_a_signal_while_the_synthesis_processes_start(signum, native_lib, tmp_path):
-    cmd = _run(tmp_path, native_lib, "--synthesis", "processes", "--partitions", "40",
-               "--log2-constraints", "10")
+def _processes_start_case(signum: int, tmp: Path, native_lib: dict[str, str]) -> None:
+    cmd = _run(tmp, native_lib, "--synthesis", "processes", "--partitions", "40", "--log2-constraints", "10")
     cmd.wait_for(lambda: any("synth_child" in _cmdline(p) for p in _descendants(cmd.proc.pid)),
                  "a synthesis process")
     sent = time.monotonic()
     cmd.signal(signum)
     cmd.stopped(signum, sent)
-    _trace_of_what_ran(tmp_path, ran=False, in_setup=True)
+    _trace_of_what_ran(tmp, ran=False, in_setup=True)
 
 
-@pytest.mark.parametrize("signum", SIGNALS, ids=IDS.get)
-def test_a_signal_while_the_synthesis_threads_start(signum, native_lib, tmp_path):
-    cmd = _run(tmp_path, native_lib, "--partitions", "40", "--log2-constraints", "10")
+def _threads_start_case(signum: int, tmp: Path, native_lib: dict[str, str]) -> None:
+    cmd = _run(tmp, native_lib, "--partitions", "40", "--log2-constraints", "10")
     cmd.wait_for(lambda: cmd.said("workbench run:"), "the announcement")
     before = _threads(cmd.proc.pid)
     cmd.wait_for(lambda: _threads(cmd.proc.pid) > before, "the first pipeline thread")
     sent = time.monotonic()
     cmd.signal(signum)
     cmd.stopped(signum, sent)
-    _trace_of_what_ran(tmp_path, ran=False)
+    _trace_of_what_ran(tmp, ran=False)
+
+
+@pytest.mark.parametrize("case", [_processes_start_case, _threads_start_case], ids=["processes", "threads"])
+def test_a_signal_while_synthesis_starts(case, native_lib, tmp_path):
+    _each_signal(case, tmp_path, native_lib)
 
 
 # -- running, and a second signal during the save ---------------------------------------------
-@pytest.mark.parametrize("signum", SIGNALS, ids=IDS.get)
-@pytest.mark.parametrize("mode", ["threads", "processes"])
-def test_a_signal_while_running_then_another_during_the_save(signum, mode, native_lib, tmp_path):
-    cmd = _run(tmp_path, native_lib, "--synthesis", mode, "--partitions", "400", "--log2-constraints", "9")
+def _running_case(signum: int, tmp: Path, native_lib: dict[str, str], mode: str) -> None:
+    cmd = _run(tmp, native_lib, "--synthesis", mode, "--partitions", "400", "--log2-constraints", "9")
     cmd.wait_for(lambda: cmd.said("workbench run:"), "the announcement")
     before = _threads(cmd.proc.pid)
     cmd.wait_for(lambda: _threads(cmd.proc.pid) >= before + 6, "the pipeline's threads")
@@ -240,7 +268,12 @@ def test_a_signal_while_running_then_another_during_the_save(signum, mode, nativ
     cmd.wait_for(lambda: cmd.said("saving the trace"), "the save", timeout=EXIT_BOUND_S)
     cmd.signal(signum)  # again, while the trace is being written
     cmd.stopped(signum, sent)
-    _trace_of_what_ran(tmp_path, ran=True)
+    _trace_of_what_ran(tmp, ran=True)
+
+
+@pytest.mark.parametrize("mode", ["threads", "processes"])
+def test_a_signal_while_running_then_another_during_the_save(mode, native_lib, tmp_path):
+    _each_signal(_running_case, tmp_path, native_lib, mode)
 
 
 # -- a synthesis process that dies ------------------------------------------------------------
