@@ -32,6 +32,7 @@ class Call:
     timeline_event: TimelineEvent | None = None  # its GPU_END (or GPU_START, if it never ended)
     anchor: str = "hold"  # what the matched GPU_START..GPU_END brackets: "hold" or "call"
     step: int = -1  # the latest of the chain of lines it has (cuzk_log.CHAIN), for filing
+    partition: int | None = None  # the partition number it was given when placed
 
     def ms(self, kind: str, key: str) -> int | None:
         line = self.lines.get(kind)
@@ -65,6 +66,18 @@ class Placed:
     def trace(self, config: dict[str, Any], meta: dict[str, Any]) -> Trace:
         strings, spans, instants = self.trace_parts
         return trace_of(strings, spans, instants, config, meta)
+
+    def rows(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """The spans and instants as rows (track, name, times..., partition, worker, attrs), for
+        code that edits them one by one."""
+        strings, spans, instants = self.trace_parts
+        names = strings.values
+
+        def of(columns: tuple[np.ndarray, ...]) -> list[tuple[Any, ...]]:
+            track, name, *numbers, attrs = columns
+            return list(zip([names[t] for t in track.tolist()], [names[n] for n in name.tolist()],
+                            *(c.tolist() for c in numbers), attrs.tolist(), strict=True))
+        return of(spans), of(instants)
 
 
 class _Layout:
@@ -153,6 +166,7 @@ def _anchor(calls: list[Call], layout: _Layout, times: CallTimes) -> tuple[
             partition[i] = layout.free_id()
             chained[i] = True
         hold_start[i] = start
+        call.partition = partition[i]
         previous_release = max(previous_release, start + held)
     return (np.array(hold_start, dtype=np.int64), np.array(partition, dtype=np.int64),
             np.array(worker, dtype=np.int64), np.array(chained, dtype=bool), placed_keys)
