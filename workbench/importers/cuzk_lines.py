@@ -32,8 +32,11 @@ FIELD = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(\S*)")
 PAIR = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(?:(-?\d+)(ms)?,?(?!\S)|(\S*))")
 # Text that is key=figure pairs alone (a figure: at most 9 digits, so in range whatever it is,
 # with ms after it or inside Some()), separated by spaces: PAIR and SOME read it as these pairs.
-_PLAIN_PAIR = r"[A-Za-z_][A-Za-z0-9_]*=(?:\d{1,9}(?:ms)?|Some\(\d{1,9}\))"
+_PLAIN_PAIR = r"[A-Za-z_][A-Za-z0-9_]*=(?:[0-9]{1,9}(?:ms)?|Some\([0-9]{1,9}\))"
 PLAIN = re.compile(f" *{_PLAIN_PAIR}(?: +{_PLAIN_PAIR})* *")
+# A TIMELINE body as the engine prints it: an offset of at most 11 digits (so within the bound),
+# an event, a job, and key=figure details of at most 9 digits; nothing else, no spaces.
+PLAIN_TIMELINE = re.compile(r"([0-9]{1,11}),([A-Z_]+),([^,\s]+)((?:,[A-Za-z_][A-Za-z0-9_]*=[0-9]{1,9}(?:ms)?)*)")
 INT = re.compile(r"(-?\d+)(ms)?,?")
 SOME = re.compile(r"Some\((\d+)\)")  # how tracing writes an Option
 MAX_MS = 10**9  # eleven days
@@ -140,7 +143,7 @@ def read_lines(text: str, report: ImportReport) -> LogLines:
                 skip(event, number)
             else:
                 out.timeline.append(event)
-        elif "_TIMING " in line and (m := TRACING.search(line)) is not None:
+        elif (at := line.find("_TIMING ")) >= 0 and (m := TRACING.search(line, max(at - 3, 0))) is not None:
             kind = f"{m.group(1)} {m.group(2).strip()}"
             parsed_fields = _fields(m.group(3) or "")
             if kind not in TRACING_KINDS:
@@ -248,6 +251,13 @@ def _fields(text: str) -> tuple[dict[str, int], dict[str, str]] | None:
 
 
 def _timeline(body: str, number: int) -> TimelineEvent | str:
+    if (m := PLAIN_TIMELINE.fullmatch(body)) is not None and m.group(2) in TIMELINE_EVENTS:
+        # As the engine prints it: read as the general rules below would, without their steps.
+        detail: dict[str, int] = {}
+        for part in m.group(4).split(",")[1:]:
+            key, _, value = part.partition("=")
+            detail[key] = int(value.removesuffix("ms"))
+        return TimelineEvent(int(m.group(1)), m.group(2), m.group(3), detail, number, {})
     offset, _, rest = body.partition(",")
     event, _, rest = rest.partition(",")
     job, _, detail_text = rest.partition(",")
@@ -256,7 +266,7 @@ def _timeline(body: str, number: int) -> TimelineEvent | str:
         return "malformed TIMELINE line"
     if event not in TIMELINE_EVENTS:
         return "TIMELINE event of an unknown kind"
-    detail: dict[str, int] = {}
+    detail = {}
     words: dict[str, str] = {}
     for part in filter(None, (p.strip() for p in detail_text.split(","))):
         key, sep, value = part.partition("=")
