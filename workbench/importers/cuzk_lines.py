@@ -36,7 +36,8 @@ _PLAIN_PAIR = r"[A-Za-z_][A-Za-z0-9_]*=(?:[0-9]{1,9}(?:ms)?|Some\([0-9]{1,9}\))"
 PLAIN = re.compile(f" *{_PLAIN_PAIR}(?: +{_PLAIN_PAIR})* *")
 # A TIMELINE body as the engine prints it: an offset of at most 11 digits (so within the bound),
 # an event, a job, and key=figure details of at most 9 digits; nothing else, no spaces.
-PLAIN_TIMELINE = re.compile(r"([0-9]{1,11}),([A-Z_]+),([^,\s]+)((?:,[A-Za-z_][A-Za-z0-9_]*=[0-9]{1,9}(?:ms)?)*)")
+PLAIN_TIMELINE = re.compile(r"([0-9]{1,11}),([A-Z_]+),([^,\s]+)"
+                            r"((?:,[A-Za-z_][A-Za-z0-9_]*=[0-9]{1,9}(?:ms)?)*)")
 INT = re.compile(r"(-?\d+)(ms)?,?")
 SOME = re.compile(r"Some\((\d+)\)")  # how tracing writes an Option
 MAX_MS = 10**9  # eleven days
