@@ -64,12 +64,12 @@ def load_cuzk_log(path: str | os.PathLike[str]) -> Trace:
 
 
 def parse_cuzk_log(text: str, source: str = "<text>") -> Trace:
-    with _no_collection():
+    with no_collection():
         return _parse(text, source)
 
 
 @contextlib.contextmanager
-def _no_collection() -> Iterator[None]:
+def no_collection() -> Iterator[None]:
     """The import makes millions of small objects (lines, calls, span rows) and no reference
     cycles, so the cycle collector's passes over them are wasted: 30% of the time on a dense log."""
     enabled = gc.isenabled()
