@@ -52,7 +52,7 @@ def _follow(args: argparse.Namespace) -> int:
     from workbench.trace.journal import Journal
 
     if args.until_idle is not None and not 0 < args.until_idle <= 7 * 86400:
-        raise ValueError(f"--until-idle={args.until_idle} is not allowed: seconds, more than 0, at most a week")
+        raise ValueError(f"--until-idle={args.until_idle} is not allowed: 0 to a week, not 0")
     inputs = [] if args.source == "-" else [args.source]
     fresh = args.trace_path is None
     if fresh:
@@ -68,7 +68,8 @@ def _follow(args: argparse.Namespace) -> int:
     session = FollowSession(tail, source, args.until_idle)
     if server is not None:
         server.attach(session)
-    journal = Journal.create(trace_path, session.settled, meta={"outcome": "running", "follow": source}).start()
+    journal = Journal.create(trace_path, session.settled, meta={"outcome": "running", "follow": source})
+    journal.start()
     screen = _Screen(sys.stdout)
     stops = args.stops
     interrupted = False

@@ -34,8 +34,11 @@ COST_FACTOR = 4  # wait this many times what the last trace or verdict took
 
 
 class Tail(Protocol):
-    ended: bool
-    mid_line: bool
+    @property
+    def ended(self) -> bool: ...
+
+    @property
+    def mid_line(self) -> bool: ...
 
     def read(self, timeout: float) -> tuple[bytes, str]: ...
 
@@ -60,7 +63,8 @@ class Progress:
 
 class FollowSession:
     def __init__(self, tail: Tail, source: str, until_idle_s: float | None = None,
-                 judge: Callable[[Trace], str] | None = None, now: Callable[[], float] = time.monotonic) -> None:
+                 judge: Callable[[Trace], str] | None = None,
+                 now: Callable[[], float] = time.monotonic) -> None:
         self.tail = tail
         self.follower = CuzkFollower(source)
         if tail.mid_line:
@@ -123,8 +127,8 @@ class FollowSession:
         took = self.now() - began
         self._next_trace = self.now() + max(TRACE_EVERY_S, COST_FACTOR * took)
         p = self.progress
-        p.lines, p.kept, p.files, p.notes = self.follower.lines, self.follower.kept, self.follower.files, list(
-            self.follower.notes)
+        f = self.follower
+        p.lines, p.kept, p.files, p.notes = f.lines, f.kept, f.files, list(f.notes)
         p.trace_ms = took * 1e3
         self.changed = True
         if trace is None:
@@ -133,8 +137,7 @@ class FollowSession:
         p.spans = len(trace.spans)
         segments = trace.meta["import"].get("segments")
         p.segments = len(segments) if segments else 1
-        p.calls = sum(s["calls"] for s in segments) if segments else _calls(trace)
-        self._feed(trace, settled)
+        p.calls = self._feed(trace, settled)
         if verdict or self.now() >= self._next_verdict:
             began = self.now()
             p.headline = self.judge(trace)
@@ -142,11 +145,13 @@ class FollowSession:
             p.verdict_ms = took * 1e3
             self._next_verdict = self.now() + max(VERDICT_EVERY_S, COST_FACTOR * took)
 
-    def _feed(self, trace: Trace, settled: set[int]) -> None:
+    def _feed(self, trace: Trace, settled: set[int]) -> int:
+        """New spans to the recorders; returns how many calls the trace has (their finishes)."""
         fresh = settled - self._settled_partitions
         self._settled_partitions |= fresh
-        latest = 0
+        latest = calls = 0
         for s in trace.iter_spans():
+            calls += s.name == "finish"
             row = (s.track, s.name, s.start_ns, s.end_ns, s.partition, s.worker, s.attrs)
             key = row[:6]
             latest = max(latest, s.end_ns)
@@ -158,6 +163,7 @@ class FollowSession:
         for clock in self._clocks:
             if isinstance(clock, FakeClock) and latest > clock.now_ns():
                 clock.set(latest)
+        return calls
 
     def finish(self) -> Trace:
         """The input is done: the last line left open is dropped, the final trace and verdict
@@ -169,10 +175,6 @@ class FollowSession:
             self.follower.snapshot()  # raises, saying what was read instead
         assert self.trace is not None
         return self.trace
-
-
-def _calls(trace: Trace) -> int:
-    return int(sum(1 for s in trace.iter_spans() if s.name == "finish"))
 
 
 def headline_of(trace: Trace) -> str:

@@ -52,7 +52,7 @@ def gantt_rows(trace: Trace, columns: int = COLUMNS, window_s: float = WINDOW_S)
     out = [f"{track:<{label}} |{''.join(c if c != ' ' else '.' for c in cells)}|"
            for track, cells in sorted(rows.items())[:MAX_ROWS]]
     span_s = width / 1e9
-    out.append(f"{'':<{label}}  last {span_s:.1f} s: # held, - waiting for the lock, = waiting at the barrier")
+    out.append(f"{'':<{label}}  last {span_s:.1f} s: # lock held, - lock waited for, = barrier waited at")
     return out
 
 
