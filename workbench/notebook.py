@@ -8,6 +8,7 @@
     wb.report(first, "first.html")
     hosts = wb.fleet(["logs/"]).records    # many hosts' logs ranked by what bounds each
     view = wb.sweep("grid.toml")          # the grid's table filling in live, Stop, any run's Gantt
+    live = wb.follow("daemon.log")        # a growing cuzk log: live Gantt, running verdict, Stop saves
 
 Figures are shown as widgets (jupyter_bokeh), which render in JupyterLab and in the
 classic notebook alike and keep streaming while the kernel is busy elsewhere. BokehJS is
@@ -276,6 +277,25 @@ def sweep(grid: str | Path | Mapping[str, Any], out: str | Path | None = None, *
             view.stop()
             view.join()
     return view
+
+
+def follow(source: str | Path, trace: str | Path | None = None, until_idle: float | None = None,
+           from_start: bool = True) -> Any:
+    """Follow a growing cuzk daemon log as `workbench follow` does: the live Gantt of the lock
+    and barrier with the running verdict under it, and Stop, which saves the trace (to `trace`,
+    or a new name in runs/; journaled while it reads). `until_idle`: stop once the log has not
+    grown for that many seconds. Returns the following: `stop()`, `wait()`, `trace`, `trace_path`."""
+    from workbench.follow import FollowSession, open_source
+    from workbench.follow.session import FollowThread
+    from workbench.viz.follow_view import Following, FollowView
+
+    setup()
+    target = output.fresh_run_path(prefix="follow") if trace is None else output.check(trace, "trace")
+    session = FollowSession(open_source(str(source), from_start), str(source), until_idle)
+    runner = FollowThread(session, target, fresh=trace is None).start()
+    view = FollowView(session, stop=runner.stop, title=f"{Path(source).name}: live Gantt")
+    show(view.layout)
+    return Following(runner, view)
 
 
 def sweep_table(folder: str | Path) -> Shown:

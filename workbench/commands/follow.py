@@ -52,7 +52,7 @@ def _follow(args: argparse.Namespace) -> int:
     from workbench.trace.journal import Journal
 
     if args.until_idle is not None and not 0 < args.until_idle <= 7 * 86400:
-        raise ValueError(f"--until-idle={args.until_idle} is not allowed: 0 to a week, not 0")
+        raise ValueError(f"--until-idle={args.until_idle} is not allowed: seconds above 0, a week at most")
     inputs = [] if args.source == "-" else [args.source]
     fresh = args.trace_path is None
     if fresh:
@@ -63,6 +63,8 @@ def _follow(args: argparse.Namespace) -> int:
         assert checked is not None
         trace_path = checked
     server = _live_server(args) if args.live else None
+    if server is not None:
+        print(f"workbench: live view at {server.url} (Stop there ends the following)", file=sys.stderr)
     tail = open_source(args.source, args.from_start)
     source = "<stdin>" if args.source == "-" else args.source
     session = FollowSession(tail, source, args.until_idle)
@@ -75,7 +77,7 @@ def _follow(args: argparse.Namespace) -> int:
     interrupted = False
     try:
         with stops.hold(lambda: session.busy):
-            while not session.ended and not stops.held:
+            while not session.ended and not stops.held and not (server is not None and server.stop_requested):
                 session.step()
                 screen.draw(session)
             interrupted = bool(stops.held)
@@ -95,7 +97,8 @@ def _follow(args: argparse.Namespace) -> int:
                 print("workbench: no cuzk timing line was read; no trace written", file=sys.stderr)
                 return EXIT_INTERRUPTED
             raise
-        trace.meta["outcome"] = "interrupted" if interrupted else "completed"
+        stopped = server is not None and server.stop_requested
+        trace.meta["outcome"] = "interrupted" if interrupted else "stopped" if stopped else "completed"
         written = Path(journal.finish(trace, fresh=fresh))
         screen.draw(session, final=True)
         for note in session.progress.notes:

@@ -195,3 +195,52 @@ def open_source(source: str, from_start: bool = True, sleep: Callable[[float], o
         return FileTail(source, from_start=from_start, sleep=sleep)
     except OSError as err:
         raise ValueError(f"{source}: cannot follow it ({err.strerror or err})") from None
+
+
+class FollowThread:
+    """A following on a thread of its own (the notebook's): reads until the input ends, goes
+    quiet for `until_idle_s` or `stop()` is called, then saves the trace to `target` through
+    the journal (journaled while it reads, as the command does)."""
+
+    def __init__(self, session: FollowSession, target: Any, fresh: bool = False) -> None:
+        import threading
+
+        from workbench.trace.journal import Journal
+
+        self.session = session
+        meta = {"outcome": "running", "follow": session.follower.report.source}
+        self.journal = Journal.create(target, session.settled, meta=meta)
+        self.fresh = fresh
+        self.trace_path: Any = None
+        self.error: BaseException | None = None
+        self.stopped = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="workbench-follow", daemon=True)
+
+    def start(self) -> FollowThread:
+        self.journal.start()
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.stopped = True
+        self._stop.set()
+
+    def join(self, timeout: float | None = None) -> bool:
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    @property
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def _loop(self) -> None:
+        try:
+            while not self._stop.is_set() and not self.session.ended:
+                self.session.step()
+            trace = self.session.finish()
+            trace.meta["outcome"] = "stopped" if self.stopped else "completed"
+            self.trace_path = self.journal.finish(trace, fresh=self.fresh)
+        except BaseException as err:  # said by the view; the journal keeps what was settled
+            self.error = err
+            self.journal.close()
