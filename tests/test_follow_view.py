@@ -24,7 +24,8 @@ def test_the_view_draws_what_was_read_and_stop_saves_the_trace(tmp_path):
     log = tmp_path / "daemon.log"
     data = SEED.read_bytes()
     log.write_bytes(data[: len(data) // 2])
-    session = FollowSession(FileTail(log, sleep=lambda s: time.sleep(0.002)), str(log), judge=lambda t: "judged")
+    tail = FileTail(log, sleep=lambda s: time.sleep(0.002))
+    session = FollowSession(tail, str(log), judge=lambda t: "judged")
     runner = FollowThread(session, tmp_path / "t.wbtrace").start()
     view = FollowView(session, stop=runner.stop)
     while session.trace is None:
