@@ -278,5 +278,8 @@ def test_the_text_gantt_marks_holds_waits_and_barrier_waits():
     marks = mutex.split("|")[1]
     # The mutex is held 98% of the seed run (its expected verdict): nearly every column holds it.
     assert marks.count("#") >= 36
+    waits = next(r for r in rows if r.startswith(f"{tr.mutex_track(0)} waits")).split("|")[1]
+    # Each of the two workers waits for it 44% of its time: someone waits most of the run.
+    assert waits.count("-") >= 20 and set(waits) <= {"-", "."}
     barriers = [r for r in rows if r.startswith("barrier")]
     assert barriers and all(set(r.split("|")[1]) <= {"=", "."} for r in barriers)

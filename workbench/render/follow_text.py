@@ -1,10 +1,10 @@
 """The live text view of `workbench follow`: a Gantt of the lock and barrier in characters,
 the running verdict under it, and a line of what was read.
 
-One row a lock or barrier track, over the last `WINDOW_S` seconds of the trace: `#` where
-the lock is held, `-` where someone waits for it, `=` where a party waits at the barrier,
-`.` where nothing is. Roles come from the trace's roles (model/roles.py), so the rows are
-whatever the trace holds of lock holds, lock waits and barrier waits.
+One row a lock or barrier track, and one for the waits for each lock, over the last
+`WINDOW_S` seconds of the trace: `#` where the lock is held, `-` where someone waits for it,
+`=` where a party waits at the barrier, `.` where nothing is. Rows come from the spans'
+roles (model/roles.py): whatever the trace holds of lock holds, lock waits and barrier waits.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ def gantt_rows(trace: Trace, columns: int = COLUMNS, window_s: float = WINDOW_S)
         if e < start:
             continue
         role = wanted[int(codes[i])]
-        cells = rows.setdefault(track, [" "] * columns)
+        # Waits get a row of their own: under a lock held back to back they would never show.
+        cells = rows.setdefault(f"{track} waits" if role == "lock_wait" else track, [" "] * columns)
         first = max(0, (s - start) * columns // width)
         last = min(columns - 1, max(first, -(-(e - start) * columns // width) - 1))
         for c in range(first, last + 1):
