@@ -30,7 +30,7 @@ from workbench.importers.cuzk_follow import MAX_LINE, OVERLONG, CuzkFollower
 from workbench.importers.log_tail import FileTail
 from workbench.model import tracks as tr
 from workbench.render.follow_text import gantt_rows
-from workbench.trace import store
+from workbench.trace import journal_read, store
 
 SEED = Path(__file__).parent / "data" / "cuzk_seed" / "daemon.log"
 ROOT = Path(__file__).parent.parent
@@ -89,6 +89,10 @@ def _same(followed, batch) -> None:
     assert followed.config == batch.config
 
 
+def _row(s) -> tuple:
+    return (s.track, s.name, s.start_ns, s.end_ns, s.partition, s.worker, s.attrs)
+
+
 def _holds(trace) -> list[int]:
     return sorted(s.end_ns - s.start_ns for s in trace.iter_spans()
                   if s.name == "hold" and s.track.startswith("mutex"))
@@ -105,9 +109,12 @@ def test_a_log_appended_in_chunks_that_split_lines_gives_the_batch_import(tmp_pa
     _same(followed, load_cuzk_log(whole))
     # Counted from the bytes themselves: one hold per mutex_held_ms line, of that length.
     assert _holds(followed) == sorted(int(ms) * 1_000_000 for ms in HELD.findall(data))
-    # The live recorder showed every span once; the settled one holds complete calls only.
+    # The live recorder showed every span once; the settled one holds complete calls only, each
+    # span as the final trace has it.
     assert len({r[:6] for r in session.live.spans}) == len(session.live.spans) >= len(followed.spans)
     assert 0 < len(session.settled.spans) < len(followed.spans)
+    final = {repr(_row(s)) for s in followed.iter_spans()}
+    assert all(repr(row) in final for row in session.settled.spans)
 
 
 def test_a_rotation_and_a_truncation_mid_way_read_the_new_file_from_its_start(tmp_path):
@@ -146,8 +153,9 @@ def test_a_rotation_and_a_truncation_mid_way_read_the_new_file_from_its_start(tm
     assert "rotated" in notes[0] and "truncated" in notes[1]
 
 
-def test_a_daemon_restart_is_a_new_segment_after_the_first(tmp_path):
-    first, second = _production(3, n=8), _production(4, n=6, pid=4242)
+@pytest.mark.parametrize("pid", [4242, 2231], ids=["new process", "clock back"])
+def test_a_daemon_restart_is_a_new_segment_after_the_first(tmp_path, pid):
+    first, second = _production(3, n=8), _production(4, n=6, pid=pid)
     first = first[:first.rindex(b"CUZK_TIMING: mutex_held_ms")]  # killed inside a call
     first = first[:first.rindex(b"\n") + 1]
     path = tmp_path / "daemon.log"
@@ -156,7 +164,9 @@ def test_a_daemon_restart_is_a_new_segment_after_the_first(tmp_path):
     whole.write_bytes(first + second)
     _same(followed, load_cuzk_log(whole))
     segments = followed.meta["import"]["segments"]
-    assert len(segments) == 2 and "cuzk[4242]" in segments[1]["restart"]
+    assert len(segments) == 2
+    said = "cuzk[4242] began after cuzk[2231]" if pid != 2231 else "the TIMELINE clock went back"
+    assert said in segments[1]["restart"]
     restart = [i for i in followed.iter_instants() if i.name == "restart"]
     lines_before = first.count(b"\n")
     first_kept = next(n for n, line in enumerate(second.splitlines(), 1)
@@ -181,6 +191,20 @@ def _write(path: Path, data: bytes) -> Path:
     return path
 
 
+def test_from_the_end_reads_only_what_comes_after(tmp_path):
+    data = SEED.read_bytes()
+    cut = data.index(b"\n", len(data) // 3) + 20  # a line half written when following begins
+    path = _write(tmp_path / "daemon.log", data[:cut])
+    session = FollowSession(FileTail(path, from_start=False), str(path), judge=lambda t: "")
+    _append(path, _chunks(data[cut:], 4), 0)
+    while session.tail.position < len(data) - cut:
+        session.step(0.002)
+    followed = session.finish()
+    after = data[data.index(b"\n", cut) + 1:]  # from the first whole line written after
+    _same(followed, load_cuzk_log(_write(tmp_path / "after.log", after)))
+    assert "reading began inside a line: its end was left out" in followed.meta["follow"]["notes"]
+
+
 def test_binary_garbage_and_a_50_mb_line_stay_bounded_and_are_said(tmp_path):
     follower = CuzkFollower("hostile.log")
     garbage = random.Random(0).randbytes(200_000)
@@ -196,6 +220,7 @@ def test_binary_garbage_and_a_50_mb_line_stay_bounded_and_are_said(tmp_path):
     assert peak < 3 * MAX_LINE, peak
     report = follower.trace().meta["import"]
     assert report["skipped"][OVERLONG] >= 1
+    assert any(OVERLONG in note for note in follower.notes)
     assert _holds(follower.trace()) == _holds(load_cuzk_log(SEED))
 
 
@@ -228,29 +253,70 @@ def test_stdin_is_followed_to_its_end(tmp_path, monkeypatch, capsys):
     _same(store.load(tmp_path / "t.wbtrace"), load_cuzk_log(SEED))
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=lambda s: signal.Signals(s).name)
-def test_a_stop_signal_saves_what_was_read(tmp_path, signum):
+def _growing(tmp_path: Path) -> tuple[Path, bytes, bytes]:
     data = SEED.read_bytes()
     path = tmp_path / "daemon.log"
     half = data[:data.index(b"\n", len(data) // 2) + 1]
     path.write_bytes(half)
-    proc = _cli(str(path), "--trace", str(tmp_path / "t.wbtrace"), cwd=tmp_path)
-    assert proc.stdout is not None
-    first = proc.stdout.readline()  # the view's first line: the file was read
-    assert b"lines read" in first
-    with open(path, "ab") as f:
-        f.write(data[len(half):len(half) + 999])  # a cut line, still being written
-    time.sleep(0.3)
-    proc.send_signal(signum)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
-    assert b"Traceback" not in err and b"saving the trace of what was read" in err
+    return path, data, half
+
+
+def _saved_is_what_was_read(tmp_path: Path, data: bytes, half: bytes) -> None:
     saved = store.load(tmp_path / "t.wbtrace")
     read = saved.meta["import"]["read"]
     upto = b"".join(data.splitlines(keepends=True)[:read])
     assert len(upto) >= len(half) and saved.meta["outcome"] == "interrupted"
     _same(saved, load_cuzk_log(_write(tmp_path / "read.log", upto)))
     assert not list(tmp_path.glob("*.wbjournal"))
+
+
+def test_sigterm_saves_what_was_read(tmp_path):
+    path, data, half = _growing(tmp_path)
+    proc = _cli(str(path), "--trace", str(tmp_path / "t.wbtrace"), cwd=tmp_path)
+    assert proc.stdout is not None
+    assert b"lines read" in proc.stdout.readline()  # the view's first line: the file was read
+    with open(path, "ab") as f:
+        f.write(data[len(half):len(half) + 999])  # a cut line, still being written
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert b"Traceback" not in err and b"interrupted by SIGTERM; saving the trace of what was read" in err
+    _saved_is_what_was_read(tmp_path, data, half)
+
+
+def test_ctrl_c_saves_what_was_read(tmp_path, capsys):
+    path, data, half = _growing(tmp_path)
+
+    def press() -> None:
+        while not (tmp_path / "t.wbtrace.wbjournal").exists():
+            time.sleep(0.01)
+        _append(path, [data[len(half):len(half) + 999]])
+        time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    presser = threading.Thread(target=press)
+    presser.start()
+    code = main(["follow", str(path), "--trace", str(tmp_path / "t.wbtrace")])
+    presser.join()
+    err = capsys.readouterr().err
+    assert code == 130 and "interrupted; saving the trace of what was read" in err
+    _saved_is_what_was_read(tmp_path, data, half)
+
+
+def test_sigkill_leaves_a_journal_of_settled_calls(tmp_path):
+    path = _write(tmp_path / "daemon.log", SEED.read_bytes())
+    proc = _cli(str(path), "--trace", str(tmp_path / "t.wbtrace"), cwd=tmp_path)
+    journal = tmp_path / "t.wbtrace.wbjournal"
+    deadline = time.monotonic() + 30
+    while not (journal.exists() and journal.stat().st_size > 4096) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.kill()
+    proc.communicate(timeout=30)
+    recovered, recovery = journal_read.read(journal)
+    batch = {repr(_row(s)) for s in load_cuzk_log(SEED).iter_spans()}
+    assert recovery.spans > 0 and not recovery.damaged
+    assert all(repr(_row(s)) in batch for s in recovered.iter_spans())  # settled calls, as imported
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):

@@ -62,16 +62,19 @@ def _follow(args: argparse.Namespace) -> int:
         (checked,) = output.check_all([("--trace", args.trace_path)], inputs)
         assert checked is not None
         trace_path = checked
-    server = _live_server(args) if args.live else None
-    if server is not None:
-        print(f"workbench: live view at {server.url} (Stop there ends the following)", file=sys.stderr)
     tail = open_source(args.source, args.from_start)
     source = "<stdin>" if args.source == "-" else args.source
     session = FollowSession(tail, source, args.until_idle)
+    try:
+        journal = Journal.create(trace_path, session.settled, meta={"outcome": "running", "follow": source})
+        server = _live_server(args) if args.live else None
+    except BaseException:
+        tail.close()
+        raise
+    journal.start()
     if server is not None:
         server.attach(session)
-    journal = Journal.create(trace_path, session.settled, meta={"outcome": "running", "follow": source})
-    journal.start()
+        print(f"workbench: live view at {server.url} (Stop there ends the following)", file=sys.stderr)
     screen = _Screen(sys.stdout)
     stops = args.stops
     interrupted = False

@@ -9,9 +9,12 @@ may add).
 
 Two recorders carry the spans on: `live` gets every span not shown before, for the live
 view (a call still running may show a bar that its later lines move: the saved trace is
-right); `settled` gets the spans of calls that later lines can no longer change, for the
-journal, so a killed follow leaves a journal of settled calls. The trace saved at the end is
-made from every line read, as the batch import makes it.
+right); `settled` gets the spans of calls that later lines no longer change (complete, and
+`LOOKAHEAD` complete calls after them), for the journal, so a killed follow leaves a journal
+of settled calls. One exception: in a log of several jobs the batch import numbers partitions
+in the order of the jobs' names, so a later job whose name sorts first renumbers them, and a
+journal recovered after a kill may number them apart from the log's import. The trace saved
+at the end is made from every line read, as the batch import makes it.
 """
 
 from __future__ import annotations

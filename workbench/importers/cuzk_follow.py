@@ -81,6 +81,8 @@ class CuzkFollower:
             self._overlong = False
             self.reader.number += 1
             self.report.read = self.reader.number
+            if OVERLONG not in self.report.skipped:
+                self.notes.append(f"line {self.reader.number}: {OVERLONG} (nor is any other such line)")
             skip_line(self.report, OVERLONG, self.reader.number)
             return
         raw = bytes(self._open)
