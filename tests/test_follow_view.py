@@ -60,3 +60,18 @@ def test_live_serves_the_view_on_localhost(tmp_path):
     finally:
         server.stop()
         session.tail.close()
+
+
+def test_wb_follow_shows_the_view_and_saves_on_until_idle(tmp_path, monkeypatch):
+    pytest.importorskip("IPython")
+    import workbench.notebook as wb
+
+    shown: list = []
+    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
+    # The layout itself, not its widget: a widget starts an IPython shell and its threads here.
+    monkeypatch.setattr(wb, "show", lambda layout: wb._display(layout))
+    following = wb.follow(SEED, trace=tmp_path / "nb.wbtrace", until_idle=0.3)
+    assert following.wait(60) and following.error is None
+    assert shown == [following.view.layout] and following.trace_path == tmp_path / "nb.wbtrace"
+    assert list(following.trace.iter_spans()) == list(load_cuzk_log(SEED).iter_spans())
+    assert following.view.stop_button.disabled and "verdict" in following.view.verdict.text

@@ -289,7 +289,6 @@ def follow(source: str | Path, trace: str | Path | None = None, until_idle: floa
     from workbench.follow.session import FollowThread
     from workbench.viz.follow_view import Following, FollowView
 
-    setup()
     target = output.fresh_run_path(prefix="follow") if trace is None else output.check(trace, "trace")
     session = FollowSession(open_source(str(source), from_start), str(source), until_idle)
     runner = FollowThread(session, target, fresh=trace is None).start()
