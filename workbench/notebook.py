@@ -281,20 +281,11 @@ def sweep(grid: str | Path | Mapping[str, Any], out: str | Path | None = None, *
 
 def follow(source: str | Path, trace: str | Path | None = None, until_idle: float | None = None,
            from_start: bool = True) -> Any:
-    """Follow a growing cuzk daemon log as `workbench follow` does: the live Gantt of the lock
-    and barrier with the running verdict under it, and Stop, which saves the trace (to `trace`,
-    or a new name in runs/; journaled while it reads). `until_idle`: stop once the log has not
-    grown for that many seconds. Returns the following: `stop()`, `wait()`, `trace`, `trace_path`."""
-    from workbench.follow import FollowSession, open_source
-    from workbench.follow.session import FollowThread
-    from workbench.viz.follow_view import Following, FollowView
+    """A growing cuzk log followed as `workbench follow` does (live Gantt, running verdict, Stop
+    saves the trace); returns the following: `stop()`, `wait()`, `trace`, `trace_path`."""
+    from workbench.viz.follow_view import start_following
 
-    target = output.fresh_run_path(prefix="follow") if trace is None else output.check(trace, "trace")
-    session = FollowSession(open_source(str(source), from_start), str(source), until_idle)
-    runner = FollowThread(session, target, fresh=trace is None).start()
-    view = FollowView(session, stop=runner.stop, title=f"{Path(source).name}: live Gantt")
-    show(view.layout)
-    return Following(runner, view)
+    return start_following(source, trace, until_idle, from_start, show=show)
 
 
 def sweep_table(folder: str | Path) -> Shown:

@@ -127,21 +127,20 @@ class FollowSession:
             trace, settled = self.follower.snapshot()
         except ImportFailed:
             trace, settled = None, set()
-        took = self.now() - began
-        self._next_trace = self.now() + max(TRACE_EVERY_S, COST_FACTOR * took)
         p = self.progress
         f = self.follower
         p.lines, p.kept, p.files, p.notes = f.lines, f.kept, f.files, list(f.notes)
+        if trace is not None:
+            self.trace = trace
+            p.spans = len(trace.spans)
+            segments = trace.meta["import"].get("segments")
+            p.segments = len(segments) if segments else 1
+            p.calls = self._feed(trace, settled)
+        took = self.now() - began  # the trace and the views' share of it
+        self._next_trace = self.now() + max(TRACE_EVERY_S, COST_FACTOR * took)
         p.trace_ms = took * 1e3
         self.changed = True
-        if trace is None:
-            return
-        self.trace = trace
-        p.spans = len(trace.spans)
-        segments = trace.meta["import"].get("segments")
-        p.segments = len(segments) if segments else 1
-        p.calls = self._feed(trace, settled)
-        if verdict or self.now() >= self._next_verdict:
+        if trace is not None and (verdict or self.now() >= self._next_verdict):
             began = self.now()
             p.headline = self.judge(trace)
             took = self.now() - began

@@ -142,3 +142,20 @@ class Following:
     @property
     def error(self) -> BaseException | None:
         return self.runner.error or self._poller.error
+
+
+def start_following(source: Any, trace: Any, until_idle: float | None, from_start: bool,
+                    show: Callable[[Any], object]) -> Following:
+    """`wb.follow`: the session on a thread of its own, its view shown by `show`."""
+    from pathlib import Path
+
+    from workbench.follow import FollowSession, open_source
+    from workbench.follow.session import FollowThread
+    from workbench.trace import output
+
+    target = output.fresh_run_path(prefix="follow") if trace is None else output.check(trace, "trace")
+    session = FollowSession(open_source(str(source), from_start), str(source), until_idle)
+    runner = FollowThread(session, target, fresh=trace is None).start()
+    view = FollowView(session, stop=runner.stop, title=f"{Path(source).name}: live Gantt")
+    show(view.layout)
+    return Following(runner, view)
