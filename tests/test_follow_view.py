@@ -75,3 +75,4 @@ def test_wb_follow_shows_the_view_and_saves_on_until_idle(tmp_path, monkeypatch)
     assert shown == [following.view.layout] and following.trace_path == tmp_path / "nb.wbtrace"
     assert list(following.trace.iter_spans()) == list(load_cuzk_log(SEED).iter_spans())
     assert following.view.stop_button.disabled and "verdict" in following.view.verdict.text
+    assert f"trace saved: {tmp_path / 'nb.wbtrace'}" in following.view.status.text

@@ -62,6 +62,10 @@ def _follow(args: argparse.Namespace) -> int:
         (checked,) = output.check_all([("--trace", args.trace_path)], inputs)
         assert checked is not None
         trace_path = checked
+    from workbench.commands.recover import say_left_behind
+
+    for line in say_left_behind(trace_path.parent):
+        print(f"workbench: {line}", file=sys.stderr)
     tail = open_source(args.source, args.from_start)
     source = "<stdin>" if args.source == "-" else args.source
     session = FollowSession(tail, source, args.until_idle)

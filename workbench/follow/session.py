@@ -4,8 +4,8 @@
 (importers/cuzk_follow.py). The trace of what was read so far is made again at a bounded
 rate (at least `TRACE_EVERY_S` apart, and four times as long as the last one took, so it
 never takes more than a fifth of the time however long the log), and the verdict over it
-the same way (`VERDICT_EVERY_S`; without the what-if replays, which a stop's final verdict
-may add).
+the same way (`VERDICT_EVERY_S`; without the what-if replays, which `workbench diagnose`
+of the saved trace adds).
 
 Two recorders carry the spans on: `live` gets every span not shown before, for the live
 view (a call still running may show a bar that its later lines move: the saved trace is

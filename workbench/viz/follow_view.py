@@ -123,6 +123,11 @@ class Following:
     def _tick(self) -> bool:
         done = self.runner.done  # read first: the last update after the end misses nothing
         self.view.update(final=done)
+        if done:
+            error = self.runner.error
+            said = (f"the following ended: {type(error).__name__}: {error}" if error is not None
+                    else f"trace saved: {self.runner.trace_path}")
+            self.view.status.text += f"<br>{escape(said)}"
         return not done
 
     def stop(self) -> None:
