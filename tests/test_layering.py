@@ -35,6 +35,8 @@ LAYERS: dict[str, tuple[int, int]] = {
     "fleet": (2, 3),
     # sweeps run pipelines and read their traces' analyses
     "sweep": (2, 3),
+    # a growing log followed: drives the importers' incremental reader and the analysis
+    "follow": (2, 3),
     # layer 3: the views
     "viz": (3, 0),
     # layer 4: the ways in (the package's own front door re-exports config and trace)

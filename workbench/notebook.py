@@ -8,6 +8,7 @@
     wb.report(first, "first.html")
     hosts = wb.fleet(["logs/"]).records    # many hosts' logs ranked by what bounds each
     view = wb.sweep("grid.toml")          # the grid's table filling in live, Stop, any run's Gantt
+    live = wb.follow("daemon.log")        # a growing cuzk log: live Gantt, running verdict, Stop saves
 
 Figures are shown as widgets (jupyter_bokeh), which render in JupyterLab and in the
 classic notebook alike and keep streaming while the kernel is busy elsewhere. BokehJS is
@@ -276,6 +277,15 @@ def sweep(grid: str | Path | Mapping[str, Any], out: str | Path | None = None, *
             view.stop()
             view.join()
     return view
+
+
+def follow(source: str | Path, trace: str | Path | None = None, until_idle: float | None = None,
+           from_start: bool = True) -> Any:
+    """A growing cuzk log followed as `workbench follow` does (live Gantt, running verdict, Stop
+    saves the trace); returns the following: `stop()`, `wait()`, `trace`, `trace_path`."""
+    from workbench.viz.follow_view import start_following
+
+    return start_following(source, trace, until_idle, from_start, show=show)
 
 
 def sweep_table(folder: str | Path) -> Shown:
