@@ -193,6 +193,8 @@ def open_source(source: str, from_start: bool = True, sleep: Callable[[float], o
 
     if source == "-":
         return PipeTail(sys.stdin.fileno())
+    if not source.strip():
+        raise ValueError("follow: the path is empty (name a log file, or - for stdin)")
     try:
         return FileTail(source, from_start=from_start, sleep=sleep)
     except OSError as err:
