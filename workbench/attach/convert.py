@@ -177,7 +177,7 @@ class Converter:
             self.counts["NVTX range ends without a start"] += 1
             return
         start, name, domain, starter = found
-        attrs = {"domain": self.domains.get(domain, f"#{domain}"), "range": "start_end"}
+        attrs: dict[str, Any] = {"domain": self.domains.get(domain, f"#{domain}"), "range": "start_end"}
         if starter != tid:
             attrs["ended_by"] = tid
         self.recorder.add_span(tr.thread_track(starter), self._name(name), start, self._t(t0), attrs=attrs)
@@ -192,7 +192,8 @@ class Converter:
     def _clock(self, flags: int, tid: int, pid: int, obj: int, aux: int, t0: int, t1: int) -> None:
         self._device_offset = t1 - t0  # host monotonic minus the device timestamp, read together
 
-    def _device(self, kind: int, flags: int, tid: int, pid: int, obj: int, aux: int, t0: int, t1: int) -> None:
+    def _device(self, kind: int, flags: int, tid: int, pid: int, obj: int, aux: int, t0: int,
+                t1: int) -> None:
         shift = (self._device_offset or 0) - self.offset_ns
         start, end = t0 + shift, t1 + shift
         device, stream = aux >> 32, aux & 0xFFFFFFFF
@@ -213,7 +214,8 @@ class Converter:
             self.recorder.add_span(tr.memset_track(device), "memset", start, end, attrs=attrs)
             self.counts["memsets"] += 1
         elif kind == rg.SYNC:
-            self.recorder.add_span(tr.gpu_track(device, "sync"), SYNC_KINDS.get(obj, "synchronize"), start, end,
+            name = SYNC_KINDS.get(obj, "synchronize")
+            self.recorder.add_span(tr.gpu_track(device, "sync"), name, start, end,
                                    attrs={"stream": stream, "correlation": tid})
             self.counts["synchronisations"] += 1
         else:  # an API call, on its thread's CUDA track
@@ -227,23 +229,24 @@ class Converter:
         """Close what the program left open (it ended, or died, holding a lock or inside a
         range): such spans end at `end_ns`, attrs `unfinished`."""
         end_ns = max(end_ns, self.last_ns)
-        for (pid, _tid, obj), stack in sorted(self._holds.items()):
-            start, attrs = stack[0]
-            self.recorder.add_span(self.lock_track(pid, obj), "hold", start, end_ns,
+        for (pid, _tid, obj), held in sorted(self._holds.items()):
+            since, attrs = held[0]
+            self.recorder.add_span(self.lock_track(pid, obj), "hold", since, end_ns,
                                    attrs={**attrs, "unfinished": True})
             self.counts["lock holds"] += 1
             self.counts["unfinished"] += 1
         self._holds.clear()
         for (_pid, tid, domain), stack in sorted(self._stacks.items()):
             for depth, (start, name) in enumerate(stack):
-                self.recorder.add_span(tr.thread_track(tid), self._name(name), start, end_ns, attrs={
-                    "domain": self.domains.get(domain, f"#{domain}"), "depth": depth, "unfinished": True})
+                attrs = {"domain": self.domains.get(domain, f"#{domain}"), "depth": depth, "unfinished": True}
+                self.recorder.add_span(tr.thread_track(tid), self._name(name), start, end_ns, attrs=attrs)
                 self.counts["NVTX ranges"] += 1
                 self.counts["unfinished"] += 1
         self._stacks.clear()
         for start, name, domain, tid in self._started.values():
-            self.recorder.add_span(tr.thread_track(tid), self._name(name), start, end_ns, attrs={
-                "domain": self.domains.get(domain, f"#{domain}"), "range": "start_end", "unfinished": True})
+            attrs = {"domain": self.domains.get(domain, f"#{domain}"), "range": "start_end",
+                     "unfinished": True}
+            self.recorder.add_span(tr.thread_track(tid), self._name(name), start, end_ns, attrs=attrs)
             self.counts["unfinished"] += 1
         self._started.clear()
 

@@ -13,6 +13,7 @@ Contract: `Ring.create(capacity, text_capacity)`, `.path`, `.drain(final) -> Dra
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import tempfile
@@ -72,6 +73,7 @@ class Ring:
         self._texts = np.frombuffer(self._map, dtype=TEXT, count=text_capacity,
                                     offset=DATA_OFFSET + capacity * EVENT.itemsize)
         self.lost = 0
+        self._fd: int | None = None
 
     @classmethod
     def create(cls, capacity: int = 1 << 19, text_capacity: int = 1 << 14) -> Ring:
@@ -139,13 +141,10 @@ class Ring:
 
     def close(self) -> None:
         self._words = self._events = self._texts = None  # type: ignore[assignment]
-        try:
+        with contextlib.suppress(BufferError):  # a view still out there: the memory goes with it
             self._map.close()
-        except BufferError:  # a view still out there: the memory goes with it
-            pass
-        fd = getattr(self, "_fd", None)
-        if fd is not None:
-            os.close(fd)
+        if self._fd is not None:
+            os.close(self._fd)
             self._fd = None
         if self._remove:
             os.unlink(self._remove)

@@ -11,6 +11,7 @@ Contract: `Session(argv, ...)`: `.start()`, `.wait(stops)`, `.trace()`; `exit_st
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -204,10 +205,8 @@ def exit_status(code: int | None) -> int:
 
 
 def _signal(process: subprocess.Popen[bytes], sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         process.send_signal(sig)
-    except ProcessLookupError:
-        pass
 
 
 def _signal_name(number: int) -> str:
