@@ -98,10 +98,37 @@ def _cupti_shim() -> tuple[Path | None, str]:
         return None, ("CUDA activity not recorded: no CUPTI headers and library found (a CUDA toolkit, or "
                       "set WORKBENCH_CUPTI_ROOT)")
     includes, libs = found
-    flags = [*FLAGS, *(f"-I{i}" for i in includes)]
+    layouts = _record_layouts(includes[0] / "cupti_activity.h")
+    if isinstance(layouts, str):
+        return None, f"CUDA activity not recorded: {layouts}"
+    flags = [*FLAGS, *(f"-I{i}" for i in includes), *layouts]
     try:
         path = compiled.build("record-cupti", [CUPTI], flags, depends=[RING],
                               libraries=(f"-L{libs}", "-lcupti", f"-Wl,-rpath,{libs}", "-lpthread"))
     except compiled.BuildError as err:
         return None, f"CUDA activity not recorded: the CUPTI shim did not build ({err})"
     return path, ""
+
+
+# The activity records the shim reads, by the struct names this toolkit's headers give them.
+RECORDS = {"WB_KERNEL_T": "CUpti_ActivityKernel", "WB_MEMCPY_T": "CUpti_ActivityMemcpy",
+           "WB_MEMSET_T": "CUpti_ActivityMemset", "WB_SYNC_T": "CUpti_ActivitySynchronization"}
+
+
+def _record_layouts(header: Path) -> list[str] | str:
+    """-D flags naming the newest version of each record struct in the header (CUPTI fills
+    records in the layout of the library beside these headers)."""
+    import re
+
+    try:
+        text = header.read_text(errors="replace")
+    except OSError as err:
+        return f"cannot read {header} ({err.strerror})"
+    flags = []
+    for macro, struct in RECORDS.items():
+        versions = [int(v or 0) for v in re.findall(rf"}}\s*{struct}(\d*)\s*;", text)]
+        if not versions:
+            return f"{header} defines no {struct}"
+        newest = max(versions)
+        flags.append(f"-D{macro}={struct}{newest if newest else ''}")
+    return flags

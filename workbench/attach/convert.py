@@ -46,6 +46,7 @@ class Converter:
         self.lock_names: dict[str, str] = {}  # lock track -> the program's name for it
         self.threads: set[int] = set()
         self.thread_names: dict[int, str] = {}
+        self.notes: list[str] = []  # what the shims said (a CUPTI call that failed, ...)
         self.last_ns = 0
         self._holds: dict[tuple[int, int, int], list[tuple[int, dict[str, Any]]]] = {}
         self._released_by: dict[tuple[int, int], int] = {}
@@ -95,6 +96,9 @@ class Converter:
             name = text.text or self.strings.get(text.ref, "")
             if name:
                 self.thread_names[text.tid] = name
+        elif text.kind == rg.T_NOTE:
+            if text.text not in self.notes:
+                self.notes.append(text.text)
         elif text.kind == rg.T_OBJECT:
             name = text.text or self.strings.get(text.ref, "")
             if name:

@@ -152,7 +152,7 @@ class Session:
 
     def trace(self) -> Trace:
         c = self.converter
-        notes = list(self.shims.notes)
+        notes = list(self.shims.notes) + c.notes
         features = self.ring.features
         counts = dict(c.counts)
         if "locks" not in features:
