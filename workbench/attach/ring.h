@@ -100,7 +100,8 @@ static int wb_map(uint32_t feature) {
         return 0;
     }
     size_t size = WB_DATA_OFFSET + h.capacity * sizeof(struct wb_event) + h.text_capacity * sizeof(struct wb_text);
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    /* Populated now: a page fault inside a lock call would cost more than the call. */
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
     close(fd);
     if (p == MAP_FAILED) return 0;
     wb_mask = h.capacity - 1;

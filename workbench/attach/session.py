@@ -81,9 +81,9 @@ class Session:
             env["CUDA_INJECTION64_PATH"] = str(self.shims.cupti)
         return env
 
-    def start(self) -> None:
+    def start(self, stdout: Any = None) -> None:
         """Starts the program (OSError when it cannot be run) and the drain thread."""
-        self.process = subprocess.Popen(self.argv, env=self.environment(), process_group=0)
+        self.process = subprocess.Popen(self.argv, env=self.environment(), process_group=0, stdout=stdout)
         self.converter.main_pid = self.process.pid
         self._drainer = threading.Thread(target=self._drain_loop, name="workbench-record-drain", daemon=True)
         self._drainer.start()
