@@ -30,7 +30,11 @@ PROGRAM = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e9 + t.tv_nsec; }
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e9 + t.tv_nsec;
+}
 int main(int argc, char **argv) {
     long pairs = atol(argv[1]);
     pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
@@ -61,7 +65,8 @@ def plain(exe: Path, pairs: int) -> float:
 def recorded(exe: Path, pairs: int, shims: Shims, alongside: bool) -> tuple[float, int, int]:
     """(ns a pair, holds recorded, events dropped). `alongside`: the recorder drains the ring
     while the program runs (as it does); else only once it has ended (the shim's own cost)."""
-    session = Session([str(exe), str(pairs)], shims, capacity=1 << 21, period_s=0.05 if alongside else 3600)
+    period_s = 0.05 if alongside else 3600
+    session = Session([str(exe), str(pairs)], shims, capacity=1 << 21, period_s=period_s)
     out = Path(tempfile.mkstemp()[1])
     try:
         with open(out, "w") as stdout:
@@ -76,7 +81,8 @@ def recorded(exe: Path, pairs: int, shims: Shims, alongside: bool) -> tuple[floa
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=200_000)
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()

@@ -151,7 +151,9 @@ static void note(const char *what, CUptiResult result) {
 }
 
 WB_EXPORT int InitializeInjection(void) {
-    if (!wb_map(0)) return 1; /* not being recorded: nothing to do */
+    void *(*mapped)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "workbench_record_ring");
+    if (!wb_attach(mapped ? (struct wb_header *)mapped() : NULL, 0) && !wb_map(0))
+        return 1; /* not being recorded: nothing to do */
     CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
     if (r != CUPTI_SUCCESS) {
         note("CUDA activity not recorded: cuptiActivityRegisterCallbacks", r);

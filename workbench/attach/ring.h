@@ -87,31 +87,41 @@ static inline uint64_t wb_now(void) {
 
 static inline uint32_t wb_gettid(void) { return (uint32_t)syscall(SYS_gettid); }
 
-/* Maps the ring named in the environment; 0 (and nothing recorded) when there is none. */
-static int wb_map(uint32_t feature) {
-    const char *path = getenv("WORKBENCH_RECORD_RING");
-    if (!path || !*path) return 0;
-    int fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0) return 0;
-    struct wb_header h;
-    if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || h.magic != WB_MAGIC || h.version != WB_VERSION
-        || h.event_bytes != sizeof(struct wb_event) || h.text_bytes != sizeof(struct wb_text)) {
-        close(fd);
-        return 0;
-    }
-    size_t size = WB_DATA_OFFSET + h.capacity * sizeof(struct wb_event) + h.text_capacity * sizeof(struct wb_text);
-    /* Populated now: a page fault inside a lock call would cost more than the call. */
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) return 0;
-    wb_mask = h.capacity - 1;
-    wb_text_mask = h.text_capacity - 1;
-    wb_events = (struct wb_event *)((char *)p + WB_DATA_OFFSET);
-    wb_texts = (struct wb_text *)((char *)p + WB_DATA_OFFSET + h.capacity * sizeof(struct wb_event));
+/* Takes a mapped ring (this process's other shim may have mapped it already). */
+static int wb_attach(struct wb_header *h, uint32_t feature) {
+    if (!h || h->magic != WB_MAGIC) return 0;
+    wb_mask = h->capacity - 1;
+    wb_text_mask = h->text_capacity - 1;
+    wb_events = (struct wb_event *)((char *)h + WB_DATA_OFFSET);
+    wb_texts = (struct wb_text *)((char *)h + WB_DATA_OFFSET + h->capacity * sizeof(struct wb_event));
     wb_pid = (uint32_t)getpid();
-    wb_ring = (struct wb_header *)p;
+    wb_ring = h;
     atomic_fetch_or(&wb_ring->features, feature);
     return 1;
+}
+
+/* Maps the ring named in the environment: by its path, else by the descriptor the recorder
+   handed down (where /proc paths cannot be opened); 0, and nothing recorded, when neither. */
+static int wb_map(uint32_t feature) {
+    const char *path = getenv("WORKBENCH_RECORD_RING"), *inherited = getenv("WORKBENCH_RECORD_RING_FD");
+    if (!path || !*path) return 0;
+    int fd = open(path, O_RDWR | O_CLOEXEC), own = 1;
+    if (fd < 0 && inherited && *inherited) {
+        fd = atoi(inherited);
+        own = 0;
+    }
+    if (fd < 0) return 0;
+    struct wb_header h;
+    void *p = MAP_FAILED;
+    if (pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h && h.magic == WB_MAGIC && h.version == WB_VERSION
+        && h.event_bytes == sizeof(struct wb_event) && h.text_bytes == sizeof(struct wb_text)) {
+        size_t size = WB_DATA_OFFSET + h.capacity * sizeof(struct wb_event)
+                      + h.text_capacity * sizeof(struct wb_text);
+        /* Populated now: a page fault inside a lock call would cost more than the call. */
+        p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    }
+    if (own) close(fd);
+    return p != MAP_FAILED && wb_attach((struct wb_header *)p, feature);
 }
 
 static inline void wb_emit(uint16_t kind, uint16_t flags, uint32_t tid, uint64_t obj, uint64_t aux,

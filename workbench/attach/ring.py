@@ -95,8 +95,13 @@ class Ring:
         header[2], header[3], header[4] = capacity, text_capacity, TEXT.itemsize
         os.pwrite(fd, header.tobytes(), 0)
         ring = cls(os.dup(fd), path, size, capacity, text_capacity, remove)
-        ring._fd = fd  # kept open: /proc/<pid>/fd/<fd> is the name the program opens
+        ring._fd = fd  # kept open: /proc/<pid>/fd/<fd> is the name the program opens (or `fd`, inherited)
         return ring
+
+    @property
+    def fd(self) -> int:
+        assert self._fd is not None
+        return self._fd
 
     def _word(self, offset: int) -> int:
         return int(self._words[offset // 8])

@@ -75,6 +75,7 @@ class Session:
         preload = env.get("LD_PRELOAD", "")
         env["LD_PRELOAD"] = f"{self.shims.locks}{' ' + preload if preload else ''}"
         env["WORKBENCH_RECORD_RING"] = self.ring.path
+        env["WORKBENCH_RECORD_RING_FD"] = str(self.ring.fd)
         if self.shims.nvtx:
             env["NVTX_INJECTION64_PATH"] = str(self.shims.locks)
         if self.shims.cupti is not None:
@@ -83,7 +84,8 @@ class Session:
 
     def start(self, stdout: Any = None) -> None:
         """Starts the program (OSError when it cannot be run) and the drain thread."""
-        self.process = subprocess.Popen(self.argv, env=self.environment(), process_group=0, stdout=stdout)
+        self.process = subprocess.Popen(self.argv, env=self.environment(), process_group=0, stdout=stdout,
+                                        pass_fds=(self.ring.fd,))
         self.converter.main_pid = self.process.pid
         self._drainer = threading.Thread(target=self._drain_loop, name="workbench-record-drain", daemon=True)
         self._drainer.start()

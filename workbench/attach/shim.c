@@ -81,6 +81,12 @@ static void init(void) {
 
 __attribute__((constructor)) static void on_load(void) { init(); }
 
+/* The ring as this process mapped it, for the CUDA injection library loaded later. */
+WB_EXPORT void *workbench_record_ring(void) {
+    init();
+    return wb_ring;
+}
+
 /* Whether this call is recorded; resolves the real functions on the first call. */
 static inline int recording(void) {
     if (WB_UNLIKELY(atomic_load_explicit(&wb_state, memory_order_acquire) != 2)) {
