@@ -66,15 +66,15 @@ def recorded(argv: list[str], shims: Any) -> tuple[Any, str, list[tuple[float, i
         return trace, out.read(), seen
 
 
-def counts(trace: Any, inside: str | None = None) -> dict[str, Any]:
-    """Device work in the trace (only that within NVTX ranges named `inside`, when given)."""
+def counts(trace: Any, inside: str | None = None, last: int = 0) -> dict[str, Any]:
+    """Device work in the trace (only that within the `last` NVTX ranges named `inside`)."""
     codes = rl.span_roles(trace)
     spans, text = trace.spans, trace.strings.values
     keep = None
     if inside is not None:
         ranges = sorted((int(spans.start_ns[i]), int(spans.end_ns[i])) for i in range(len(spans))
                         if text[spans.name[i]] == inside and tr.parse(text[spans.track[i]]).kind == tr.THREAD)
-        keep = ranges
+        keep = ranges[-last:] if last else ranges
     found: Counter[str] = Counter()
     for i in range(len(spans)):
         role = rl.ROLE_NAMES[codes[i]]
@@ -146,7 +146,7 @@ def main() -> None:
         cats = Counter(e.get("cat") for e in events if isinstance(e, dict) and e.get("ph") == "X")
         profiler = {k: cats.get(k, 0) for k in ("kernel", "gpu_memcpy", "gpu_memset")}
         trace, out, _ = recorded([sys.executable, str(step), "plain", str(steps)], shims)
-        return {"profiler": profiler, "recorded_in_steps": counts(trace, inside="step"),
+        return {"profiler": profiler, "recorded_in_timed_steps": counts(trace, inside="step", last=steps),
                 "recorded_all": counts(trace), "record": trace.meta["record"], "program": out.strip()}
 
     stage("torch_counts", torch_counts)

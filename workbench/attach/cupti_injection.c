@@ -140,8 +140,6 @@ static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_
     free(buffer);
 }
 
-static void flush_at_exit(void) { cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); }
-
 static void note(const char *what, CUptiResult result) {
     const char *said = NULL;
     cuptiGetResultString(result, &said);
@@ -149,6 +147,35 @@ static void note(const char *what, CUptiResult result) {
     int n = snprintf(text, sizeof text, "%s: %s", what, said ? said : "CUPTI error");
     wb_emit_text(WB_T_NOTE, 0, 0, 0, text, n > 0 ? (size_t)n : 0);
 }
+
+/* Runtime calls recorded: those that launch, copy, set, wait or allocate (each record costs
+   the calling thread time: a program makes many calls that answer at once, cudaGetDevice...). */
+static const char *const CALL_PREFIXES[] = {"cudaLaunch", "cudaMemcpy", "cudaMemset", "cudaStreamSynchronize",
+                                            "cudaEventSynchronize", "cudaDeviceSynchronize", "cudaStreamWaitEvent",
+                                            "cudaGraphLaunch", "cudaMalloc", "cudaFree", "cudaHostAlloc",
+                                            "cudaHostRegister"};
+
+static void enable_calls(void) {
+    CUptiResult (*select)(CUpti_CallbackId, uint8_t) =
+        (CUptiResult (*)(CUpti_CallbackId, uint8_t))dlsym(RTLD_DEFAULT, "cuptiActivityEnableRuntimeApi");
+    const char *all = getenv("WORKBENCH_RECORD_CUDA_CALLS");
+    if (!select || (all && strcmp(all, "all") == 0)) {
+        CUptiResult r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
+        if (r != CUPTI_SUCCESS) note("cuptiActivityEnable(runtime)", r);
+        return;
+    }
+    for (CUpti_CallbackId cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; cbid++) {
+        const char *name = NULL;
+        if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) != CUPTI_SUCCESS || !name) continue;
+        for (unsigned k = 0; k < sizeof CALL_PREFIXES / sizeof CALL_PREFIXES[0]; k++)
+            if (strncmp(name, CALL_PREFIXES[k], strlen(CALL_PREFIXES[k])) == 0) {
+                select(cbid, 1);
+                break;
+            }
+    }
+}
+
+static void flush_at_exit(void) { cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); }
 
 WB_EXPORT int InitializeInjection(void) {
     void *(*mapped)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "workbench_record_ring");
@@ -161,10 +188,16 @@ WB_EXPORT int InitializeInjection(void) {
     }
     cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
     const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                        CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-                                        CUPTI_ACTIVITY_KIND_RUNTIME};
+                                        CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
     for (unsigned i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         if ((r = cuptiActivityEnable(kinds[i])) != CUPTI_SUCCESS) note("cuptiActivityEnable", r);
+    enable_calls();
+    /* The driver's and the profiling library's own locks are not the program's. */
+    void (*ignore)(const char *) = (void (*)(const char *))dlsym(RTLD_DEFAULT, "workbench_record_ignore_library");
+    if (ignore) {
+        ignore("libcuda.so");
+        ignore("libcupti.so");
+    }
     clock_pair();
     cuptiActivityFlushPeriod(FLUSH_MS);
     atexit(flush_at_exit);

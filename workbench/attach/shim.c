@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <semaphore.h>
 
@@ -87,6 +88,38 @@ WB_EXPORT void *workbench_record_ring(void) {
     return wb_ring;
 }
 
+/* Code whose locks are the recording's or the driver's own, not the program's: the CUDA shim
+   names libcuda and libcupti once CUDA starts; a lock called from there is not recorded. */
+#define WB_IGNORED 16
+static struct { uintptr_t start, size; } ignored[WB_IGNORED];
+static _Atomic int ignored_count;
+
+static int find_library(struct dl_phdr_info *info, size_t size, void *wanted) {
+    (void)size;
+    if (!info->dlpi_name || !strstr(info->dlpi_name, (const char *)wanted)) return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *segment = &info->dlpi_phdr[i];
+        int n = atomic_load(&ignored_count);
+        if (segment->p_type == PT_LOAD && (segment->p_flags & PF_X) && n < WB_IGNORED) {
+            ignored[n].start = info->dlpi_addr + segment->p_vaddr;
+            ignored[n].size = segment->p_memsz;
+            atomic_store(&ignored_count, n + 1);
+        }
+    }
+    return 0;
+}
+
+WB_EXPORT void workbench_record_ignore_library(const char *name) {
+    if (name && *name) dl_iterate_phdr(find_library, (void *)name);
+}
+
+static inline int ignored_caller(const void *at) {
+    int n = atomic_load_explicit(&ignored_count, memory_order_acquire);
+    for (int i = 0; i < n; i++)
+        if ((uintptr_t)at - ignored[i].start < ignored[i].size) return 1;
+    return 0;
+}
+
 /* Whether this call is recorded; resolves the real functions on the first call. */
 static inline int recording(void) {
     if (WB_UNLIKELY(atomic_load_explicit(&wb_state, memory_order_acquire) != 2)) {
@@ -96,8 +129,10 @@ static inline int recording(void) {
     return wb_ring != NULL && !wb_guard;
 }
 
+#define RECORDING() (recording() && !ignored_caller(__builtin_return_address(0)))
+
 WB_EXPORT int pthread_mutex_lock(pthread_mutex_t *m) {
-    if (WB_UNLIKELY(!recording())) return real_lock ? real_lock(m) : __pthread_mutex_lock(m);
+    if (WB_UNLIKELY(!RECORDING())) return real_lock ? real_lock(m) : __pthread_mutex_lock(m);
     /* Uncontended, the lock is had at once: one clock reading, a wait of zero. */
     if (real_trylock(m) == 0) {
         uint64_t t = wb_now();
@@ -111,7 +146,7 @@ WB_EXPORT int pthread_mutex_lock(pthread_mutex_t *m) {
 }
 
 WB_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m) {
-    if (WB_UNLIKELY(!recording())) return real_trylock ? real_trylock(m) : __pthread_mutex_trylock(m);
+    if (WB_UNLIKELY(!RECORDING())) return real_trylock ? real_trylock(m) : __pthread_mutex_trylock(m);
     int rc = real_trylock(m);
     if (rc == 0) {
         uint64_t t = wb_now();
@@ -121,7 +156,7 @@ WB_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m) {
 }
 
 WB_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *until) {
-    if (WB_UNLIKELY(!recording() || !real_timedlock)) {
+    if (WB_UNLIKELY(!RECORDING() || !real_timedlock)) {
         if (!real_timedlock) real_timedlock = next_symbol("pthread_mutex_timedlock", NULL);
         return real_timedlock(m, until);
     }
@@ -132,7 +167,7 @@ WB_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec 
 }
 
 WB_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m) {
-    if (WB_UNLIKELY(!recording())) return real_unlock ? real_unlock(m) : __pthread_mutex_unlock(m);
+    if (WB_UNLIKELY(!RECORDING())) return real_unlock ? real_unlock(m) : __pthread_mutex_unlock(m);
     uint64_t t = wb_now();
     wb_emit(WB_UNLOCK, 0, tid(), (uintptr_t)m, 0, t, t);
     return real_unlock(m);
@@ -161,7 +196,7 @@ static void resolve_waits(void) {
 }
 
 WB_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) {
-    if (WB_UNLIKELY(!recording())) {
+    if (WB_UNLIKELY(!RECORDING())) {
         resolve_waits();
         return real_cond_wait(c, m);
     }
@@ -172,7 +207,7 @@ WB_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) {
 }
 
 WB_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *until) {
-    if (WB_UNLIKELY(!recording())) {
+    if (WB_UNLIKELY(!RECORDING())) {
         resolve_waits();
         return real_cond_timedwait(c, m, until);
     }
@@ -184,7 +219,7 @@ WB_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, cons
 
 WB_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clock,
                                      const struct timespec *until) {
-    if (WB_UNLIKELY(!recording() || !real_cond_clockwait)) {
+    if (WB_UNLIKELY(!RECORDING() || !real_cond_clockwait)) {
         resolve_waits();
         return real_cond_clockwait(c, m, clock, until);
     }
@@ -195,7 +230,7 @@ WB_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, cloc
 }
 
 WB_EXPORT int sem_wait(sem_t *s) {
-    if (WB_UNLIKELY(!recording())) {
+    if (WB_UNLIKELY(!RECORDING())) {
         resolve_waits();
         return real_sem_wait(s);
     }
@@ -206,7 +241,7 @@ WB_EXPORT int sem_wait(sem_t *s) {
 }
 
 WB_EXPORT int sem_timedwait(sem_t *s, const struct timespec *until) {
-    if (WB_UNLIKELY(!recording())) {
+    if (WB_UNLIKELY(!RECORDING())) {
         resolve_waits();
         return real_sem_timedwait(s, until);
     }
