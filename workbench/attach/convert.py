@@ -70,7 +70,9 @@ class Converter:
         if not len(events):
             return
         self.counts["events"] += len(events)
-        self.last_ns = max(self.last_ns, self._t(int(events["t1"].max())), self._t(int(events["t0"].max())))
+        host = events[events["kind"] < rg.KERNEL]  # device times are another clock's (moved in _device)
+        if len(host):
+            self.last_ns = max(self.last_ns, self._t(int(host["t0"].max())), self._t(int(host["t1"].max())))
         handlers = {rg.LOCK: self._lock, rg.UNLOCK: self._unlock, rg.COND: self._cond, rg.SEM: self._sem,
                     rg.PUSH: self._push, rg.POP: self._pop, rg.START: self._start, rg.END: self._end,
                     rg.MARK: self._mark, rg.CLOCK: self._clock}
@@ -198,8 +200,12 @@ class Converter:
 
     def _device(self, kind: int, flags: int, tid: int, pid: int, obj: int, aux: int, t0: int,
                 t1: int) -> None:
-        shift = (self._device_offset or 0) - self.offset_ns
+        if self._device_offset is None:  # the shim reads the clocks first: never, unless damaged
+            self.counts["device records before a clock reading"] += 1
+            return
+        shift = self._device_offset - self.offset_ns
         start, end = t0 + shift, t1 + shift
+        self.last_ns = max(self.last_ns, end)
         device, stream = aux >> 32, aux & 0xFFFFFFFF
         if kind == rg.KERNEL:
             self.recorder.add_span(tr.stream_track(device, stream), self._name(obj), start, end,
