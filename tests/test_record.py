@@ -59,7 +59,7 @@ def spans_on(trace, track: str, name: str) -> list[tuple[int, int, dict]]:
 
 def test_two_threads_a_mutex_a_barrier_and_ranges(program: Path, tmp_path: Path,
                                                   capfd: pytest.CaptureFixture[str]) -> None:
-    rounds = 30
+    rounds = 15
     code, said = record(capfd, tmp_path / "t.wbtrace", str(program), str(rounds))
     assert code == 0
     trace = store.load(tmp_path / "t.wbtrace")

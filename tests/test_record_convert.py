@@ -72,7 +72,8 @@ def test_device_records_on_the_host_clock() -> None:
     trace, _, _ = convert(rows, texts)
     assert spans(trace, "gpu0/stream/7") == [("scale", 1100, 1400, {"correlation": 42})]
     (copy,) = spans(trace, "gpu0/copy")
-    assert copy[:3] == ("h2d", 1010, 1090) and copy[3]["src_kind"] == "pageable" and copy[3]["dst_kind"] == "device"
+    assert copy[:3] == ("h2d", 1010, 1090)
+    assert copy[3]["src_kind"] == "pageable" and copy[3]["dst_kind"] == "device"
     assert spans(trace, "gpu1/memset")[0][:3] == ("memset", 1005, 1006)
     assert spans(trace, "gpu0/sync")[0][:3] == ("stream_synchronize", 1400, 1410)
     assert spans(trace, "cuda/thread/99") == [("cudaLaunchKernel_v7000", 1001, 1050, {"correlation": 42})]
@@ -99,7 +100,8 @@ def test_recursive_mutex_hand_off_and_a_name() -> None:
 
 def test_ranges_of_domains_and_threads() -> None:
     rows = [(rg.PUSH, 0, 1, 7, 5, 1, 10, 0), (rg.PUSH, 0, 1, 7, 5, 2, 11, 0), (rg.POP, 0, 1, 7, 5, 0, 12, 0),
-            (rg.START, 0, 1, 7, 0, 1, 13, 77), (rg.END, 0, 2, 7, 0, 77, 20, 0), (rg.POP, 0, 1, 7, 5, 0, 21, 0),
+            (rg.START, 0, 1, 7, 0, 1, 13, 77), (rg.END, 0, 2, 7, 0, 77, 20, 0),
+            (rg.POP, 0, 1, 7, 5, 0, 21, 0),
             (rg.POP, 0, 3, 7, 0, 0, 22, 0), (rg.MARK, 0, 3, 7, 0, 2, 23, 23)]
     texts = [(rg.T_STRING, 1, "outer"), (rg.T_STRING, 2, "inner"), (rg.T_DOMAIN, 5, "solver")]
     trace, converter, _ = convert(rows, texts)
@@ -113,9 +115,9 @@ def test_ranges_of_domains_and_threads() -> None:
 
 def test_a_reserved_slot_never_published() -> None:
     rows = [(rg.LOCK, 0, 1, 7, 8, 0, 1, 2), (rg.UNLOCK, 0, 1, 7, 8, 0, 3, 3), (rg.LOCK, 0, 1, 7, 9, 0, 4, 5)]
-    trace, converter, ring = convert(rows, skip=1)  # a live drain stops at the hole
+    _, converter, ring = convert(rows, skip=1)  # a live drain stops at the hole
     assert converter.counts["events"] == 1 and ring.lost == 0
-    trace, converter, ring = convert(rows, skip=1, final=True)  # the program has ended: skipped
+    _, converter, ring = convert(rows, skip=1, final=True)  # the program has ended: skipped
     assert converter.counts["events"] == 2 and ring.lost == 1
     assert converter.counts["lock holds"] == 2  # both left open, closed at the end
 

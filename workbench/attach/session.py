@@ -1,10 +1,12 @@
 """One recording: the program started with the shims, its events drained while it runs, its
 end (exit, signal, a stop of ours forwarded to it) turned into a trace.
 
-The program runs in a process group of its own, so a Ctrl-C at the terminal reaches the
-recorder alone, which passes it on (a second one kills the program) and saves what was
-recorded. A drain thread empties the ring every `period_s` into the recorder, which the
-journal and a live view read as they read any run's.
+The program runs in a process group of its own, so a stop signal of the recorder's is passed
+on to it (a second one kills it) and what was recorded is saved once it has ended. At a
+terminal, the program's group is the terminal's foreground while it runs (it reads the
+terminal and takes Ctrl-C itself, as it would unrecorded); elsewhere a Ctrl-C reaches the
+recorder alone, which passes it on. A drain thread empties the ring every `period_s` into the
+recorder, which the journal and a live view read as they read any run's.
 
 Contract: `Session(argv, ...)`: `.start()`, `.wait(stops)`, `.trace()`; `exit_status(code)`.
 """
@@ -69,6 +71,7 @@ class Session:
         self._done = threading.Event()
         self._drainer: threading.Thread | None = None
         self._named: set[int] = set()
+        self._terminal = False
 
     def environment(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -87,6 +90,7 @@ class Session:
         self.process = subprocess.Popen(self.argv, env=self.environment(), process_group=0, stdout=stdout,
                                         pass_fds=(self.ring.fd,))
         self.converter.main_pid = self.process.pid
+        self._terminal = _foreground(self.process.pid)
         self._drainer = threading.Thread(target=self._drain_loop, name="workbench-record-drain", daemon=True)
         self._drainer.start()
 
@@ -144,6 +148,8 @@ class Session:
                 _signal(process, signal.SIGKILL)
                 deadline = None
         self.ended_ns = self.recorder.now_ns()
+        if self._terminal:
+            _foreground(os.getpgrp())
         self.returncode = code
         self._done.set()
         if self._drainer is not None:
@@ -204,6 +210,22 @@ def exit_status(code: int | None) -> int:
     if code is None:
         return 1
     return 128 - code if code < 0 else code
+
+
+def _foreground(group: int) -> bool:
+    """Makes `group` the foreground of the terminal on stdin, if there is one we lead."""
+    try:
+        if not os.isatty(0) or os.tcgetpgrp(0) not in (os.getpgrp(), group):
+            return False
+        # From the background, taking the terminal back would stop us (SIGTTOU) unless blocked.
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTTOU})
+        try:
+            os.tcsetpgrp(0, group)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        return True
+    except OSError:
+        return False
 
 
 def _signal(process: subprocess.Popen[bytes], sig: int) -> None:
