@@ -142,3 +142,16 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def test_hand_offs_between_threads_only() -> None:
+    from workbench.analysis.handoffs import LOCK, handoffs
+
+    lock = 0x2000
+    rows = [(rg.LOCK, 0, 1, 7, lock, 0, 1, 1), (rg.UNLOCK, 0, 1, 7, lock, 0, 2, 2),
+            (rg.LOCK, 0, 1, 7, lock, 0, 3, 3), (rg.UNLOCK, 0, 1, 7, lock, 0, 4, 4),  # thread 1 again
+            (rg.LOCK, 0, 2, 7, lock, 0, 3, 5), (rg.UNLOCK, 0, 2, 7, lock, 0, 6, 6)]  # handed to thread 2
+    trace, _, _ = convert(rows)
+    found = [h for h in handoffs(trace) if h.kind == LOCK]
+    attrs = trace.spans.attrs
+    assert [(attrs[h.source]["thread"], attrs[h.target]["thread"]) for h in found] == [(1, 2)]
