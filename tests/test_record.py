@@ -195,3 +195,14 @@ def test_a_killed_recorder_leaves_a_journal(program: Path, tmp_path: Path) -> No
     recovered, recovery = journal_read.read(journal)
     assert recovery.spans > 0
     assert rl.role_mask(recovered, "lock_hold").any()
+
+
+def test_recorded_from_a_notebook_with_its_live_view(program: Path) -> None:
+    pytest.importorskip("bokeh")
+    from workbench.viz.recording import LiveRecording
+
+    recording = LiveRecording([str(program), "3"], cuda=False).start()
+    trace = recording.wait(timeout=60)
+    assert trace is not None and recording.exit_code == 0
+    holds = int(rl.role_mask(trace, "lock_hold").sum())
+    assert holds >= 6 and recording.live.stats.spans == len(trace.spans)  # every span reached the view
