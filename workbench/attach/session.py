@@ -72,6 +72,7 @@ class Session:
         self._drainer: threading.Thread | None = None
         self._named: set[int] = set()
         self._terminal = False
+        self.replaced: list[str] = []  # the program's own hooks that the recording's took the place of
 
     def environment(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -79,10 +80,15 @@ class Session:
         env["LD_PRELOAD"] = f"{self.shims.locks}{' ' + preload if preload else ''}"
         env["WORKBENCH_RECORD_RING"] = self.ring.path
         env["WORKBENCH_RECORD_RING_FD"] = str(self.ring.fd)
-        if self.shims.nvtx:
-            env["NVTX_INJECTION64_PATH"] = str(self.shims.locks)
-        if self.shims.cupti is not None:
-            env["CUDA_INJECTION64_PATH"] = str(self.shims.cupti)
+        hooks = {"NVTX_INJECTION64_PATH": str(self.shims.locks) if self.shims.nvtx else None,
+                 "CUDA_INJECTION64_PATH": str(self.shims.cupti) if self.shims.cupti is not None else None}
+        for name, ours in hooks.items():
+            if ours is None:
+                continue
+            theirs = env.get(name)
+            if theirs and theirs != ours and not any(name in n for n in self.replaced):
+                self.replaced.append(f"{name} was {theirs}: replaced by the recording's for this program")
+            env[name] = ours
         return env
 
     def start(self, stdout: Any = None) -> None:
@@ -160,7 +166,7 @@ class Session:
 
     def trace(self) -> Trace:
         c = self.converter
-        notes = list(self.shims.notes) + c.notes
+        notes = list(self.shims.notes) + self.replaced + c.notes
         features = self.ring.features
         counts = dict(c.counts)
         if "locks" not in features:
