@@ -5,6 +5,7 @@
     first = wb.run(memory_mode="pageable") # a run to the end, from a cell
     wb.gantt(first); wb.summary(first); wb.verdict(first)
     wb.compare(first, wb.run(memory_mode="zerocopy"))
+    rec = wb.record(["./my-daemon"])      # an unmodified program, its live Gantt; rec.wait()
     wb.report(first, "first.html")
     hosts = wb.fleet(["logs/"]).records    # many hosts' logs ranked by what bounds each
     view = wb.sweep("grid.toml")          # the grid's table filling in live, Stop, any run's Gantt
@@ -35,6 +36,7 @@ from workbench.viz.distributions import distribution_figure
 from workbench.viz.findings import diagnose, verdict_html
 from workbench.viz.gantt import gantt_figure
 from workbench.viz.panel import ControlPanel
+from workbench.viz.recording import LiveRecording
 from workbench.viz.report import render_report
 from workbench.viz.runner import RunRecord, run_to_end
 from workbench.viz.tables import CSS, config_table, role_summary_html, side_by_side, summary_html
@@ -125,6 +127,17 @@ def run(save: str | Path | bool = False, **settings: Any) -> RunRecord:
     _state["runs"] += 1
     path = output.fresh_run_path() if save is True else (save or None)
     return run_to_end(config(**settings), number=_state["runs"], trace_path=path, fresh=save is True)
+
+
+def record(command: Sequence[str], save: str | Path | bool = False, cuda: bool = True) -> LiveRecording:
+    """Record an unmodified program as `workbench record` does, its live Gantt shown here while
+    it runs; returns at once. `.wait()` gives the trace (saved to `save`, or a new name in runs/
+    with True), `.stop()` passes SIGTERM on to the program, `.exit_code` is its exit code."""
+    setup()
+    path = output.fresh_run_path(prefix="record") if save is True else (save or None)
+    recording = LiveRecording(list(command), path, cuda=cuda)
+    _display(recording.widget)
+    return recording.start()
 
 
 def gantt(item: TraceLike, **options: Any) -> Shown:
