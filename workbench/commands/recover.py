@@ -3,7 +3,9 @@
 A run streams what it records to `<trace>.wbjournal` while it runs and removes it once the
 trace is saved, so a journal that stays behind is a run that was killed (SIGKILL, a crash,
 power). Its records up to the first one cut off or damaged become the trace; one line says
-what was recovered and what was dropped. Every command also reads a journal as it is.
+what was recovered and what was dropped. The temporary file a save killed mid-write left
+beside the trace (its name carries the dead writer's process id) is removed. Every command also
+reads a journal as it is, and the trace path of a killed run reads the journal beside it.
 """
 
 from __future__ import annotations
