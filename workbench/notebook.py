@@ -32,11 +32,11 @@ from workbench.viz.compare import compare_figure, summaries_html
 from workbench.viz.deps import require
 from workbench.viz.distributions import distribution_figure
 from workbench.viz.findings import diagnose, verdict_html
-from workbench.viz.gantt import gantt_figure
 from workbench.viz.panel import ControlPanel
 from workbench.viz.report import render_report
 from workbench.viz.runner import RunRecord, run_to_end
 from workbench.viz.tables import CSS, config_table, role_summary_html, side_by_side, summary_html
+from workbench.viz.timeline import gantt_figure
 
 _state = {"bokeh_loaded": False, "runs": 0}
 
