@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 from bokeh.models import (
-    Arrow,
     CDSView,
     ColumnDataSource,
     CustomJS,
@@ -30,9 +29,8 @@ from bokeh.models import (
     InlineStyleSheet,
     Quad,
     Range1d,
-    VeeHead,
 )
-from bokeh.models.annotations import Legend, LegendItem
+from bokeh.models.annotations import Arrow, Legend, LegendItem, VeeHead
 from bokeh.models.renderers import GlyphRenderer
 from bokeh.plotting import figure
 
@@ -107,13 +105,15 @@ class GanttView:
         fig.add_layout(self.legend, "right")
         self._kind_filter = CustomJSFilter(args={"legend": self.legend}, code=_js("shown_kinds"))
         # A selected bar (a click, a box) is outlined; the others stay as they were.
+        looks: dict[str, Any] = {
+            "selection_fill_color": "color", "selection_fill_alpha": "alpha",
+            "selection_line_color": "#000000", "selection_line_width": 1.5,
+            "nonselection_fill_color": "color", "nonselection_fill_alpha": "alpha",
+            "nonselection_line_color": None}
         bars: list[Any] = [
             fig.quad(left="left", right="right", top="top", bottom="bottom", source=source,
                      view=CDSView(filter=self._kind_filter), fill_color="color", fill_alpha="alpha",
-                     line_color=None, name=f"{name}|bars|{d}", selection_fill_color="color",
-                     selection_fill_alpha="alpha", selection_line_color="#000000", selection_line_width=1.5,
-                     nonselection_fill_color="color", nonselection_fill_alpha="alpha",
-                     nonselection_line_color=None)
+                     line_color=None, name=f"{name}|bars|{d}", **looks)
             for d, source in enumerate(self.sources)
         ]
         self.bar_renderers = bars
@@ -127,9 +127,10 @@ class GanttView:
         self.flow_source = ColumnDataSource({c: [] for c in FLOW_COLUMNS}, name=f"{name}_flows")
         arrows = fig.segment(x0="x0", y0="y0", x1="x1", y1="y1", source=self.flow_source,
                              line_color="#555555", line_alpha=0.55, line_width=1, name=f"{name}|flows")
-        heads = Arrow(x_start="x0", y_start="y0", x_end="x1", y_end="y1", source=self.flow_source,
-                      line_alpha=0.0, end=VeeHead(size=6, fill_color="#555555", line_color=None,
-                                                  fill_alpha=0.7))
+        # Heads only (the segment above is the body, and carries the hover).
+        head = VeeHead(size=6, fill_color="#555555", line_color=None, fill_alpha=0.7)
+        heads = Arrow(x_start="x0", y_start="y0", x_end="x1", y_end="y1", source=self.flow_source, end=head)
+        heads.update(line_alpha=0.0)
         fig.add_layout(heads)
         self.flow_renderers: list[Any] = [arrows, heads]
         fig.add_tools(HoverTool(renderers=[arrows], tooltips=[("flow", "@kind"), ("", "@label")],

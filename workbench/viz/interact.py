@@ -23,16 +23,13 @@ from bokeh.events import MouseEnter, MouseLeave, SelectionGeometry
 from bokeh.layouts import row
 from bokeh.models import (
     BoxSelectTool,
-    CheckboxGroup,
     ColumnDataSource,
     CustomJS,
     CustomJSTransform,
-    Div,
     InlineStyleSheet,
     TapTool,
-    TextInput,
-    Toggle,
 )
+from bokeh.models.widgets import CheckboxGroup, Div, TextInput, Toggle
 from bokeh.transform import transform
 
 from workbench.viz.lanes import lane_group

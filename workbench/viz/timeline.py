@@ -70,10 +70,11 @@ def gantt_figure(
             requery_window(view, bars, max_bars // 2)
         elif interactive:
             store, kept_to = store_source(bars, name)
-            follow(view.sources, view.x_range, store, max_bars // 2, view.figure.title, name, lanes,
+            heading_of: Any = view.figure.title  # a Title: the figure was given its text
+            follow(view.sources, view.x_range, store, max_bars // 2, heading_of, name, lanes,
                    is_pipeline(trace))
             if kept_to is not None:
-                view.figure.title.text += f"; this file keeps every span up to {kept_to:.3f} s"
+                heading_of.text = f"{heading_of.text}; this file keeps every span up to {kept_to:.3f} s"
     parts: list[Any] = [v.figure for v in views]
     parts += counter_figures(trace, origin, parts[0].x_range)
     if interactive:
