@@ -1,8 +1,9 @@
 // A click on a bar: its details, and for a pipeline its partition's whole story (story.py);
 // a foreign trace's span gets its thread and unit context instead (no pipeline words).
-const source = sources.find(s => s.selected === cb_obj);
-if (!source || cb_obj.indices.length !== 1) return;
-const d = source.data, i = cb_obj.indices[0];
+// A click selects every bar under the pointer, one per depth: the innermost is the one meant.
+const source = [...sources].reverse().find(s => s.selected.indices.length === 1);
+if (!source || !sources.some(s => s.selected === cb_obj)) return;
+const d = source.data, i = source.selected.indices[0];
 if (d.partition[i] === undefined) return;
 const all = wb.spans(store, sources);
 const left = d.left[i], right = d.right[i], lane = d.lane[i], depth = d.depth[i], mid = (left + right) / 2;
