@@ -10,6 +10,7 @@ through Playwright, skipped with the reason where either is missing.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import sqlite3
@@ -17,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, PLOT_JS, open_offline, playwright_api, pixel
+from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, PLOT_JS, open_offline, pixel, playwright_api
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -44,7 +44,8 @@ BAR_JS = """([name, phase, partition, lane]) => {
     const lanes = [...pv.model.left[0].major_label_overrides.entries()].find(([, l]) => l === s.lane[best]);
     const y = Number(lanes[0]);
     return {x: box.left + pv.frame.x_scale.compute((s.left[best] + s.right[best]) / 2),
-            y: box.top + pv.frame.y_scale.compute(y), left: s.left[best], right: s.right[best], lane: s.lane[best]};
+            y: box.top + pv.frame.y_scale.compute(y), left: s.left[best], right: s.right[best],
+            lane: s.lane[best]};
   }
   return null;
 }"""
@@ -171,13 +172,15 @@ def test_box_select_reports_what_a_known_trace_holds_in_the_range(page, nsys_rep
     page.evaluate("() => { const pv = wbPlot('gantt'); pv.model.toolbar.active_drag = "
                   "pv.model.toolbar.tools.find(t => t.type === 'BoxSelectTool'); }")
     # The stream's first and last kernel, as drawn, and where on screen a time lies.
-    first_left, last_right = page.evaluate("""() => { let a = Infinity, b = -Infinity; for (let d = 0; d < 3; d++) {
+    first_left, last_right = page.evaluate("""() => { let a = Infinity, b = -Infinity;
+        for (let d = 0; d < 3; d++) {
         const s = wbModel('gantt_bars_' + d).data;
         for (let i = 0; i < s.left.length; i++) if (s.lane[i] === 'gpu0 stream 7') {
           a = Math.min(a, s.left[i]); b = Math.max(b, s.right[i]); } }
         return [a, b]; }""")
     screen = """(t) => { const pv = wbPlot('gantt'); const r = pv.canvas.el.getBoundingClientRect();
-        return [r.left + pv.frame.x_scale.compute(t), r.top + pv.frame.bbox.top + pv.frame.bbox.height / 2]; }"""
+        const f = pv.frame.bbox;
+        return [r.left + pv.frame.x_scale.compute(t), r.top + f.top + f.height / 2]; }"""
     page.evaluate("() => wbPlot('gantt').el.scrollIntoView({block: 'center'})")
     x0, y0 = page.evaluate(screen, first_left + 0.3 * (last_right - first_left))
     x1, _ = page.evaluate(screen, first_left + 0.45 * (last_right - first_left))
@@ -240,7 +243,7 @@ def test_flow_arrows_join_each_release_to_the_next_acquire_and_toggle(page, run_
     origin = run_trace.meta["origin_ns"]
     holds = sorted((s for s in run_trace.select(track="mutex/gpu0", name="hold")), key=lambda s: s.start_ns)
     expected = [((a.end_ns - origin) / 1e9, (b.start_ns - origin) / 1e9, a.worker, b.worker)
-                for a, b in zip(holds, holds[1:], strict=False) if a.worker != b.worker]
+                for a, b in itertools.pairwise(holds) if a.worker != b.worker]
     drawn = sorted((x0, x1, l0, l1) for kind, x0, x1, l0, l1 in flows if kind == "lock_handoff")
     assert len(drawn) == len(expected) > 0
     for (x0, x1, l0, l1), (e0, e1, wa, wb) in zip(drawn, sorted(expected), strict=True):
@@ -269,8 +272,9 @@ def test_collapsing_a_group_hides_its_lanes(page, run_report):
           const s = rv.model.data_source; if (!s || !s.name || !s.name.startsWith('gantt_bars_')) continue;
           s.data.lane.forEach((lane, i) => { (out[lane] = out[lane] || []).push(rv.glyph.top[i]); }); }
         return out; }""")
-    assert all(math.isnan(v) for lane, values in tops.items() if lane.startswith("worker 0") for v in values)
-    assert not any(math.isnan(v) for lane, values in tops.items() if not lane.startswith("worker 0") for v in values)
+    hidden = [math.isnan(v) for lane, values in tops.items() if lane.startswith("worker 0") for v in values]
+    kept = [math.isnan(v) for lane, values in tops.items() if not lane.startswith("worker 0") for v in values]
+    assert hidden and all(hidden) and kept and not any(kept)
     shot(page, "collapsed-group")
     assert not page.console_errors
 
@@ -283,14 +287,15 @@ def test_a_large_report_reaches_any_span_at_full_zoom_and_the_keys_zoom_and_pan(
     path = tmp_path / "large.html"
     path.write_text(render_report(trace, max_bars=1000, verdict=False), encoding="utf-8")
     opened(page, path, timeout_ms=60_000)
-    cut = page.evaluate("() => { let m = -Infinity; for (let d = 0; d < 3; d++) "
-                        "for (const r of wbModel('gantt_bars_' + d).data.right) m = Math.max(m, r); return m; }")
+    cut = page.evaluate("() => { let m = -Infinity; for (let d = 0; d < 3; d++) for (const r of "
+                        "wbModel('gantt_bars_' + d).data.right) m = Math.max(m, r); return m; }")
     last = max((s for s in trace.iter_spans() if s.name == "finish"), key=lambda s: s.start_ns)
     origin = trace.meta.get("origin_ns", trace.time_range()[0])
     start, end = (last.start_ns - origin) / 1e9, (last.end_ns - origin) / 1e9
     assert start > cut  # past the first detail window
     page.evaluate(f"() => wbPlot('gantt').model.x_range.setv({{start: {start - 0.002}, end: {end + 0.002}}})")
-    page.wait_for_function("""(p) => { for (let d = 0; d < 3; d++) { const s = wbModel('gantt_bars_' + d).data;
+    page.wait_for_function("""(p) => { for (let d = 0; d < 3; d++) {
+        const s = wbModel('gantt_bars_' + d).data;
         for (let i = 0; i < s.left.length; i++) if (s.phase[i] === 'finish' && Number(s.partition[i]) === p)
           return true; } return false; }""", arg=last.partition)
     idle(page)
