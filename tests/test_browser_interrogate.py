@@ -59,8 +59,10 @@ def browser() -> Any:
         chromium.close()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def page(browser) -> Any:
+    """One page for the module: a report already open is not loaded again (a test that changes
+    what is shown puts it back)."""
     page = browser.new_page(viewport={"width": 1500, "height": 1000})
     page.console_errors = []
     page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
@@ -102,6 +104,11 @@ def shot(page: Any, name: str) -> None:
 
 
 def opened(page: Any, path: Path, timeout_ms: int = 30_000) -> None:
+    page.console_errors.clear()
+    if page.url == path.as_uri():
+        page.evaluate("() => window.scrollTo(0, 0)")
+        return
+    page.unroute("**/*")
     assert not open_offline(page, path, timeout_ms)
     page.evaluate(PLOT_JS)
 
@@ -152,6 +159,77 @@ def test_clicking_a_span_opens_its_partitions_whole_story(page, run_trace, run_r
         if 2 in finding.evidence.partitions:
             assert f"verdict: {finding.title}".replace("&", "&amp;").replace("<", "&lt;") in text
     shot(page, "details-partition")
+    assert not page.console_errors
+
+
+def test_search_finds_a_partition_and_dims_the_rest(page, run_trace, run_report):
+    from workbench.viz.palette import PHASE_COLORS
+
+    opened(page, run_report)
+    page.locator(".bk-btn", has_text="flow arrows").first.click()  # no arrow across the bars' pixels
+    page.wait_for_function("() => !wbModel('gantt|flows').visible")
+    idle(page)
+    other = page.evaluate(BAR_JS, ["gantt", "synthesis", 1, None])
+    mine = page.evaluate(BAR_JS, ["gantt", "synthesis", 3, None])
+    colour = tuple(int(PHASE_COLORS["synthesis"][k:k + 2], 16) for k in (1, 3, 5))
+    assert pixel(page, other["x"], other["y"]) == colour
+    search = page.locator(".bk-TextInput input").first
+    search.fill("partition 3")
+    page.wait_for_function("() => wbModel('gantt_matches').text.includes('match')")
+    expected = sum(1 for s in run_trace.iter_spans() if s.partition == 3)
+    assert page.evaluate("() => wbModel('gantt_matches').text").startswith(f"{expected} matches")
+    idle(page)
+    assert pixel(page, mine["x"], mine["y"]) == colour
+    assert pixel(page, other["x"], other["y"]) != colour  # dimmed towards the white plot
+    shot(page, "search")
+    search.fill("")
+    page.locator(".bk-btn", has_text="flow arrows").first.click()
+    page.wait_for_function("() => wbModel('gantt|flows').visible")
+    assert not page.console_errors
+
+
+def test_flow_arrows_join_each_release_to_the_next_acquire_and_toggle(page, run_trace, run_report):
+    opened(page, run_report)
+    flows = page.evaluate("() => { const d = wbModel('gantt_flows').data; return [...d.x0.keys()].map(i => "
+                          "[d.kind[i], d.x0[i], d.x1[i], d.lane0[i], d.lane1[i]]); }")
+    origin = run_trace.meta["origin_ns"]
+    holds = sorted((s for s in run_trace.select(track="mutex/gpu0", name="hold")), key=lambda s: s.start_ns)
+    expected = [((a.end_ns - origin) / 1e9, (b.start_ns - origin) / 1e9, a.worker, b.worker)
+                for a, b in itertools.pairwise(holds) if a.worker != b.worker]
+    drawn = sorted((x0, x1, l0, l1) for kind, x0, x1, l0, l1 in flows if kind == "lock_handoff")
+    assert len(drawn) == len(expected) > 0
+    for (x0, x1, l0, l1), (e0, e1, wa, wb) in zip(drawn, sorted(expected), strict=True):
+        assert x0 == pytest.approx(e0, abs=1e-9) and x1 == pytest.approx(e1, abs=1e-9)
+        assert (l0, l1) == (f"worker {wa} mutex hold", f"worker {wb} mutex hold")
+    toggle = page.locator(".bk-btn", has_text="flow arrows").first
+    toggle.click()
+    page.wait_for_function("() => !wbModel('gantt|flows').visible")
+    toggle.click()
+    page.wait_for_function("() => wbModel('gantt|flows').visible")
+    assert not page.console_errors
+
+
+def test_collapsing_a_group_hides_its_lanes(page, run_report):
+    opened(page, run_report)
+    labels = "() => [...wbPlot('gantt').model.left[0].major_label_overrides.values()]"
+    before = page.evaluate(labels)
+    assert "worker 0 mutex hold" in before
+    page.locator(".bk-CheckboxGroup label", has_text="worker 0 (4 lanes)").locator("input").click()
+    page.wait_for_function(f"() => !({labels})().includes('worker 0')")
+    after = page.evaluate(labels)
+    assert after == [lane for lane in before if not lane.startswith("worker 0")]
+    # The bars of those lanes are drawn nowhere; the others moved up.
+    tops = page.evaluate("""() => { const pv = wbPlot('gantt'); const out = {};
+        for (const rv of pv.renderer_views.values()) {
+          const s = rv.model.data_source; if (!s || !s.name || !s.name.startsWith('gantt_bars_')) continue;
+          s.data.lane.forEach((lane, i) => { (out[lane] = out[lane] || []).push(rv.glyph.top[i]); }); }
+        return out; }""")
+    hidden = [math.isnan(v) for lane, values in tops.items() if lane.startswith("worker 0") for v in values]
+    kept = [math.isnan(v) for lane, values in tops.items() if not lane.startswith("worker 0") for v in values]
+    assert hidden and all(hidden) and kept and not any(kept)
+    shot(page, "collapsed-group")
+    page.locator(".bk-CheckboxGroup label", has_text="worker 0 (4 lanes)").locator("input").click()
+    page.wait_for_function(f"() => ({labels})().includes('worker 0')")
     assert not page.console_errors
 
 
@@ -210,72 +288,6 @@ def test_box_select_reports_what_a_known_trace_holds_in_the_range(page, nsys_rep
     panel = page.evaluate("() => wbModel('gantt_range').text")
     assert f"{copies:,} copies" in panel and f"{covered / (t1 - t0) * 100:.1f}%" in panel
     shot(page, "range-statistics")
-    assert not page.console_errors
-
-
-def test_search_finds_a_partition_and_dims_the_rest(page, run_trace, run_report):
-    from workbench.viz.palette import PHASE_COLORS
-
-    opened(page, run_report)
-    page.locator(".bk-btn", has_text="flow arrows").first.click()  # no arrow across the bars' pixels
-    page.wait_for_function("() => !wbModel('gantt|flows').visible")
-    idle(page)
-    other = page.evaluate(BAR_JS, ["gantt", "synthesis", 1, None])
-    mine = page.evaluate(BAR_JS, ["gantt", "synthesis", 3, None])
-    colour = tuple(int(PHASE_COLORS["synthesis"][k:k + 2], 16) for k in (1, 3, 5))
-    assert pixel(page, other["x"], other["y"]) == colour
-    search = page.locator(".bk-TextInput input").first
-    search.fill("partition 3")
-    page.wait_for_function("() => wbModel('gantt_matches').text.includes('match')")
-    expected = sum(1 for s in run_trace.iter_spans() if s.partition == 3)
-    assert page.evaluate("() => wbModel('gantt_matches').text").startswith(f"{expected} matches")
-    idle(page)
-    assert pixel(page, mine["x"], mine["y"]) == colour
-    assert pixel(page, other["x"], other["y"]) != colour  # dimmed towards the white plot
-    shot(page, "search")
-    assert not page.console_errors
-
-
-def test_flow_arrows_join_each_release_to_the_next_acquire_and_toggle(page, run_trace, run_report):
-    opened(page, run_report)
-    flows = page.evaluate("() => { const d = wbModel('gantt_flows').data; return [...d.x0.keys()].map(i => "
-                          "[d.kind[i], d.x0[i], d.x1[i], d.lane0[i], d.lane1[i]]); }")
-    origin = run_trace.meta["origin_ns"]
-    holds = sorted((s for s in run_trace.select(track="mutex/gpu0", name="hold")), key=lambda s: s.start_ns)
-    expected = [((a.end_ns - origin) / 1e9, (b.start_ns - origin) / 1e9, a.worker, b.worker)
-                for a, b in itertools.pairwise(holds) if a.worker != b.worker]
-    drawn = sorted((x0, x1, l0, l1) for kind, x0, x1, l0, l1 in flows if kind == "lock_handoff")
-    assert len(drawn) == len(expected) > 0
-    for (x0, x1, l0, l1), (e0, e1, wa, wb) in zip(drawn, sorted(expected), strict=True):
-        assert x0 == pytest.approx(e0, abs=1e-9) and x1 == pytest.approx(e1, abs=1e-9)
-        assert (l0, l1) == (f"worker {wa} mutex hold", f"worker {wb} mutex hold")
-    toggle = page.locator(".bk-btn", has_text="flow arrows").first
-    toggle.click()
-    page.wait_for_function("() => !wbModel('gantt|flows').visible")
-    toggle.click()
-    page.wait_for_function("() => wbModel('gantt|flows').visible")
-    assert not page.console_errors
-
-
-def test_collapsing_a_group_hides_its_lanes(page, run_report):
-    opened(page, run_report)
-    labels = "() => [...wbPlot('gantt').model.left[0].major_label_overrides.values()]"
-    before = page.evaluate(labels)
-    assert "worker 0 mutex hold" in before
-    page.locator(".bk-CheckboxGroup label", has_text="worker 0 (4 lanes)").locator("input").click()
-    page.wait_for_function(f"() => !({labels})().includes('worker 0')")
-    after = page.evaluate(labels)
-    assert after == [lane for lane in before if not lane.startswith("worker 0")]
-    # The bars of those lanes are drawn nowhere; the others moved up.
-    tops = page.evaluate("""() => { const pv = wbPlot('gantt'); const out = {};
-        for (const rv of pv.renderer_views.values()) {
-          const s = rv.model.data_source; if (!s || !s.name || !s.name.startsWith('gantt_bars_')) continue;
-          s.data.lane.forEach((lane, i) => { (out[lane] = out[lane] || []).push(rv.glyph.top[i]); }); }
-        return out; }""")
-    hidden = [math.isnan(v) for lane, values in tops.items() if lane.startswith("worker 0") for v in values]
-    kept = [math.isnan(v) for lane, values in tops.items() if not lane.startswith("worker 0") for v in values]
-    assert hidden and all(hidden) and kept and not any(kept)
-    shot(page, "collapsed-group")
     assert not page.console_errors
 
 
