@@ -52,8 +52,11 @@ LEGEND_COLUMNS = 2  # beyond these the legend scrolls rather than squeezing the 
 DEFAULT_MAX_BARS = 20_000
 BAR_COLUMNS = (
     "left", "right", "top", "bottom", "color", "alpha", "phase", "kind", "lane", "partition", "worker",
-    "duration_ms", "detail", "depth", "role", "family", "bytes",
+    "duration_ms", "detail", "depth",
 )
+# What a static chart's details and range statistics read besides (interact.py); the live view
+# streams without them.
+ASKED_COLUMNS = ("role", "family", "bytes")
 TOOLTIPS = [
     ("phase", "@phase"), ("within", "@depth{parents}"), ("lane", "@lane"), ("partition", "@partition"),
     ("worker", "@worker"), ("start", "@left{0.0000} s"), ("duration", "@duration_ms{0.000} ms"),
@@ -73,18 +76,20 @@ def source_name(prefix: str, depth: int) -> str:
 class GanttView:
     def __init__(
         self, lanes: list[str] | None = None, title: str = "", x_range: Any = None,
-        name: str = "gantt", width: int | None = None, kinds: Sequence[str] = (),
+        name: str = "gantt", width: int | None = None, kinds: Sequence[str] = (), asked: bool = False,
     ) -> None:
         """`kinds`: those expected (a live run's phases), whose renderers are made now, before
-        the run, rather than while it streams."""
+        the run, rather than while it streams. `asked`: the bars carry what interrogating them
+        needs (ASKED_COLUMNS)."""
         self.name = name
+        self._columns = BAR_COLUMNS + (ASKED_COLUMNS if asked else ())
         self.lanes: list[str] = []
         self._lane_index: dict[str, int] = {}
         self._busy: dict[str, float] = {}  # time per kind seen so far: the legend's order
         self._swatches: dict[str, Any] = {}
         self._items: dict[str, LegendItem] = {}
         self.sources = [
-            ColumnDataSource({c: [] for c in BAR_COLUMNS}, name=source_name(name, d))
+            ColumnDataSource({c: [] for c in self._columns}, name=source_name(name, d))
             for d in range(DEPTHS)
         ]
         options: dict[str, Any] = {"width": width} if width else {"sizing_mode": "stretch_width"}
@@ -172,17 +177,17 @@ class GanttView:
         y = np.array([self._lane_index[lane] for lane in bars.lane.tolist()], dtype=np.float64)
         level = np.minimum(bars.depth, DEPTHS - 1)
         half = np.asarray(HALF_HEIGHT)[level]
-        out = []
+        out: list[dict[str, Any]] = []
         for d in range(DEPTHS):
             m = level == d
-            out.append({
+            out.append({c: getattr(bars, c)[m] for c in self._columns[len(BAR_COLUMNS):]})
+            out[-1].update({
                 "left": bars.left[m], "right": bars.right[m], "top": y[m] - half[m],
                 "bottom": y[m] + half[m], "color": bars.color[m], "alpha": bars.alpha[m],
                 "phase": bars.phase[m], "kind": bars.kind[m], "lane": bars.lane[m],
                 "partition": bars.partition[m], "worker": bars.worker[m],
                 "duration_ms": bars.duration_ms[m], "detail": bars.detail[m],
-                "depth": np.full(int(m.sum()), d, dtype=np.int64), "role": bars.role[m],
-                "family": bars.family[m], "bytes": bars.bytes[m],
+                "depth": np.full(int(m.sum()), d, dtype=np.int64),
             })
         return out
 

@@ -47,18 +47,19 @@ def gantt_figure(
         heading = f"{label}: {heading}"
     store = None
     if len(bars) <= max_bars:
-        view = GanttView(lanes, f"{heading} ({len(bars):,} spans)", x_range=x_range, name=name)
+        view = GanttView(lanes, f"{heading} ({len(bars):,} spans)", x_range=x_range, name=name,
+                         asked=interactive)
         view.set(bars)
         view.set_flows(trace, bars, origin)
         views = [view]
     else:
         summary = overview(bars, max_bars // 2)
-        first = GanttView(lanes, x_range=x_range, name=f"{name}_overview", title=(
+        first = GanttView(lanes, x_range=x_range, name=f"{name}_overview", asked=interactive, title=(
             f"{heading}: overview of all {len(bars):,} spans in {summary.bin_s * 1e3:.1f} ms bins "
             "(colour: busiest phase; opacity: how busy; hover for counts; drag the box to move the detail)"))
         first.set(summary.bars)
         detail_bars, cut = detail_window(bars, max_bars // 2)
-        view = GanttView(lanes, name=name, title=(
+        view = GanttView(lanes, name=name, asked=interactive, title=(
             f"detail: the {len(detail_bars):,} spans starting in the first {cut:.3f} s "
             f"(zoom or pan it, or move the overview's box, for the rest)"))
         view.set(detail_bars)
