@@ -98,9 +98,11 @@ def nsys_report(tmp_path_factory) -> Path:
     return path
 
 
-def shot(page: Any, name: str) -> None:
+def shot(page: Any, name: str, figure: str = "gantt") -> None:
+    """The chart at the top of the window, its panels under it."""
     ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"interrogate-{name}.png"), full_page=True)
+    page.evaluate(f"() => wbPlot('{figure}').el.scrollIntoView({{block: 'start'}})")
+    page.screenshot(path=str(ARTIFACTS / f"interrogate-{name}.png"))
 
 
 def opened(page: Any, path: Path, timeout_ms: int = 30_000) -> None:

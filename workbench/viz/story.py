@@ -22,7 +22,10 @@ from workbench.viz.bars import Bars
 
 STEP_COLUMNS = ("partition", "step", "lane", "start", "duration_ms", "depth", "note")
 NOTE_COLUMNS = ("partition", "text")
-MAX_PARTITIONS = 20_000  # beyond these a report's stories would outweigh its bars
+MAX_PARTITIONS = 20_000
+# A partition's kernels, copies and memsets on the device: one step per name and lane (there
+# may be hundreds), with their count and summed time.
+DEVICE_ROLES = ("kernel", "copy", "memset")  # beyond these a report's stories would outweigh its bars
 
 
 def empty() -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
@@ -42,9 +45,12 @@ def stories(
         return steps, notes
     wanted = set(partitions)
     picked = picked[np.isin(bars.partition[picked], partitions)]
+    on_device = np.isin(bars.role[picked], DEVICE_ROLES)
     rows: list[tuple[int, float, int, str, str, float, str]] = [
         (int(bars.partition[i]), float(bars.left[i]), int(bars.depth[i]), str(bars.phase[i]),
-         str(bars.lane[i]), float(bars.duration_ms[i]), str(bars.detail[i])) for i in picked.tolist()]
+         str(bars.lane[i]), float(bars.duration_ms[i]), str(bars.detail[i]))
+        for i in picked[~on_device].tolist()]
+    rows += _device_rows(bars, picked[on_device])
     rows += [(p, at, 0, "queue", "queue", ms, "synthesised, waiting for a GPU worker")
              for p, (at, ms) in queue.items() if p in wanted]
     rows.sort(key=lambda r: (r[0], r[1], r[2]))
@@ -66,6 +72,22 @@ def stories(
             notes["partition"].append(p)
             notes["text"].append(line)
     return steps, notes
+
+
+def _device_rows(bars: Bars, device: np.ndarray) -> list[tuple[int, float, int, str, str, float, str]]:
+    groups: dict[tuple[int, str, str], list[int]] = {}
+    for i in device.tolist():
+        groups.setdefault((int(bars.partition[i]), str(bars.lane[i]), str(bars.phase[i])), []).append(i)
+    rows = []
+    for (p, lane, phase), members in groups.items():
+        first, last = min(bars.left[members]), max(bars.right[members])
+        total = float(bars.duration_ms[members].sum())
+        if len(members) == 1:
+            rows.append((p, float(first), 0, phase, lane, total, str(bars.detail[members[0]])))
+            continue
+        note = f"{len(members)} on the device between {first:.6f} s and {last:.6f} s, {total:.3f} ms in all"
+        rows.append((p, float(first), 0, f"{phase} ×{len(members)}", lane, total, note))
+    return rows
 
 
 def _queue_steps(trace: Trace, origin_ns: int) -> dict[int, tuple[float, float]]:

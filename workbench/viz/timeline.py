@@ -77,9 +77,9 @@ def gantt_figure(
             if kept_to is not None:
                 heading_of.text = f"{heading_of.text}; this file keeps every span up to {kept_to:.3f} s"
     parts: list[Any] = [v.figure for v in views]
-    parts += counter_figures(trace, origin, parts[0].x_range)
-    if interactive:
+    if interactive:  # the panels right under the chart, the counters after them
         pipeline = is_pipeline(trace)
         steps, notes = stories(trace, bars, origin, verdict) if pipeline else empty_story()
         parts += interrogate(views, view, lanes, pipeline, steps, notes, store)
+    parts += counter_figures(trace, origin, views[0].figure.x_range)
     return column(*parts, sizing_mode="stretch_width")
