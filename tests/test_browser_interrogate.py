@@ -327,4 +327,17 @@ def test_a_large_report_reaches_any_span_at_full_zoom_and_the_keys_zoom_and_pan(
     page.keyboard.press("d")
     c0, c1 = page.evaluate(span)
     assert c0 - b0 == pytest.approx(0.2 * (b1 - b0)) and c1 - c0 == pytest.approx(b1 - b0)
+    # The search counts every span in the file, not only those drawn, and Enter goes to a match.
+    first = min((s for s in trace.iter_spans() if s.partition >= 0), key=lambda s: s.start_ns).partition
+    wanted = [s for s in trace.iter_spans() if s.partition == first]
+    search = page.locator(".bk-TextInput input").first
+    search.fill(f"partition {first}")
+    search.press("Enter")
+    page.wait_for_function("() => wbModel('gantt_matches').text.includes('showing')")
+    assert page.evaluate("() => wbModel('gantt_matches').text").startswith(f"{len(wanted)} matches")
+    d0, d1 = page.evaluate(span)
+    assert min(s.start_ns for s in wanted) <= origin + (d0 + d1) / 2 * 1e9 <= max(s.end_ns for s in wanted)
+    page.wait_for_function("""(p) => { for (let d = 0; d < 3; d++) {
+        if (wbModel('gantt_bars_' + d).data.partition.some(q => Number(q) === p)) return true; }
+        return false; }""", arg=first)
     assert not page.console_errors
