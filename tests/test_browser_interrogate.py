@@ -244,6 +244,7 @@ def test_a_foreign_span_gets_its_thread_context_and_no_pipeline_words(page, nsys
     assert "launched from" in text and "cuda/thread/" in text
     for word in ("partition", "synthesis", "mutex", "queue", "barrier"):
         assert word not in text.lower()
+    shot(page, "details-foreign")
     assert not page.console_errors
 
 

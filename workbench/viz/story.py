@@ -62,7 +62,8 @@ def stories(
     words = _verdict_words(verdict, wanted)
     for p in partitions:
         start, end = spans.get(p, (0.0, 0.0))
-        said = [f"{name} {ms:.1f} ms" for name, ms in sorted(waits.get(p, {}).items(), key=lambda kv: -kv[1])]
+        said = [f"{name} {ms:.1f} ms" for name, ms in sorted(waits.get(p, {}).items(), key=lambda kv: -kv[1])
+                if ms >= 0.05]
         if p in queue:
             said.insert(0, f"queue {queue[p][1]:.1f} ms")
         head = f"partition {p}: {(end - start) * 1e3:.1f} ms from its first step to its last"
