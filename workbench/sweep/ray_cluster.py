@@ -1,0 +1,116 @@
+"""A Ray cluster started on this machine for a sweep (one node: every core, the GPUs found) or
+for the tests (nodes with faked GPUs), and shut down after: nothing of it outlives `stop()`.
+
+Why not `ray.init()`: each node's raylet gives its dashboard agent a fixed 15 s to report the
+ports it bound, and then aborts; and a node gets a fixed 30 s to register. A loaded machine
+misses both (the agent is a Python process importing half of Ray: 20 s and more on two busy
+cores), and `ray.init()` ends in "the current node timed out during startup". Here the
+agents' ports are picked beforehand and handed to them, so the raylet waits for nothing;
+the dashboard and the log monitor (nothing here reads them) are not started. A node that
+still misses its 30 s is started again, up to `ATTEMPTS` times (what a failed attempt left
+running is ended by Ray's own exit handler, as a `ray.init()` cluster's is).
+
+Each node started from the main thread is tied to this process as `ray.init()` ties its own
+(a reaper ends them if this process dies); Ray's SIGTERM handler, which would end the
+process at once, is taken back out so that a stop signal still lets the sweep keep its runs.
+
+`ray.cluster_utils.Cluster` is Ray's own way to start nodes from Python (its test harness);
+Ray is imported here alone, and only when a cluster is started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+ATTEMPTS = 3
+AGENT_PORTS = ("metrics_agent_port", "metrics_export_port", "dashboard_agent_listen_port",
+               "runtime_env_agent_port")
+
+
+class ClusterStartError(RuntimeError):
+    pass
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def local_gpus() -> int:
+    """The GPUs Ray would find on this machine (capped by CUDA_VISIBLE_DEVICES, as Ray does)."""
+    try:
+        from ray._private.accelerators import get_accelerator_manager_for_resource
+
+        manager = get_accelerator_manager_for_resource("GPU")
+        if manager is None:
+            return 0
+        found = int(manager.get_current_node_num_accelerators())
+        visible = manager.get_current_process_visible_accelerator_ids()
+    except Exception:  # Ray moved its detection: no GPUs rather than no sweep
+        return 0
+    return min(found, len(visible)) if visible is not None else found
+
+
+@dataclass
+class LocalCluster:
+    """Nodes started here; `address` is what `ray.init(address=...)` joins."""
+
+    cluster: Any
+    address: str
+    started_s: float  # how long the nodes took to start, retries included
+    attempts: int = 1
+    notes: list[str] = field(default_factory=list)
+
+    def stop(self) -> None:
+        self.cluster.shutdown()
+
+
+def _node_args(node: dict[str, Any], head: bool) -> dict[str, Any]:
+    args: dict[str, Any] = {port: _free_port() for port in AGENT_PORTS}
+    if head:
+        args.update(include_dashboard=False, include_log_monitor=False)
+    return {**args, **node}
+
+
+def start(nodes: list[dict[str, Any]], attempts: int = ATTEMPTS) -> LocalCluster:
+    """Start a cluster of `nodes` (each `num_cpus`, `num_gpus`, ...; the first is the head).
+    Raises ClusterStartError, in one line, when it cannot start in `attempts` tries."""
+    from ray.cluster_utils import Cluster
+
+    began = time.perf_counter()
+    main = threading.current_thread() is threading.main_thread()
+    handler = signal.getsignal(signal.SIGTERM) if main else None
+    said = ""
+    for attempt in range(1, attempts + 1):
+        cluster = None
+        try:
+            cluster = Cluster(shutdown_at_exit=main)
+            cluster.add_node(**_node_args(nodes[0], head=True))
+            for node in nodes[1:]:
+                cluster.add_node(**_node_args(node, head=False))
+            cluster.wait_for_nodes(timeout=120)
+            return LocalCluster(cluster, cluster.address, time.perf_counter() - began, attempt)
+        except Exception as err:  # a node that missed Ray's fixed wait: stop what started, again
+            said = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            if cluster is not None:
+                with contextlib.suppress(Exception):  # the next attempt or the error below says it
+                    cluster.shutdown()
+        finally:
+            if main and handler is not None:
+                signal.signal(signal.SIGTERM, handler)
+    load = os.getloadavg()[0]
+    raise ClusterStartError(f"a local Ray cluster did not start in {attempts} attempts "
+                            f"({time.perf_counter() - began:.0f} s, load average {load:.1f}): {said}")
+
+
+def start_here() -> LocalCluster:
+    """One node: this machine's cores and GPUs."""
+    return start([{"num_cpus": os.cpu_count() or 1, "num_gpus": local_gpus()}])
