@@ -6,9 +6,10 @@ ports it bound, and then aborts; and a node gets a fixed 30 s to register. A loa
 misses both (the agent is a Python process importing half of Ray: 20 s and more on two busy
 cores), and `ray.init()` ends in "the current node timed out during startup". Here the
 agents' ports are picked beforehand and handed to them, so the raylet waits for nothing;
-the dashboard and the log monitor (nothing here reads them) are not started. A node that
-still misses its 30 s is started again, up to `ATTEMPTS` times (what a failed attempt left
-running is ended by Ray's own exit handler, as a `ray.init()` cluster's is).
+the dashboard and the log monitor (nothing here reads them) are not started, and no worker
+processes are started ahead of need (Ray starts one per core when a driver connects; each
+imports Ray, about 3 s of CPU: a sweep's runners are all the workers it needs). A node that
+still misses its wait is ended and started again, up to `ATTEMPTS` times.
 
 Each node started from the main thread is tied to this process as `ray.init()` ties its own
 (a reaper ends them if this process dies); Ray's SIGTERM handler, which would end the
@@ -76,8 +77,24 @@ class LocalCluster:
 def _node_args(node: dict[str, Any], head: bool) -> dict[str, Any]:
     args: dict[str, Any] = {port: _free_port() for port in AGENT_PORTS}
     if head:
-        args.update(include_dashboard=False, include_log_monitor=False)
+        args.update(include_dashboard=False, include_log_monitor=False, _system_config={
+            "prestart_worker_first_driver": False, "enable_worker_prestart": False})
     return {**args, **node}
+
+
+def _end_failed(err: BaseException) -> None:
+    """End the processes of a node whose start raised: the node object is in the traceback's
+    frames only (its constructor raised), and its processes would run on until this process
+    exits, taking the cores from the next attempt."""
+    from ray._private.node import Node
+
+    tb = err.__traceback__
+    while tb is not None:
+        node = tb.tb_frame.f_locals.get("self")
+        if isinstance(node, Node):
+            with contextlib.suppress(Exception):
+                node.kill_all_processes(check_alive=False, allow_graceful=False, wait=True)
+        tb = tb.tb_next
 
 
 def start(nodes: list[dict[str, Any]], attempts: int = ATTEMPTS) -> LocalCluster:
@@ -100,6 +117,7 @@ def start(nodes: list[dict[str, Any]], attempts: int = ATTEMPTS) -> LocalCluster
             return LocalCluster(cluster, cluster.address, time.perf_counter() - began, attempt)
         except Exception as err:  # a node that missed Ray's fixed wait: stop what started, again
             said = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            _end_failed(err)
             if cluster is not None:
                 with contextlib.suppress(Exception):  # the next attempt or the error below says it
                     cluster.shutdown()

@@ -28,12 +28,13 @@ from workbench.config import RunConfig
 from workbench.sweep.cell import CUT_SHORT, FAILED, CellOutcome
 from workbench.sweep.grid import Cell
 from workbench.sweep.ray_pool import Pool, Shape, Slot
-from workbench.sweep.ray_runner import TOKEN, Channel, Runner
+from workbench.sweep.ray_runner import TOKEN, Runner
 from workbench.sweep.run import Driver
 from workbench.trace import output
 
 POLL_S = 0.2  # the longest wait for a run's end before looking at a stop or the runners' news
-DRAIN_S = 0.5  # how often the runners' news (a run started, partitions done) is fetched
+NEWS_S = 0.5  # how often the busy runners are asked for their news (a run started, partitions done)
+NEWS_WAIT_S = 2.0  # on a stop, how long the runners get to say whether their run has begun
 STOP_GRACE_S = 60.0  # how long stopped runs get to bring their traces back before they are ended
 EXTRA_HINT = "pip install 'workbench[cluster]'"
 
@@ -146,14 +147,14 @@ class _Sweep:
         self.pool = Pool(nodes, executor.exclusive_host)
         self.has_gpus = any(r.get("GPU", 0.0) > 0 for r in nodes.values())
         self.most_gpus = max((r.get("GPU", 0.0) for r in nodes.values()), default=0.0)
-        self.channel: Any = ray.remote(num_cpus=0)(Channel).remote()
         self.runner_class = ray.remote(Runner)
         self.handles: dict[int, Any] = {}  # slot key -> runner actor
         self.waiting = deque(range(len(runs)))
         self.inflight: dict[Any, Slot] = {}  # a run's outcome ref -> the slot that runs it
         self.seen: set[int] = set()  # runs whose start arrived
         self.ended: set[int] = set()
-        self.drained = 0.0
+        self.asked = 0.0
+        self.news: dict[Any, int] = {}  # a runner's news ref -> its slot key
 
     def run(self) -> None:
         try:
@@ -206,7 +207,7 @@ class _Sweep:
             cell = self.runs[k]
             ref = self.handles[slot.key].run.remote(
                 k, cell.config.to_dict(), cell.spec.fault, self.keep_proofs, int(placement.shape[1]),
-                cell.label, str(self.driver.folder), self.token, self.channel)
+                cell.label, str(self.driver.folder), self.token)
             self.inflight[ref] = slot
 
     def finish(self, k: int, outcome: CellOutcome, slot: Slot | None = None) -> None:
@@ -220,25 +221,40 @@ class _Sweep:
             else:
                 self.pool.release(slot)
 
-    def drain(self) -> None:
-        self.drained = time.monotonic()
-        events: list[tuple[Any, ...]] = self.ray.get(self.channel.drain.remote())
-        for event in events:
-            kind, k = event[0], event[1]
-            if k in self.ended:
+    def ask(self) -> None:
+        """Take the news that came back, and ask every busy runner not yet asked. Never waits:
+        a runner still starting answers only once started."""
+        self.asked = time.monotonic()
+        self.take_news(0.0)
+        asked = set(self.news.values())
+        for slot in self.inflight.values():
+            if slot.key in self.handles and slot.key not in asked:
+                self.news[self.handles[slot.key].news.remote()] = slot.key
+
+    def take_news(self, timeout: float) -> None:
+        if not self.news:
+            return
+        ready, _ = self.ray.wait(list(self.news), num_returns=len(self.news), timeout=timeout)
+        for ref in ready:
+            self.news.pop(ref)
+            try:
+                news = self.ray.get(ref)
+            except self.ray.exceptions.RayError:  # the runner died: its run's outcome says how
                 continue
-            if kind == "start":
+            if news is None or news[0] in self.ended:
+                continue
+            k, host, gpus, node, done, total = news
+            if k not in self.seen:
                 self.seen.add(k)
-                self.driver.started(k, event[2], event[3], event[4])
-            elif kind == "progress":
-                self.driver.progress(k, event[2], event[3])
+                self.driver.started(k, host, gpus, node)
+            self.driver.progress(k, done, total)
 
     def collect(self, timeout: float) -> None:
         if not self.inflight:
             return
         ready, _ = self.ray.wait(list(self.inflight), num_returns=1, timeout=timeout)
-        if ready or time.monotonic() - self.drained >= DRAIN_S:
-            self.drain()
+        if not ready and time.monotonic() - self.asked >= NEWS_S:
+            self.ask()
         for ref in ready:
             slot = self.inflight.pop(ref)
             assert slot.run is not None
@@ -249,7 +265,9 @@ class _Sweep:
         their traces."""
         self.waiting.clear()
         try:
-            self.drain()
+            self.news.clear()
+            self.ask()  # which runs have begun: a runner still starting has not begun its run
+            self.take_news(NEWS_WAIT_S)
             for ref, slot in list(self.inflight.items()):
                 if slot.run not in self.seen:
                     self.inflight.pop(ref)
@@ -274,7 +292,6 @@ class _Sweep:
     def end_all(self) -> None:
         for slot in list(self.pool.slots):
             self.end_runner(slot)
-        self.ray.kill(self.channel)
 
 
 def _outcome(ray: Any, ref: Any) -> CellOutcome:

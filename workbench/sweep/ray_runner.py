@@ -1,9 +1,10 @@
 """What the Ray executor runs on the cluster's nodes: `Runner`, a long-lived process that runs
-runs one after another (the package, numpy and the pipeline imported once, not once a run),
-and `Channel`, which carries the runners' news (a run started, its partitions done) to the
-driver. The driver asks a runner to stop straight (`stop`, served on a second thread while
-`run` works), so a run never waits on the driver: blocking on Ray inside a run would also
-hand its cores back to Ray for the time of the wait, and another run would start on them.
+runs one after another (the package, numpy and the pipeline imported once, not once a run).
+The driver asks a runner for its news (`news`: the run it works on, where, its partitions
+done) and to stop (`stop`), both served on a second thread while `run` works, so a run never
+waits on the driver nor on Ray: blocking on Ray inside a run would also hand its cores back
+to Ray for the time of the wait, and another run would start on them. (No actor in between
+to carry the news: it would be one more process, its start alone about 3 s of CPU.)
 
 A runner writes its run's trace and proofs straight into the sweep's folder when it sees that
 folder (the same host, or a file system shared with the driver: the folder holds the token
@@ -23,20 +24,6 @@ from workbench.sweep.cell import CellOutcome, execute_cell
 TOKEN = ".sweep-token"  # in the sweep's folder while the executor runs
 
 
-class Channel:
-    """Events from the runners to the driver, drained by the driver a few times a second."""
-
-    def __init__(self) -> None:
-        self._events: list[tuple[Any, ...]] = []
-
-    def tell(self, event: tuple[Any, ...]) -> None:
-        self._events.append(event)
-
-    def drain(self) -> list[tuple[Any, ...]]:
-        events, self._events = self._events, []
-        return events
-
-
 class Runner:
     """Runs on one node, with the GPUs it was created with, for the whole sweep."""
 
@@ -53,22 +40,31 @@ class Runner:
         self.host = socket.gethostname()
         self._stop = threading.Event()  # never cleared: a stopped runner is not used again
         self._shared: dict[str, bool] = {}
+        self._now: list[Any] | None = None  # [run, GPU ids, partitions done, partitions] while it runs
 
     def ready(self) -> tuple[str, str, list[Any]]:
         return self.host, self.node, self.gpus
 
     def run(self, k: int, config: dict[str, Any], fault: str | None, keep_proofs: bool, gpus: int,
-            label: str, folder: str, token: str, channel: Any) -> CellOutcome:
+            label: str, folder: str, token: str) -> CellOutcome:
         """Run `k`, on the first `gpus` of the runner's GPUs (devices 0.. as the run sees them)."""
+        cell = RunConfig.from_dict(config)
         used = self.gpus[:gpus]
-        channel.tell.remote(("start", k, self.host, used, self.node))
+        now = self._now = [k, used, 0, cell.partitions]
 
         def progress(done: int, total: int) -> None:
-            channel.tell.remote(("progress", k, done, total))
+            now[2:] = [done, total]
 
         into = (Path(folder), label) if self._sees(folder, token) else None
-        return execute_cell(RunConfig.from_dict(config), fault, keep_proofs, progress, self._stop.is_set,
-                            used, self.node, into)
+        try:
+            return execute_cell(cell, fault, keep_proofs, progress, self._stop.is_set, used, self.node, into)
+        finally:
+            self._now = None
+
+    def news(self) -> tuple[Any, ...] | None:
+        """(run, host, GPU ids, node, partitions done, partitions) of the run under way, if any."""
+        now = self._now
+        return None if now is None else (now[0], self.host, now[1], self.node, now[2], now[3])
 
     def stop(self) -> None:
         self._stop.set()
