@@ -2,14 +2,15 @@
 for the tests (nodes with faked GPUs), and shut down after: nothing of it outlives `stop()`.
 
 Why not `ray.init()`: each node's raylet gives its dashboard agent a fixed 15 s to report the
-ports it bound, and then aborts; and a node gets a fixed 30 s to register. A loaded machine
-misses both (the agent is a Python process importing half of Ray: 20 s and more on two busy
-cores), and `ray.init()` ends in "the current node timed out during startup". Here the
-agents' ports are picked beforehand and handed to them, so the raylet waits for nothing;
-the dashboard and the log monitor (nothing here reads them) are not started, and no worker
-processes are started ahead of need (Ray starts one per core when a driver connects; each
-imports Ray, about 3 s of CPU: a sweep's runners are all the workers it needs). A node that
-still misses its wait is ended and started again, up to `ATTEMPTS` times.
+port it bound, and then aborts; and a node gets a fixed 30 s to register. A loaded machine
+misses both (the agent is a Python process importing Ray, about 3 s of CPU: 20 s and more on
+two busy cores), and `ray.init()` ends in "the current node timed out during startup". Here
+fewer processes compete with the agents while a node starts: the log monitor and the
+autoscaler's monitor (nothing here reads the one, a cluster of this machine has nothing to
+scale) are left out, and no worker processes are started ahead of need (Ray starts one per
+core when a driver connects, each importing Ray: a sweep's runners are all the workers it
+needs); the agents' ports that Ray lets a caller pick are picked beforehand. A node that
+still misses a wait is ended and started again, up to `ATTEMPTS` times.
 
 Each node started from the main thread is tied to this process as `ray.init()` ties its own
 (a reaper ends them if this process dies); Ray's SIGTERM handler, which would end the
@@ -77,7 +78,7 @@ class LocalCluster:
 def _node_args(node: dict[str, Any], head: bool) -> dict[str, Any]:
     args: dict[str, Any] = {port: _free_port() for port in AGENT_PORTS}
     if head:
-        args.update(include_dashboard=False, include_log_monitor=False, _system_config={
+        args.update(include_dashboard=False, include_log_monitor=False, no_monitor=True, _system_config={
             "prestart_worker_first_driver": False, "enable_worker_prestart": False})
     return {**args, **node}
 
