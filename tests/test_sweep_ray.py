@@ -171,7 +171,7 @@ def test_ctrl_c_on_ray_keeps_finished_runs_names_the_cut_ones_and_stops_the_loca
     assert load(out / index.entries[0].trace).meta["partitions_done"] == 2
     cut = load(out / index.entries[1].trace)  # the stopped run's trace holds what it did
     assert cut.meta["outcome"] == "stopped" and cut.meta["partitions_done"] < 40
-    assert "cut short" in stderr and "Traceback" not in stderr, stderr
+    assert "b: cut short" in stderr and "Traceback" not in stderr, stderr  # the cut run named
     assert "a " in stdout  # the finished run's table
     left = _tagged(f"WORKBENCH_TEST_TAG={tag}")
     for _ in range(50):  # the cluster's processes end with it; give the last of them a moment
