@@ -34,14 +34,15 @@ from workbench.viz.compare import compare_figure, summaries_html
 from workbench.viz.deps import require
 from workbench.viz.distributions import distribution_figure
 from workbench.viz.findings import diagnose, verdict_html
-from workbench.viz.gantt import gantt_figure
 from workbench.viz.panel import ControlPanel
 from workbench.viz.recording import LiveRecording
 from workbench.viz.report import render_report
 from workbench.viz.runner import RunRecord, run_to_end
 from workbench.viz.tables import CSS, config_table, role_summary_html, side_by_side, summary_html
+from workbench.viz.timeline import gantt_figure
 
 _state = {"bokeh_loaded": False, "runs": 0}
+VERDICT_SPANS = 200_000  # past these the diagnosis is slow; the Gantt goes without its words
 
 TraceLike = Trace | RunRecord | str | Path
 
@@ -141,8 +142,17 @@ def record(command: Sequence[str], save: str | Path | bool = False, cuda: bool =
 
 
 def gantt(item: TraceLike, **options: Any) -> Shown:
+    """The Gantt with its details, range statistics and search; a large trace's detail view
+    asks the kernel for the spans in view as it is zoomed (so keep the kernel running)."""
+    from workbench.analysis.role_summary import is_pipeline
+    from workbench.analysis.verdict import diagnose as analysis_diagnose
+
+    trace = _trace(item)
     options.setdefault("label", _label(item, ""))
-    return show(gantt_figure(_trace(item), **options))
+    options.setdefault("requery", True)
+    if "verdict" not in options and is_pipeline(trace) and len(trace.spans) <= VERDICT_SPANS:
+        options["verdict"] = analysis_diagnose(trace)  # its words go in each partition's details
+    return show(gantt_figure(trace, **options))
 
 
 def distributions(item: TraceLike) -> Shown:
