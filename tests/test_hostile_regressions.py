@@ -13,6 +13,7 @@ import pytest
 
 from workbench.cli import main
 from workbench.config import RunConfig
+from workbench.importers import load_any
 from workbench.trace import TraceFormatError, load
 from workbench.trace.store_schema import CONFIG
 
@@ -131,3 +132,16 @@ def test_a_config_nested_thousands_deep_is_refused(tmp_path, capsys):
     roles.write_text("[" * 100_000 + "]" * 100_000)
     _refused(["run", "--config", str(deep)], capsys, "JSON nested at most 64 levels deep")
     _refused(["diagnose", str(RUN), "--roles", str(roles)], capsys, "roles.json: not valid JSON")
+
+
+def test_a_cuzk_ntt_h_part_past_the_duration_bound_is_a_malformed_line(tmp_path, capsys):
+    # A part without its ms suffix was read as any figure: 10^14 ms overflowed the time columns.
+    log = tmp_path / "daemon.log"
+    log.write_text("CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=100\n"
+                   "CUZK_NTT_H: ntt_kernels=99999999999999 total=5\n"
+                   "CUZK_TIMING: b_g2_msm_ms=4 num_circuits=99999999999999999\n")
+    assert main(["summary", str(log)]) == 0
+    assert "internal error" not in capsys.readouterr().err
+    report = load_any(log).meta["import"]
+    assert report["skipped"] == {"CUZK_NTT_H line with a malformed value": 1}
+    assert report["skipped_lines"] == {"CUZK_NTT_H line with a malformed value": [2]}

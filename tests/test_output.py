@@ -228,3 +228,18 @@ def test_fresh_names_without_hard_links_still_never_overwrite(tmp_path, monkeypa
     assert output.write(first, lambda h: h.write(b"new"), fresh=True) == tmp_path / "run-2.wbtrace"
     assert first.read_text() == "an earlier run" and (tmp_path / "run-2.wbtrace").read_text() == "new"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run-2.wbtrace", "run.wbtrace"]
+
+
+def test_a_killed_writers_temporary_is_removed_by_the_next_write_and_a_live_ones_kept(tmp_path):
+    target = tmp_path / "run.wbtrace"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a process id that names no process now
+    stale = tmp_path / f".run.wbtrace.{dead.pid}-abc123.tmp"
+    live = tmp_path / f".run.wbtrace.{os.getppid()}-def456.tmp"
+    other = tmp_path / f".other.wbtrace.{dead.pid}-abc123.tmp"
+    for path in (stale, live, other):
+        path.write_bytes(b"half a trace")
+    output.write_bytes(target, b"whole")
+    assert target.read_bytes() == b"whole"
+    assert not stale.exists() and live.exists() and other.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([target.name, live.name, other.name])

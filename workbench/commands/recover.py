@@ -3,7 +3,9 @@
 A run streams what it records to `<trace>.wbjournal` while it runs and removes it once the
 trace is saved, so a journal that stays behind is a run that was killed (SIGKILL, a crash,
 power). Its records up to the first one cut off or damaged become the trace; one line says
-what was recovered and what was dropped. Every command also reads a journal as it is.
+what was recovered and what was dropped. The temporary file a save killed mid-write left
+beside the trace (its name carries the dead writer's process id) is removed. Every command also
+reads a journal as it is, and the trace path of a killed run reads the journal beside it.
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ def _recover(args: argparse.Namespace) -> int:
         target, fresh = journal_read.trace_name(path), True
         output.check_folder(target.parent, f"trace {target}")
     trace, recovery = journal_read.read(path)
+    # What a save killed mid-write left beside the trace the run meant to write.
+    output.remove_stale_temporaries(journal_read.trace_name(path))
     written = store.save(trace, target, fresh=fresh)
     removed = not args.keep and not recovery.damaged
     if removed:

@@ -17,8 +17,8 @@ Durations are integer milliseconds; a duration past `MAX_MS` is garbage, not a p
 
 from __future__ import annotations
 
-import io
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from workbench.importers.report import ImportReport
@@ -30,6 +30,14 @@ FIELD = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(\S*)")
 # A key=value pair in one match: a plain figure (groups 2, 3) or anything else (group 4, read
 # by the slower rules: Some(3), a word).
 PAIR = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(?:(-?\d+)(ms)?,?(?!\S)|(\S*))")
+# Text that is key=figure pairs alone (a figure: at most 9 digits, so in range whatever it is,
+# with ms after it or inside Some()), separated by spaces: PAIR and SOME read it as these pairs.
+_PLAIN_PAIR = r"[A-Za-z_][A-Za-z0-9_]*=(?:[0-9]{1,9}(?:ms)?|Some\([0-9]{1,9}\))"
+PLAIN = re.compile(f" *{_PLAIN_PAIR}(?: +{_PLAIN_PAIR})* *")
+# A TIMELINE body as the engine prints it: an offset of at most 11 digits (so within the bound),
+# an event, a job, and key=figure details of at most 9 digits; nothing else, no spaces.
+PLAIN_TIMELINE = re.compile(r"([0-9]{1,11}),([A-Z_]+),([^,\s]+)"
+                            r"((?:,[A-Za-z_][A-Za-z0-9_]*=[0-9]{1,9}(?:ms)?)*)")
 INT = re.compile(r"(-?\d+)(ms)?,?")
 SOME = re.compile(r"Some\((\d+)\)")  # how tracing writes an Option
 MAX_MS = 10**9  # eleven days
@@ -98,6 +106,13 @@ class LogLines:
 
 def skip_line(report: ImportReport, reason: str, number: int) -> None:
     """Count a skipped line under its reason, keeping the first line numbers of each."""
+    count = report.skipped.get(reason)
+    kept_so_far = report.extra.get("skipped_lines", {}).get(reason)
+    if count is not None and kept_so_far is not None:  # a reason seen before: most noise, kept cheap
+        report.skipped[reason] = count + 1
+        if len(kept_so_far) < KEPT_LINE_NUMBERS:
+            kept_so_far.append(number)
+        return
     report.skip(reason, f"line {number}")
     kept = report.extra.setdefault("skipped_lines", {}).setdefault(reason, [])
     if len(kept) < KEPT_LINE_NUMBERS:
@@ -135,7 +150,8 @@ class LineReader:
                 self._segment(line, at, None).timings.append(parsed)
         elif (at := line.find(NTT_H_MARK)) >= 0:
             fields, words = _fields(line[at + len(NTT_H_MARK):]) or ({}, {})
-            if not fields or words:
+            # Every part is a duration, with its ms suffix or without.
+            if not fields or words or not all(0 <= v <= MAX_MS for v in fields.values()):
                 skip_line(self.report, "CUZK_NTT_H line with a malformed value", number)
             else:
                 self._segment(line, at, None).timings.append(TimingLine("ntt_h", fields, number))
@@ -145,7 +161,7 @@ class LineReader:
                 skip_line(self.report, event, number)
             else:
                 self._segment(line, at, event.offset_ms).timeline.append(event)
-        elif "_TIMING " in line and (m := TRACING.search(line)) is not None:
+        elif (at := line.find("_TIMING ")) >= 0 and (m := TRACING.search(line, max(at - 3, 0))) is not None:
             kind = f"{m.group(1)} {m.group(2).strip()}"
             parsed_fields = _fields(m.group(3) or "")
             if kind not in TRACING_KINDS:
@@ -192,33 +208,81 @@ def _process(line: str, at: int) -> str:
 def read_lines(text: str, report: ImportReport) -> list[LogLines]:
     """Every line of `text` read (each ends at a newline; a carriage return before it is dropped)."""
     reader = LineReader(report)
-    for raw in io.StringIO(text):
+    for raw in _split(text):
         reader.add(raw.rstrip("\r\n"))
     return reader.segments
 
 
+def _split(text: str, chunk: int = 1 << 20) -> Iterator[str]:
+    """The lines of the text, as io.StringIO gives them (split at \\n only), a megabyte at a time:
+    StringIO holds the text as 4 bytes a character, 400 MB for a 100 MB log."""
+    start, end = 0, len(text)
+    while start < end:
+        stop = text.find("\n", start + chunk)
+        stop = end if stop < 0 else stop + 1
+        lines = text[start:stop].split("\n")
+        if text[stop - 1] == "\n":
+            lines.pop()  # the empty rest after the last newline is not a line
+        yield from lines
+        start = stop
+
+
 def _timing(body: str, number: int) -> TimingLine | str:
-    if any(hint in body for hint in WORDED_HINTS):
-        for pattern, kind, names in WORDED:
-            if (m := pattern.search(body)) is not None:
-                words = dict(zip(names, m.groups(), strict=True))
-                fields = {k: int(v) for k, v in words.items() if _digits(v)}
-                return TimingLine(kind, fields, number, {k: v for k, v in words.items() if k not in fields})
+    for hint in WORDED_HINTS:
+        if hint in body:
+            worded = _worded(body, number)
+            if worded is not None:
+                return worded
+            break
     parsed = _fields(body)
     if parsed is None:
         return "CUZK_TIMING line with a malformed value"
     fields, words = parsed
-    # The line's kind is named by the first of KINDS among its keys.
-    first = min((PRIORITY[k] for k in (*fields, *words) if k in PRIORITY), default=None)
-    if first is None:
+    kind = _kind((*fields, *words) if words else tuple(fields))
+    if kind is None:
         return "CUZK_TIMING line of an unknown kind"
-    return TimingLine(KINDS[first][1], fields, number, words)
+    return TimingLine(kind, fields, number, words)
+
+
+def _worded(body: str, number: int) -> TimingLine | None:
+    for pattern, kind, names in WORDED:
+        if (m := pattern.search(body)) is not None:
+            words = dict(zip(names, m.groups(), strict=True))
+            fields = {k: int(v) for k, v in words.items() if _digits(v)}
+            return TimingLine(kind, fields, number, {k: v for k, v in words.items() if k not in fields})
+    return None
+
+
+_KINDS_SEEN: dict[tuple[str, ...], str | None] = {}
+
+
+def _kind(keys: tuple[str, ...]) -> str | None:
+    """The line's kind: named by the first of KINDS among its keys (a line's keys repeat, so it is
+    worked out once per set of keys)."""
+    found = _KINDS_SEEN.get(keys, "")
+    if found == "":
+        first = min((PRIORITY[k] for k in keys if k in PRIORITY), default=None)
+        found = KINDS[first][1] if first is not None else None
+        if len(_KINDS_SEEN) > 4096:  # a hostile log's endless key sets must not grow this
+            _KINDS_SEEN.clear()
+        _KINDS_SEEN[keys] = found
+    return found
 
 
 def _fields(text: str) -> tuple[dict[str, int], dict[str, str]] | None:
     """Numbers and words by key; None when a number is malformed or out of range."""
     fields: dict[str, int] = {}
     words: dict[str, str] = {}
+    if PLAIN.fullmatch(text) is not None:
+        # Only key=figure pairs, each short enough to be in range: what the daemon prints.
+        for pair in text.split():
+            name, _, figure = pair.partition("=")
+            if figure[-1] == "s":  # 12ms
+                figure = figure[:-2]
+            elif figure[-1] == ")":  # Some(12)
+                figure = figure[5:-1]
+            fields[name] = int(figure)
+        return fields, words
     for key, digits, ms, raw in PAIR.findall(text):
         if not digits:  # not a plain figure: Some(3), a word, or malformed
             m = SOME.fullmatch(raw)
@@ -242,6 +306,13 @@ def _fields(text: str) -> tuple[dict[str, int], dict[str, str]] | None:
 
 
 def _timeline(body: str, number: int) -> TimelineEvent | str:
+    if (m := PLAIN_TIMELINE.fullmatch(body)) is not None and m.group(2) in TIMELINE_EVENTS:
+        # As the engine prints it: read as the general rules below would, without their steps.
+        detail: dict[str, int] = {}
+        for part in m.group(4).split(",")[1:]:
+            key, _, value = part.partition("=")
+            detail[key] = int(value.removesuffix("ms"))
+        return TimelineEvent(int(m.group(1)), m.group(2), m.group(3), detail, number, {})
     offset, _, rest = body.partition(",")
     event, _, rest = rest.partition(",")
     job, _, detail_text = rest.partition(",")
@@ -250,7 +321,7 @@ def _timeline(body: str, number: int) -> TimelineEvent | str:
         return "malformed TIMELINE line"
     if event not in TIMELINE_EVENTS:
         return "TIMELINE event of an unknown kind"
-    detail: dict[str, int] = {}
+    detail = {}
     words: dict[str, str] = {}
     for part in filter(None, (p.strip() for p in detail_text.split(","))):
         key, sep, value = part.partition("=")

@@ -120,19 +120,21 @@ def assemble_settled(segments: list[LogLines], report: ImportReport) -> tuple[Tr
     placed = []
     for segment, (calls, _) in zip(segments, grouped, strict=True):
         _match_timeline(calls, segment.timeline, report)
-        placed.append((calls, *place_calls(calls, segment.timeline, report)))
+        placed.append((calls, place_calls(calls, segment.timeline, report)))
     report.kept = timings + timeline + len(figure_lines) - sum(len(u) for _, u in grouped)
-    if len(placed) == 1:
-        _, spans, instants = placed[0]
+    if len(placed) == 1:  # one daemon process: the placed columns are the trace
+        only = placed[0][1]
+        meta = {"outcome": "completed", "import": report.as_meta()}
+        trace = only.trace({"gpu_workers": only.workers} if only.workers else {}, meta)
     else:
-        spans, instants = join_segments(segments, placed, report)
+        spans, instants = join_segments(segments, [(calls, *p.rows()) for calls, p in placed], report)
+        meta = {"outcome": "completed", "import": report.as_meta()}
+        workers = len({s[5] for s in spans if s[0] == worker_track(s[5])})
+        trace = Trace.from_rows(spans, instants, (), {"gpu_workers": workers} if workers else {}, meta)
     # An earlier segment's process is gone: nothing later changes its calls.
-    settled = {c.partition for calls, _, _ in placed[:-1] for c in calls if c.partition is not None}
+    settled = {c.partition for calls, _ in placed[:-1] for c in calls if c.partition is not None}
     settled |= _settled(placed[-1][0]) if placed else set()
-    meta = {"outcome": "completed", "import": report.as_meta()}
-    workers = len({s[5] for s in spans if s[0] == worker_track(s[5])})
-    config = {"gpu_workers": workers} if workers else {}
-    return Trace.from_rows(spans, instants, (), config, meta), settled
+    return trace, settled
 
 
 def _settled(calls: list[Call]) -> set[int]:

@@ -28,8 +28,10 @@ import zlib
 from pathlib import Path
 
 from workbench.importers.report import ImportFailed
+from workbench.trace import store
 from workbench.trace.container import Trace
 from workbench.trace.journal_format import MAGIC as JOURNAL_MAGIC
+from workbench.trace.journal_format import SUFFIX as JOURNAL_SUFFIX
 from workbench.trace.store import ZIP_MAGIC
 
 FORMATS = ("wbtrace", "nsys", "chrome", "cuzk")
@@ -110,6 +112,8 @@ def _kind_of_file(path: Path) -> str:
 def load_any(path: str | os.PathLike[str]) -> Trace:
     path = Path(path)
     if not path.exists():
+        if path.name and path.with_name(path.name + JOURNAL_SUFFIX).is_file():
+            return store.load(path)  # a run killed before its save: the journal it left
         raise FileNotFoundError(f"no file at {path}")
     kind = _kind_of_file(path)
     if kind == "device":

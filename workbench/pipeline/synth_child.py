@@ -9,7 +9,8 @@ slow process from one that makes no progress at all.
 It never acts on a stop signal itself: it runs in a session of its own (a terminal's Ctrl-C
 or hang-up reaches only the pipeline), ignores SIGINT, SIGTERM and SIGHUP sent to it anyway,
 and is ended by the pipeline, which closes its input and kills it if busy. When the pipeline
-is gone (its end of the pipes closed) it leaves without a word.
+is gone (its end of the pipes closed: its next `beat` or answer fails, or its input ends) it
+leaves without a word, removing the shared block's name on its way out.
 """
 
 from __future__ import annotations
@@ -161,8 +162,14 @@ def main(argv: list[str]) -> None:
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)
     params = Params(int(argv[1]), float(argv[2]), int(argv[3]), int(argv[4]))
-    with contextlib.suppress(BrokenPipeError, ConnectionError):  # the pipeline went away
-        _serve(argv[0], params, int(argv[5]), sys.stdout)
+    try:
+        with contextlib.suppress(BrokenPipeError, ConnectionError):  # the pipeline went away
+            _serve(argv[0], params, int(argv[5]), sys.stdout)
+    finally:
+        # The block's name is needed only to map it: gone now, whoever made it. A pipeline
+        # killed outright (SIGKILL) cannot remove it, and /dev/shm would keep it until reboot.
+        with contextlib.suppress(OSError):
+            os.unlink(argv[0])
     # No flush at exit: a closed pipe would print an error nobody asked for.
     os._exit(0)
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
@@ -28,11 +30,23 @@ STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 FORK_SAFE_THREADS = (JOURNAL_THREAD,)
 
 
-def _ignore_stops() -> None:
+PARENT_WATCH_S = 0.25
+
+
+def _ignore_stops(parent: int) -> None:
     for signum in STOPS:
         signal.signal(signum, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):  # the mask forked from _stops_blocked
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
+    threading.Thread(target=_watch_parent, args=(parent,), name="workbench-parent-watch", daemon=True).start()
+
+
+def _watch_parent(parent: int) -> None:
+    """End this process when the one that started it is gone (SIGKILL, the OOM killer): nobody
+    else ends it then, and a worker waiting for its next job would wait forever."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_WATCH_S)
+    os._exit(0)
 
 
 def parallel_map(fn: Callable[[Any], T], jobs: Iterable[Any], workers: int) -> list[T]:
@@ -46,7 +60,7 @@ def parallel_map(fn: Callable[[Any], T], jobs: Iterable[Any], workers: int) -> l
               if t is not threading.current_thread() and t.name not in FORK_SAFE_THREADS]
     method = "fork" if threading.current_thread() is threading.main_thread() and not others else "spawn"
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method),
-                               initializer=_ignore_stops)
+                               initializer=_ignore_stops, initargs=(os.getpid(),))
     try:
         with _stops_blocked():  # map hands out every job at once, starting the processes
             answers = pool.map(fn, jobs)

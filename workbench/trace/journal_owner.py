@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from workbench.trace.journal_format import MAGIC, SUFFIX, Ending, records
+from workbench.trace.output import process_running
 from workbench.trace.store_read import parse_json
 
 
@@ -39,15 +40,7 @@ def _writer(path: Path) -> int | None:
 
 
 def _running(pid: int | None) -> bool:
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):
-        return False
-    except OSError:
-        return True  # someone else's process: it may be writing its journal
-    return True
+    return pid is not None and process_running(pid)
 
 
 def live_writer(path: str | os.PathLike[str]) -> int | None:

@@ -6,12 +6,15 @@ target is refused with the reason. A file is written beside its target under a t
 name, flushed to disk and renamed, so a full disk, a crash or Ctrl-C leave the old file (or
 none) and never half a new one. A fresh name (a run's default trace) is published with a
 hard link, which fails when the name exists, so runs started at the same moment never
-overwrite each other.
+overwrite each other. A temporary name carries its writer's process id: one left by a
+writer that was killed (SIGKILL mid-save) is removed by the next write of that output, and by
+`workbench recover`.
 """
 
 from __future__ import annotations
 
 import errno
+import glob
 import os
 import stat
 import tempfile
@@ -25,6 +28,9 @@ _UMASK = os.umask(0o022)
 os.umask(_UMASK)
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+
+
+TEMPORARY_SUFFIX = ".tmp"
 
 
 class OutputError(ValueError):
@@ -121,8 +127,8 @@ def write(path: str | os.PathLike[str], fill: Callable[[BinaryIO], object], *,
     if reason:
         raise OutputError(f"{target}: {reason}")
     target.parent.mkdir(parents=True, exist_ok=True)
-    # Short temporary name: the target's own name may be as long as the file system allows.
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:40]}.", suffix=".tmp")
+    remove_stale_temporaries(target)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=_temporary_prefix(target), suffix=TEMPORARY_SUFFIX)
     try:
         try:
             with os.fdopen(fd, "wb") as handle:
@@ -141,6 +147,44 @@ def write(path: str | os.PathLike[str], fill: Callable[[BinaryIO], object], *,
         _remove(tmp)
     _sync_folder(written.parent)
     return written
+
+
+def _temporary_prefix(target: Path, pid: int | None = None) -> str:
+    # Short (the target's own name may be as long as the file system allows), and naming the
+    # writing process, so a temporary file whose writer was killed can be told from one being
+    # written.
+    return f".{target.name[:40]}.{os.getpid() if pid is None else pid}-"
+
+
+def remove_stale_temporaries(target: str | os.PathLike[str]) -> list[Path]:
+    """Remove the temporary files a killed writer of `target` left beside it (SIGKILL mid-save):
+    those whose process id names no running process. Returns what was removed."""
+    target = Path(target)
+    removed: list[Path] = []
+    try:
+        found = list(target.parent.glob(f".{glob.escape(target.name[:40])}.*-*{TEMPORARY_SUFFIX}"))
+    except OSError:
+        return removed
+    for path in found:
+        pid = path.name[len(target.name[:40]) + 2:].partition("-")[0]
+        if pid.isdigit() and pid.isascii() and not process_running(int(pid)) and path.is_file():
+            try:
+                path.unlink()
+            except OSError:
+                continue
+            removed.append(path)
+    return removed
+
+
+def process_running(pid: int) -> bool:
+    """Whether a process of this id runs (another user's counts: it may be writing)."""
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except OSError:
+        return True  # another user's process
+    return True
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> Path:

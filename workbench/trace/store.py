@@ -8,7 +8,8 @@ presence mask, typed (int, float, bool, str) where every value of the key shares
 JSON text otherwise. Columns make millions of spans cheap to write, read and query.
 
 While a run goes on its records stream to a journal (`<trace>.wbjournal`, journal.py) that
-the run removes once this file is written; `load` reads a journal a killed run left as well.
+the run removes once this file is written; `load` reads a journal a killed run left as well,
+named by itself or by the trace it was meant to become (when that file is not there).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from workbench.trace.container import (
     Trace,
 )
 from workbench.trace.journal_format import MAGIC as JOURNAL_MAGIC
+from workbench.trace.journal_format import SUFFIX as JOURNAL_SUFFIX
 from workbench.trace.store_read import TraceFormatError
 
 FORMAT = "workbench-trace"
@@ -65,6 +67,10 @@ def save(trace: Trace, path: str | os.PathLike[str], *, fresh: bool = False) -> 
 def load(path: str | os.PathLike[str]) -> Trace:
     path = Path(path)
     if not path.exists():
+        # A run killed before its save left only its journal: the trace is what it flushed.
+        journal = path.with_name(path.name + JOURNAL_SUFFIX)
+        if path.name and journal.is_file():
+            return journal_read.read(journal)[0]
         raise FileNotFoundError(f"no trace file at {path}")
     if path.is_dir():
         raise TraceFormatError(f"{path} is a directory, not a workbench trace")
