@@ -595,3 +595,20 @@ def test_panel_compare_has_no_overlapping_tables_or_figures(page, lab):
     screenshot(page, "jupyterlab-panel-compare")
     assert not overlapping
     assert_no_errors_of_ours(page)
+
+
+def test_a_run_from_the_panel_makes_no_bokeh_warning_in_the_console(page, lab):
+    """Each Run used to log Bokeh's warnings about the distributions' empty log axis."""
+    warnings: list[str] = []
+    page.on("console", lambda m: m.type in ("warning", "error") and "bokeh" in m.text.lower()
+            and warnings.append(m.text))
+    (lab["work"] / "warnings.ipynb").write_text(small_notebook(
+        ["import workbench.notebook as wb", "panel = wb.panel(partitions=4, log2_constraints=8)"]))
+    open_and_run_all(page, lab, "warnings.ipynb")
+    run_button(page).click()
+    deadline = time.monotonic() + 120
+    while "run 1 completed" not in panel_status(page) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "run 1 completed" in panel_status(page)
+    page.wait_for_function("() => Object.values(Bokeh.index).every(v => v.is_idle)")
+    assert not warnings, warnings

@@ -3,6 +3,11 @@
 The duration axis is logarithmic, so a box's width reads as a ratio: a phase whose slowest
 run is three times its fastest (a copy fighting for memory bandwidth) is visibly wider than
 its constant neighbours, whatever their absolute length.
+
+Every phase and every kernel has a row: the pipeline's phases in pipeline order, then the
+rest (kernels, copies, host ranges of a foreign trace) by the time they took, longest first.
+The axis's range is set from the durations rather than left to Bokeh: a log axis with no data
+yet (a live run's first moments) makes the browser warn, twice per figure, on every render.
 """
 
 from __future__ import annotations
@@ -10,17 +15,25 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from bokeh.models import ColumnDataSource, FactorRange, HoverTool
+from bokeh.models import ColumnDataSource, FactorRange, HoverTool, Range1d
 from bokeh.plotting import figure
 from bokeh.transform import jitter
 
 from workbench.trace.container import Trace
 from workbench.viz.bars import Bars, factorize, trace_bars
-from workbench.viz.palette import phase_color, phase_order
+from workbench.viz.palette import PHASE_COLORS, SETUP_PHASES, phase_color
 
 FLOOR_MS = 1e-3  # a log axis cannot show 0: instant waits sit at 1 µs
 POINTS_PER_PHASE = 2_000  # beyond this the strip shows a sample; boxes always use all
 TITLE = "duration per phase (log scale: a wide box is a variable phase)"
+MARGIN = 1.6  # the axis reaches this factor past the shortest and longest durations
+
+
+def row_order(totals: dict[str, float]) -> list[str]:
+    """Rows top to bottom: pipeline phases in pipeline order, setup phases, then the rest by
+    total time, longest first (ties by name)."""
+    order = {phase: i for i, phase in enumerate(PHASE_COLORS)}
+    return sorted(totals, key=lambda p: (order.get(p, len(order)), p not in SETUP_PHASES, -totals[p], p))
 
 
 def quantiles(durations: dict[str, np.ndarray], colors: dict[str, str] | None = None) -> dict[str, list[Any]]:
@@ -47,11 +60,14 @@ class DistributionView:
     def __init__(self, name: str = "distributions", label: str = "") -> None:
         self.durations: dict[str, list[np.ndarray]] = {}
         self.colors: dict[str, str] = {}  # each phase in its Gantt colour
+        self.totals: dict[str, float] = {}  # milliseconds per phase: the rows' order
+        self.extent: tuple[float, float] | None = None  # shortest and longest duration seen
         self.points = ColumnDataSource({"phase": [], "ms": [], "color": []}, name=f"{name}_points")
         self.boxes = ColumnDataSource(quantiles({}), name=f"{name}_boxes")
         fig = figure(
             title=f"{label}: {TITLE}" if label else TITLE, height=200,
             sizing_mode="stretch_width", x_axis_type="log", y_range=FactorRange(factors=[]),
+            x_range=Range1d(start=FLOOR_MS, end=1.0),
             x_axis_label="milliseconds", tools="xpan,xwheel_zoom,reset,save",
             toolbar_location="above",
         )
@@ -67,6 +83,7 @@ class DistributionView:
         fig.ygrid.grid_line_color = None
         self.figure = fig
         self.y_range: Any = fig.y_range  # a FactorRange (the figure types it as any Range)
+        self.x_range: Any = fig.x_range
         self.title: Any = fig.title
 
     def add(self, bars: Bars) -> dict[str, Any]:
@@ -82,6 +99,9 @@ class DistributionView:
             kept = self.durations.setdefault(phase, [])
             seen = sum(len(v) for v in kept)
             kept.append(values)
+            self.totals[phase] = self.totals.get(phase, 0.0) + float(values.sum())
+            lo, hi = float(values.min()), float(values.max())
+            self.extent = (lo, hi) if self.extent is None else (min(self.extent[0], lo), max(self.extent[1], hi))
             room = max(POINTS_PER_PHASE - seen, 0)
             shown = values[:room] if len(values) > room else values
             out["phase"] += [phase] * len(shown)
@@ -91,16 +111,23 @@ class DistributionView:
 
     def _refresh_axes(self) -> None:
         # A categorical axis counts upwards: reversed, the pipeline reads top to bottom.
-        factors = phase_order(set(self.durations))[::-1]
+        factors = row_order(self.totals)[::-1]
         if list(self.y_range.factors) != factors:
             self.y_range.factors = factors
             self.figure.height = 60 + 26 * len(factors)
+        if self.extent is not None:
+            lo = max(self.extent[0], FLOOR_MS)
+            start, end = lo / MARGIN, max(self.extent[1], lo) * MARGIN
+            if (self.x_range.start, self.x_range.end) != (start, end):
+                self.x_range.start, self.x_range.end = start, end
 
     def boxes_data(self) -> dict[str, list[Any]]:
         return quantiles({p: np.concatenate(v) for p, v in self.durations.items()}, self.colors)
 
     def set(self, bars: Bars) -> None:
         self.durations.clear()
+        self.totals.clear()
+        self.extent = None
         points = self.add(bars)
         self._refresh_axes()
         self.points.data = points
