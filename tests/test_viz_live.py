@@ -114,3 +114,43 @@ def test_a_failing_tick_ends_polling_and_keeps_the_error():
     poller.start()
     assert poller.join(5)
     assert isinstance(poller.error, RuntimeError) and not poller.alive
+
+
+def test_the_live_legend_names_the_kernels_that_took_longest_so_far_not_the_first_to_arrive():
+    """The H200 case study's spans (kernels included), fed in the order they ended: the six
+    kernels with the most time have entries of their own, every other kernel's bars, those
+    drawn before the ranking changed too, are "other kernels"."""
+    import re
+    from pathlib import Path
+
+    from workbench.importers import load_any
+    from workbench.viz.lanes import readable
+
+    data = Path(__file__).resolve().parents[1] / "notebooks" / "data" / "h200_2e22"
+    trace = load_any(data / "pageable_t14_w2.wbtrace")
+    spans = sorted(trace.iter_spans(), key=lambda s: s.end_ns)
+    kernel_ns: dict[str, int] = {}
+    arrival: list[str] = []
+    for s in spans:
+        if re.fullmatch(r"gpu\d+/stream/\d+", s.track):
+            name = readable(s.name)
+            kernel_ns[name] = kernel_ns.get(name, 0) + s.end_ns - s.start_ns
+            if name not in arrival:
+                arrival.append(name)
+    top = set(sorted(kernel_ns, key=lambda k: -kernel_ns[k])[:6])
+    assert top != set(arrival[:6])  # else this test could not tell the two apart
+
+    recorder = Recorder(nvtx=False)
+    live = LiveView(recorder, [])
+    shift = recorder.origin_ns - spans[0].start_ns
+    for k in range(0, len(spans), 300):
+        recorder.spans.extend((s.track, s.name, s.start_ns + shift, s.end_ns + shift, s.partition, s.worker,
+                               s.attrs or None) for s in spans[k:k + 300])
+        live.update()
+    live.update(final=True)
+    shown = {item.label.value for item in live.gantt.legend.items if item.visible}
+    assert shown & set(kernel_ns) == top and "other kernels" in shown
+    for source in live.gantt.sources:
+        for phase, kind in zip(source.data["phase"], source.data["kind"], strict=True):
+            if phase in kernel_ns and kind in (phase, "other kernels"):  # a kernel's bar
+                assert kind == (phase if phase in top else "other kernels"), (phase, kind)

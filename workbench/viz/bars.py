@@ -84,6 +84,10 @@ class BarBuilder:
         self.worker_gpu = worker_gpu
         self.holds = HoldIndex()
         self.kinds = Kinds()
+        # Live: time per (role, name) of the kernels and host ranges so far, and the names
+        # whose legend entry the last batch changed (the view moves their bars already drawn).
+        self.totals: dict[tuple[str, str], float] = {}
+        self.relabelled: dict[str, tuple[str, str]] = {}
 
     def build(self, trace: Trace, mask: np.ndarray | None = None) -> Bars:
         spans = trace.spans
@@ -134,14 +138,17 @@ class BarBuilder:
         lane_code = np.array(combo_lane, dtype=np.int64)[inverse]
         phase_code = np.array(combo_phase, dtype=np.int64)[inverse]
         duration = end - start
-        if self.nesting:  # a whole trace: the names that took longest get legend entries
-            busy = np.bincount(inverse, weights=duration, minlength=len(first))
-            totals: dict[tuple[str, str], float] = {}
-            for c, (role, own) in enumerate(combo_role):
-                if not own:
-                    key = (role, phase_names[combo_phase[c]])
-                    totals[key] = totals.get(key, 0.0) + float(busy[c])
+        # The names that took longest get legend entries: over the whole trace, or so far.
+        busy = np.bincount(inverse, weights=duration, minlength=len(first))
+        totals: dict[tuple[str, str], float] = {} if self.nesting else self.totals
+        for c, (role, own) in enumerate(combo_role):
+            if not own:
+                key = (role, phase_names[combo_phase[c]])
+                totals[key] = totals.get(key, 0.0) + float(busy[c])
+        if self.nesting:
             self.kinds.rank(totals)
+        else:
+            self.relabelled = self.kinds.rerank(totals)
         combo_kind = [self.kinds.kind(phase_names[combo_phase[c]], role, own)
                       for c, (role, own) in enumerate(combo_role)]
         kind = np.array(combo_kind, dtype=object)[inverse]

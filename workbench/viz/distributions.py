@@ -101,7 +101,9 @@ class DistributionView:
             kept.append(values)
             self.totals[phase] = self.totals.get(phase, 0.0) + float(values.sum())
             lo, hi = float(values.min()), float(values.max())
-            self.extent = (lo, hi) if self.extent is None else (min(self.extent[0], lo), max(self.extent[1], hi))
+            if self.extent is not None:
+                lo, hi = min(self.extent[0], lo), max(self.extent[1], hi)
+            self.extent = (lo, hi)
             room = max(POINTS_PER_PHASE - seen, 0)
             shown = values[:room] if len(values) > room else values
             out["phase"] += [phase] * len(shown)

@@ -86,6 +86,10 @@ class LiveView:
         spans, _, counters, self.cursor = self.recorder.drain(self.cursor)
         if spans:
             bars = self.builder.build(Trace.from_rows(spans))
+            if self.builder.relabelled:  # kernels that overtook others take their entries
+                self.gantt.relabel(self.builder.relabelled)
+                for phase, (_, color) in self.builder.relabelled.items():
+                    self.distributions.colors[phase] = color
             self.gantt.stream(bars)
             refresh = final or began - self._last_boxes >= BOX_REFRESH_S
             self.distributions.stream(bars, refresh_boxes=refresh)
