@@ -27,6 +27,7 @@ from workbench.viz.findings import diagnose, verdict_html
 from workbench.viz.knobs import Knobs
 from workbench.viz.lanes import expected_lanes
 from workbench.viz.live import LiveView, Poller
+from workbench.viz.progress import ProgressBar, final_figures, live_figures
 from workbench.viz.report import render_report
 from workbench.viz.runner import BackgroundRun, RunRecord
 from workbench.viz.tables import CSS, summary_html
@@ -71,6 +72,7 @@ class ControlPanel:
         self.stop_button = widgets.Button(description="Stop", button_style="danger", icon="stop",
                                           disabled=True)
         self.report_button = widgets.Button(description="Save report", icon="file", disabled=True)
+        self.progress = ProgressBar()
         self.status = widgets.HTML(value="idle")
         self.message = widgets.HTML()
         self.view_box = widgets.VBox()
@@ -87,7 +89,7 @@ class ControlPanel:
         self.widget = widgets.VBox([
             widgets.HTML(STYLE), self.knobs.box,
             widgets.HBox([self.run_button, self.stop_button, self.report_button]),
-            self.status, self.message, self.view_box, self.summary,
+            self.progress.widget, self.status, self.message, self.view_box, self.summary,
             widgets.HTML("<b>compare runs</b>"),
             widgets.HBox([self.compare_a, self.compare_b, self.compare_button]), self.compare_box,
         ])
@@ -135,6 +137,7 @@ class ControlPanel:
         )
         self.view_box.children = [bokeh_widget.BokehModel(self.live.layout)]
         self.summary.value = ""
+        self.progress.reset(f"run {run.number}")
         self.knobs.enable(False)
         self.run_button.disabled = True
         self.report_button.disabled = True
@@ -152,6 +155,7 @@ class ControlPanel:
         try:
             live.update(final=done)
             if not done:
+                self.progress.show(live_figures(run))
                 self.status.value = self._status_line(run)
                 if time.monotonic() - self._last_summary >= SUMMARY_REFRESH_S:
                     self._last_summary = time.monotonic()
@@ -187,6 +191,7 @@ class ControlPanel:
             self.stop_button.disabled = True
             self._validate()
         self.history.append(record)
+        self.progress.show(final_figures(record, run))  # the summary's figures: the same rate
         s = record.summary
         line = (f"run {record.number} {record.outcome}: {s.partitions_done}/{record.config.partitions} "
                 f"partitions in {record.wall_s:.2f} s · {s.throughput_per_min:.1f} partitions/min · "
