@@ -111,9 +111,15 @@ def config(**settings: Any) -> RunConfig:
 def panel(trace_dir: str | Path | None = None, **settings: Any) -> ControlPanel:
     """Show the control panel, its knobs set to the defaults with `settings` changed; with
     `trace_dir`, each run's trace is saved there (journaled while it runs)."""
+    from IPython.display import HTML, display
+
     setup()
     control = ControlPanel(config(**settings), trace_dir=trace_dir)
     _display(control.widget)
+    # Beside it, a static copy of its last run, updated as runs end: what a reopened notebook shows.
+    copy = display(HTML(""), display_id=True)
+    if copy is not None:
+        control.finished_listeners.append(lambda done: copy.update(HTML(done.static_copy())))
     return control
 
 

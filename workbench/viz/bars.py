@@ -88,6 +88,7 @@ class BarBuilder:
         # whose legend entry the last batch changed (the view moves their bars already drawn).
         self.totals: dict[tuple[str, str], float] = {}
         self.relabelled: dict[str, tuple[str, str]] = {}
+        self._said: dict[Any, str] = {}
 
     def build(self, trace: Trace, mask: np.ndarray | None = None) -> Bars:
         spans = trace.spans
@@ -174,7 +175,7 @@ class BarBuilder:
             depth = nested.astype(np.int64) + in_hold
 
         detail = np.array(
-            [describe(a, d) for a, d in zip(attrs, duration.tolist(), strict=True)], dtype=object,
+            [self._describe(a, d) for a, d in zip(attrs, duration.tolist(), strict=True)], dtype=object,
         )
         # Hover keeps the whole name of a phase its label had to shorten.
         long_names = [i for i, n in enumerate(text) if len(n) > len(readable(n))]
@@ -187,6 +188,23 @@ class BarBuilder:
             worker=worker.astype(np.int64), duration_ms=duration / 1e6, detail=detail,
             alpha=np.ones(len(index)), kind=kind, color=color,
         )
+
+    def _describe(self, attrs: dict[str, Any] | None, duration_ns: int) -> str:
+        """describe(), remembered per attributes: a run repeats a few dozen of them (a copy's
+        words depend on its duration too)."""
+        if not attrs:
+            return ""
+        try:
+            key = (tuple(attrs.items()), duration_ns if "bytes" in attrs else 0)
+            hash(key)
+        except TypeError:  # a list or dict among the values
+            return describe(attrs, duration_ns)
+        said = self._said.get(key)
+        if said is None:
+            if len(self._said) > 50_000:
+                self._said.clear()
+            said = self._said[key] = describe(attrs, duration_ns)
+        return said
 
     def _learn_holds(
         self, text: list[str], track_ids: np.ndarray, name_ids: np.ndarray, start: np.ndarray,

@@ -57,10 +57,13 @@ def quantiles(durations: dict[str, np.ndarray], colors: dict[str, str] | None = 
 
 
 class DistributionView:
-    def __init__(self, name: str = "distributions", label: str = "") -> None:
+    def __init__(self, name: str = "distributions", label: str = "",
+                 points_per_phase: int = POINTS_PER_PHASE) -> None:
+        self.points_per_phase = points_per_phase
         self.durations: dict[str, list[np.ndarray]] = {}
         self.colors: dict[str, str] = {}  # each phase in its Gantt colour
         self.totals: dict[str, float] = {}  # milliseconds per phase: the rows' order
+        self.counts: dict[str, int] = {}
         self.extent: tuple[float, float] | None = None  # shortest and longest duration seen
         self.points = ColumnDataSource({"phase": [], "ms": [], "color": []}, name=f"{name}_points")
         self.boxes = ColumnDataSource(quantiles({}), name=f"{name}_boxes")
@@ -97,14 +100,15 @@ class DistributionView:
             color = self.colors.setdefault(phase, str(bars.color[part[0]]))
             values = bars.duration_ms[part]
             kept = self.durations.setdefault(phase, [])
-            seen = sum(len(v) for v in kept)
+            seen = self.counts.get(phase, 0)
+            self.counts[phase] = seen + len(values)
             kept.append(values)
             self.totals[phase] = self.totals.get(phase, 0.0) + float(values.sum())
             lo, hi = float(values.min()), float(values.max())
             if self.extent is not None:
                 lo, hi = min(self.extent[0], lo), max(self.extent[1], hi)
             self.extent = (lo, hi)
-            room = max(POINTS_PER_PHASE - seen, 0)
+            room = max(self.points_per_phase - seen, 0)
             shown = values[:room] if len(values) > room else values
             out["phase"] += [phase] * len(shown)
             out["ms"] += np.maximum(shown, FLOOR_MS).tolist()
@@ -129,14 +133,15 @@ class DistributionView:
     def set(self, bars: Bars) -> None:
         self.durations.clear()
         self.totals.clear()
+        self.counts.clear()
         self.extent = None
         points = self.add(bars)
         self._refresh_axes()
         self.points.data = points
         self.boxes.data = self.boxes_data()
-        sampled = [p for p, v in self.durations.items() if sum(len(a) for a in v) > POINTS_PER_PHASE]
+        sampled = [p for p, n in self.counts.items() if n > self.points_per_phase]
         if sampled:
-            self.title.text += f" (points: the first {POINTS_PER_PHASE:,} of each phase)"
+            self.title.text += f" (points: the first {self.points_per_phase:,} of each phase)"
 
     def stream(self, bars: Bars, refresh_boxes: bool = True) -> None:
         points = self.add(bars)

@@ -279,7 +279,9 @@ class GanttView:
             return
         for source, data in zip(self.sources, self.columns(bars), strict=True):
             if len(data["left"]):
-                source.stream(data)
+                # Lists: a source's list columns grow in place; numpy columns would be copied
+                # whole at every stream (np.append), quadratic over a run.
+                source.stream({k: v.tolist() for k, v in data.items()})
         self._legend(bars)
 
     def relabel(self, changes: dict[str, tuple[str, str]]) -> int:
