@@ -27,6 +27,10 @@ REVEAL_JS = """
     .some(e => !box.contains(e) && !e.contains(box) && /model not found/.test(e.textContent || ""));
   const reveal = () => {
     box.hidden = false;
+    for (const e of area.querySelectorAll("div")) {  // the copy stands in for the error
+      if (!box.contains(e) && !e.contains(box) && e.children.length === 0
+          && /model not found/.test(e.textContent || "")) e.style.display = "none";
+    }
     const item = box.querySelector("script[type='application/json']");
     const place = box.querySelector(".wb-fallback-figure");
     if (item && place && window.Bokeh && Bokeh.embed) {

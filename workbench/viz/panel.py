@@ -193,9 +193,11 @@ class ControlPanel:
         self.history.append(record)
         self.progress.show(final_figures(record, run))  # the summary's figures: the same rate
         s = record.summary
+        # The run's own window, as the summary and the progress bar count it; setup apart.
+        setup_s = max(record.wall_s - s.wall_s, 0.0)
         line = (f"run {record.number} {record.outcome}: {s.partitions_done}/{record.config.partitions} "
-                f"partitions in {record.wall_s:.2f} s · {s.throughput_per_min:.1f} partitions/min · "
-                f"GPU mutex held {s.mutex_held_fraction:.0%}")
+                f"partitions in {s.wall_s:.2f} s (after {setup_s:.2f} s of setup) · "
+                f"{s.throughput_per_min:.1f} partitions/min · GPU mutex held {s.mutex_held_fraction:.0%}")
         if record.error:
             line += f" · {record.error}"
         if run.error is not None:
