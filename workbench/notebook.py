@@ -81,9 +81,17 @@ def _display(obj: Any) -> Shown:
 
 
 def show(layout: Any) -> Shown:
-    """Display a Bokeh figure or layout as a widget; returns the handle of the widget."""
+    """Display a Bokeh figure or layout as a widget; returns the handle of the widget. Beside
+    it goes a hidden static copy, which a notebook reopened without its kernel shows instead
+    of the widget's "model not found"."""
+    from IPython.display import HTML, display
+
+    from workbench.viz.fallback import fallback_html
+
     setup()
-    return _display(require("jupyter_bokeh").BokehModel(layout))
+    shown = _display(require("jupyter_bokeh").BokehModel(layout))
+    display(HTML(fallback_html("", layout, note="a static copy (the kernel that drew this figure is gone)")))
+    return shown
 
 
 def _trace(item: TraceLike) -> Trace:
