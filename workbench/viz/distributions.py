@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 from bokeh.models import ColumnDataSource, FactorRange, HoverTool, Range1d
 from bokeh.plotting import figure
-from bokeh.transform import jitter
 
 from workbench.trace.container import Trace
 from workbench.viz.bars import Bars, factorize, trace_bars
@@ -26,7 +25,15 @@ from workbench.viz.palette import PHASE_COLORS, SETUP_PHASES, phase_color
 FLOOR_MS = 1e-3  # a log axis cannot show 0: instant waits sit at 1 µs
 POINTS_PER_PHASE = 2_000  # beyond this the strip shows a sample; boxes always use all
 TITLE = "duration per phase (log scale: a wide box is a variable phase)"
-MARGIN = 1.6  # the axis reaches this factor past the shortest and longest durations
+MARGIN = 1.6
+GOLDEN = 0.6180339887498949
+STRIP_WIDTH = 0.5  # of a row's height  # the axis reaches this factor past the shortest and longest durations
+
+
+def spread(k: int) -> float:
+    """Where the k-th point of a phase sits across its row: evenly spread, never moving (a
+    random jitter in the browser moved every point at each update, and cost a pass over all)."""
+    return ((k * GOLDEN) % 1.0 - 0.5) * STRIP_WIDTH
 
 
 def row_order(totals: dict[str, float]) -> list[str]:
@@ -65,7 +72,8 @@ class DistributionView:
         self.totals: dict[str, float] = {}  # milliseconds per phase: the rows' order
         self.counts: dict[str, int] = {}
         self.extent: tuple[float, float] | None = None  # shortest and longest duration seen
-        self.points = ColumnDataSource({"phase": [], "ms": [], "color": []}, name=f"{name}_points")
+        self.points = ColumnDataSource({"phase": [], "ms": [], "color": [], "at": []},
+                                         name=f"{name}_points")
         self.boxes = ColumnDataSource(quantiles({}), name=f"{name}_boxes")
         fig = figure(
             title=f"{label}: {TITLE}" if label else TITLE, height=200,
@@ -79,7 +87,7 @@ class DistributionView:
         fig.segment(x0="lo", x1="hi", y0="phase", y1="phase", source=self.boxes, line_color="color")
         fig.scatter(x="median", y="phase", source=self.boxes, marker="dash", size=18,
                     angle=np.pi / 2, line_color="black", line_width=2)
-        strip = fig.scatter(x="ms", y=jitter("phase", width=0.5, range=fig.y_range),
+        strip = fig.scatter(x="ms", y="at",
                             source=self.points, color="color", size=3, alpha=0.5)
         fig.add_tools(HoverTool(renderers=[strip], tooltips=[("phase", "@phase"),
                                                              ("duration", "@ms{0.000} ms")]))
@@ -91,7 +99,7 @@ class DistributionView:
 
     def add(self, bars: Bars) -> dict[str, Any]:
         """Take in new bars; returns the points to draw for them (sampled past the cap)."""
-        out: dict[str, list[Any]] = {"phase": [], "ms": [], "color": []}
+        out: dict[str, list[Any]] = {"phase": [], "ms": [], "color": [], "at": []}
         phases, codes = factorize(bars.phase)
         order = np.argsort(codes, kind="stable")
         cuts = np.flatnonzero(np.diff(codes[order])) + 1
@@ -113,6 +121,7 @@ class DistributionView:
             out["phase"] += [phase] * len(shown)
             out["ms"] += np.maximum(shown, FLOOR_MS).tolist()
             out["color"] += [color] * len(shown)
+            out["at"] += [[phase, spread(k)] for k in range(seen, seen + len(shown))]
         return out
 
     def _refresh_axes(self) -> None:

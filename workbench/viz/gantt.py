@@ -105,6 +105,14 @@ return true;
 """
 
 
+def wire(columns: dict[str, Any]) -> dict[str, Any]:
+    """Columns as a live source takes them: numbers as arrays (sent as binary buffers, and a
+    live view keeps a few thousand bars, so appending copies little), text as lists (an object
+    array is sent element by element anyway, and a list column grows in place)."""
+    return {k: v.tolist() if isinstance(v, np.ndarray) and v.dtype == object else v
+            for k, v in columns.items()}
+
+
 def source_name(prefix: str, depth: int) -> str:
     """Data sources are named so tests and scripts in the page can find them."""
     return f"{prefix}_bars_{depth}"
@@ -279,9 +287,7 @@ class GanttView:
             return
         for source, data in zip(self.sources, self.columns(bars), strict=True):
             if len(data["left"]):
-                # Lists: a source's list columns grow in place; numpy columns would be copied
-                # whole at every stream (np.append), quadratic over a run.
-                source.stream({k: v.tolist() for k, v in data.items()})
+                source.stream(wire(data))
         self._legend(bars)
 
     def relabel(self, changes: dict[str, tuple[str, str]]) -> int:
