@@ -50,18 +50,28 @@ def cpu_s() -> float:
 
 
 def chromium_cpu_s() -> float:
-    """CPU seconds of every chromium process started under this one."""
-    import psutil
-
-    total = 0.0
-    for child in psutil.Process().children(recursive=True):
+    """CPU seconds of every chromium process started under this one (from /proc)."""
+    stats: dict[int, tuple[int, str, float]] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
         try:
-            if "chrom" in child.name():
-                times = child.cpu_times()
-                total += times.user + times.system
-        except psutil.NoSuchProcess:
-            pass
-    return total
+            text = open(f"/proc/{entry}/stat").read()  # noqa: SIM115 - read at once
+        except OSError:
+            continue
+        name = text[text.index("(") + 1:text.rindex(")")]
+        fields = text[text.rindex(")") + 2:].split()
+        stats[int(entry)] = (int(fields[1]), name, (int(fields[11]) + int(fields[12])) / tick)
+    mine = {os.getpid()}
+    grew = True
+    while grew:
+        grew = False
+        for pid, (parent, _, _) in stats.items():
+            if parent in mine and pid not in mine:
+                mine.add(pid)
+                grew = True
+    return sum(cpu for pid, (_, name, cpu) in stats.items() if pid in mine and "chrom" in name)
 
 
 def free_port() -> int:
