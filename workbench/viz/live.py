@@ -225,9 +225,9 @@ class LiveView:
             source.data = wire(data)
         self.binned_before_s = cut
         self.compactions += 1
-        self._gantt_title.text = (
-            f"{self._title}: the {self.binned_spans:,} spans before {cut:.1f} s binned (colour: busiest "
-            f"phase; opacity: how busy; hover for counts), the newest span by span")
+        # Short: the title shares its line with the toolbar.
+        self._gantt_title.text = (f"{self._title} (before {cut:.1f} s: {self.binned_spans:,} spans binned, "
+                                  f"busiest phase, hover for counts)")
 
     def spans_built(self) -> Bars:
         """Every bar the view has built, span by span (the browser may hold some binned)."""
