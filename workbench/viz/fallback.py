@@ -23,13 +23,15 @@ REVEAL_JS = """
   const box = document.getElementById("%(id)s");
   if (!box) return;
   const area = box.closest(".jp-OutputArea, .output_area, .output") || box.parentElement;
-  const missing = () => [...area.querySelectorAll("div")]
-    .some(e => !box.contains(e) && !e.contains(box) && /model not found/.test(e.textContent || ""));
+  // The widget's own message sits alone in an element (this script's text, which names it
+  // too, lies in one that holds the script).
+  const said = e => e.childElementCount === 0 && !box.contains(e) && /^Error displaying widget/.test(
+    (e.textContent || "").trim());
+  const missing = () => [...area.querySelectorAll("div")].some(said);
   const reveal = () => {
     box.hidden = false;
     for (const e of area.querySelectorAll("div")) {  // the copy stands in for the error
-      if (!box.contains(e) && !e.contains(box) && e.children.length === 0
-          && /model not found/.test(e.textContent || "")) e.style.display = "none";
+      if (said(e)) e.style.display = "none";
     }
     const item = box.querySelector("script[type='application/json']");
     const place = box.querySelector(".wb-fallback-figure");
@@ -40,7 +42,10 @@ REVEAL_JS = """
     }
   };
   if (missing()) return reveal();
-  const watch = new MutationObserver(() => { if (missing()) { watch.disconnect(); reveal(); } });
+  const watch = new MutationObserver(() => {
+    if (!box.isConnected) watch.disconnect();  // replaced by the next run's copy
+    else if (missing()) { watch.disconnect(); reveal(); }
+  });
   watch.observe(area, {childList: true, subtree: true, characterData: true});
 })();
 """
