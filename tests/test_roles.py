@@ -17,6 +17,7 @@ from workbench.model.tracks import (
     mutex_track,
     os_track,
     stream_track,
+    sync_track,
 )
 from workbench.trace.container import Trace
 
@@ -47,8 +48,8 @@ CASES = [
     ("thread/5", "ProfilerStep#12", "unit"),
     ("thread/5", "aten::mm", "host"),
     # The activity collector's records of host waits for the GPU (gpu<n>/sync) are waits too.
-    (gpu_track(0, "sync"), "stream_synchronize", "sync"),
-    (gpu_track(1, "sync"), "context_synchronize", "sync"),
+    (sync_track(0), "stream_synchronize", "sync"),
+    (gpu_track(1, "sync"), "context_synchronize", "sync"),  # as the collector names it
     (gpu_track(0, "ranges"), "forward", "other"),
 ]
 

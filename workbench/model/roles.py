@@ -181,7 +181,7 @@ def default_role(track: str, name: str) -> str:
     if kind == tr.DEVICE:
         # The GPU's own record of a host thread's wait for it (the activity collector's
         # gpu<n>/sync); any other device record is none of the GPU's work.
-        return "sync" if t.name == tr.SYNC_RECORDS else "other"
+        return "sync" if t.gpu is not None and track == tr.sync_track(t.gpu) else "other"
     if kind == tr.CUDA_API:
         return "sync" if SYNC_CALLS.match(name) else "launch" if LAUNCH_CALLS.match(name) else "runtime"
     if kind == tr.OS_API:

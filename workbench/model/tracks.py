@@ -39,7 +39,7 @@ from dataclasses import dataclass
 SYNTH, WORKER, PREP, MUTEX, BARRIER, QUEUE, RUN, HOST_LOAD = (
     "synth", "worker", "prep", "mutex", "barrier", "queue", "run", "host_load")
 KERNELS, COPIES, MEMSETS, DEVICE, COUNTERS = "kernels", "copies", "memsets", "device", "counters"
-SYNC_RECORDS = "sync"  # gpu<n>/sync: what a device record of a synchronisation is named for
+_SYNC_RECORDS = "sync"  # gpu<n>/sync: where a GPU's records of synchronisations go
 ON_DEVICE = (KERNELS, COPIES, MEMSETS, DEVICE)
 THREAD, CUDA_API, OS_API, LOCK, OTHER = "thread", "cuda_api", "os_api", "lock", "other"
 
@@ -66,6 +66,11 @@ def mutex_track(gpu: int) -> str:
 
 def barrier_track(worker: int) -> str:
     return f"barrier/worker{worker}"
+
+
+def sync_track(gpu: int) -> str:
+    """The GPU's records of host threads' waits for it (stream, event, context syncs)."""
+    return gpu_track(gpu, _SYNC_RECORDS)
 
 
 def gpu_track(gpu: int, what: str) -> str:
