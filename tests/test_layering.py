@@ -23,6 +23,8 @@ ROOT = Path(workbench.__file__).parent
 LAYERS: dict[str, tuple[int, int]] = {
     # layer 0: plain values shared by everything
     "config": (0, 0), "events": (0, 0), "clock": (0, 0),
+    # C libraries built on first use and cached (the synthesis code, the recording shims)
+    "compiled": (0, 0),
     # layer 1: the recording, then the model and the prover, which record through it
     "trace": (1, 0),
     "model": (1, 1), "prover": (1, 1),
@@ -31,10 +33,14 @@ LAYERS: dict[str, tuple[int, int]] = {
     "gpu": (2, 0), "analysis": (2, 0), "importers": (2, 0),
     "collectors": (2, 1), "export": (2, 1), "render": (2, 1),
     "pipeline": (2, 2),
+    # recording an unmodified program: its device records read as the collectors' are
+    "attach": (2, 2),
     # many hosts' files read at once: drives the importers and the analysis
     "fleet": (2, 3),
     # sweeps run pipelines and read their traces' analyses
     "sweep": (2, 3),
+    # a growing log followed: drives the importers' incremental reader and the analysis
+    "follow": (2, 3),
     # layer 3: the views
     "viz": (3, 0),
     # layer 4: the ways in (the package's own front door re-exports config and trace)

@@ -1,12 +1,19 @@
-"""`workbench sweep` on a Ray cluster of two nodes started here (`ray.cluster_utils.Cluster`, a
-GPU on each faked as a resource, the CPU backend doing the work): runs land on both nodes,
-`--exclusive-host` keeps every run alone on its node, a failing run does not stop the others,
-a stop keeps the finished runs, and the proofs are those of `workbench run` of the same config."""
+"""`workbench sweep` on Ray: one cluster of two nodes started here for the module (four cores
+and a GPU, faked as a resource, on each; the CPU backend does the work): runs land on both
+nodes, `--exclusive-host` keeps every run alone on its node, a failing run does not stop the
+others, a stop keeps the finished runs, and every run's seed and proofs are those of the same
+cell run directly. Apart: `workbench sweep` as a command on a local cluster of its own,
+interrupted by SIGINT, keeps its finished runs and leaves no process of its cluster behind."""
 
 from __future__ import annotations
 
 import itertools
 import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -16,77 +23,82 @@ ray = pytest.importorskip(
 
 from workbench.cli import main  # noqa: E402
 from workbench.sweep import Driver, Listener, parse_grid, read_index  # noqa: E402
+from workbench.sweep.local import LocalExecutor  # noqa: E402
+from workbench.sweep.ray_cluster import ClusterStartError, start  # noqa: E402
 from workbench.sweep.ray_executor import RayExecutor, demand  # noqa: E402
 from workbench.trace import load  # noqa: E402
 
 pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
 SMALL = {"backend": "cpu", "partitions": 3, "log2_constraints": 5}
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    from ray.cluster_utils import Cluster
-
     with pytest.MonkeyPatch.context() as patch:
-        # The nodes' workers inherit this: proving keys stay out of the user's cache.
-        patch.setenv("WORKBENCH_CACHE", str(tmp_path_factory.mktemp("ray-srs-cache")))
-        nodes = None
+        # The nodes' workers inherit this: the proving keys and native code this session built.
+        patch.setenv("WORKBENCH_CACHE", str(tmp_path_factory.getbasetemp() / "srs-cache"))
         try:
-            nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 4, "num_gpus": 1})
-            nodes.add_node(num_cpus=4, num_gpus=1)
-        except Exception as err:  # Ray gives a node 30 s to start, fixed; a saturated host misses it
-            if nodes is not None:
-                nodes.shutdown()
-            if "timed out during startup" not in str(err):
-                raise
-            pytest.skip(f"the Ray test cluster did not start in Ray's fixed 30 s (host load "
-                        f"{os.getloadavg()[0]:.0f}): {str(err).splitlines()[0]}")
-        nodes.wait_for_nodes()
+            nodes = start([{"num_cpus": 4, "num_gpus": 1}, {"num_cpus": 4, "num_gpus": 1}])
+        except ClusterStartError as err:
+            pytest.skip(str(err))
         ray.init(address=nodes.address, log_to_driver=False, logging_level="error")
         try:
             yield {n["NodeID"] for n in ray.nodes() if n["Alive"]}
         finally:
             ray.shutdown()
-            nodes.shutdown()
+            nodes.stop()
 
 
-def sweep(tmp_path: Path, data: dict, exclusive: bool = False, listener: Listener | None = None):
-    out = tmp_path / "sweep"
+def sweep(tmp_path: Path, data: dict, executor=None, listener: Listener | None = None, name: str = "sweep"):
+    out = tmp_path / name
     out.mkdir()
     driver = Driver(parse_grid(data, "grid.toml"), out, "ray", listener)
-    return out, driver, driver.run(RayExecutor(exclusive_host=exclusive))
+    if listener is not None:
+        listener.driver = driver  # type: ignore[attr-defined]
+    return out, driver.run(executor or RayExecutor())
 
 
-def test_runs_land_on_both_nodes_a_failing_run_does_not_stop_the_others_and_proofs_match(
+def test_runs_land_on_both_nodes_a_failing_run_does_not_stop_the_others_and_results_equal_direct_runs(
         cluster, tmp_path, capsys):
     assert len(cluster) == 2
     data = {"base": SMALL, "proofs": True, "cells": {
         "a": {}, "b": {"memory_mode": "zerocopy"}, "broken": {"inject_fault": "batch_add:1"},
-        "c": {"seed": 9}, "d": {"memory_mode": "pinned"}}}
-    out, _, index = sweep(tmp_path, data)
+        "c": {"seed": 9}, "d": {"memory_mode": "pinned", "seed": 4}}}
+    out, index = sweep(tmp_path, data)
     status = {e.label: e.status for e in index.entries}
     assert status == {"a": "completed", "b": "completed", "broken": "failed", "c": "completed",
                       "d": "completed"}
     broken = next(e for e in index.entries if e.label == "broken")
     assert "fault injected into batch_add of partition 1" in broken.error
     assert {e.node for e in index.entries} == cluster  # both nodes ran runs
+    assert len(index.entries) > len(cluster)  # so some runner ran more than one run
     assert read_index(out).status == "completed"
-    for e in index.entries:  # each trace came back over the object store and was written here
+    # The same grid run directly, cell by cell in this process: the same seeds and proofs.
+    here, direct = sweep(tmp_path, data, LocalExecutor(), name="direct")
+    for e, d in zip(index.entries, direct.entries, strict=True):
         trace = load(out / e.trace)
-        assert trace.config == e.config and e.host and e.end > e.start
-    direct = tmp_path / "direct.json"
+        assert trace.config == e.config == d.config and e.seed == d.seed == e.config["seed"]
+        assert e.host and e.end > e.start and e.cpu_s > 0
+        if e.status == "completed":
+            assert (out / e.proofs).read_bytes() == (here / d.proofs).read_bytes(), e.label
+    assert (out / "c.proofs.json").read_bytes() != (out / "a.proofs.json").read_bytes()  # seeds differ
+    # And one through `workbench run` itself.
+    path = tmp_path / "run.json"
     assert main(["run", "--backend", "cpu", "--partitions", "3", "--log2-constraints", "5", "--seed", "9",
-                 "--no-trace", "--no-progress", "--proofs", str(direct)]) == 0
+                 "--no-trace", "--no-progress", "--proofs", str(path)]) == 0
     capsys.readouterr()
-    assert (out / "c.proofs.json").read_bytes() == direct.read_bytes()
+    assert (out / "c.proofs.json").read_bytes() == path.read_bytes()
+    assert not (out / ".sweep-token").exists()
 
 
 def test_exclusive_host_keeps_every_run_alone_on_its_node(cluster, tmp_path):
     # Two cores each: without exclusive placement two runs would share a four-core node.
     base = {**SMALL, "synth_threads": 1, "gpu_workers": 1, "partitions": 4}
     assert demand(parse_grid({"base": base}).cells[0].config, 4, True) == {"num_cpus": 2, "num_gpus": 0}
-    _, _, index = sweep(tmp_path, {"base": base, "repeats": 3, "cells": {"x": {}, "y": {}}}, exclusive=True)
-    assert [e.status for e in index.entries] == ["completed"] * 6
+    _, index = sweep(tmp_path, {"base": base, "repeats": 2, "cells": {"x": {}, "y": {}}},
+                     RayExecutor(exclusive_host=True))
+    assert [e.status for e in index.entries] == ["completed"] * 4
     assert {e.node for e in index.entries} == cluster
     for node in cluster:
         spans = sorted((e.start, e.end) for e in index.entries if e.node == node)
@@ -95,22 +107,15 @@ def test_exclusive_host_keeps_every_run_alone_on_its_node(cluster, tmp_path):
 
 def test_a_stop_keeps_the_finished_runs_and_cancels_the_rest(cluster, tmp_path):
     class StopAfterFirst(Listener):
-        def __init__(self) -> None:
-            self.driver: Driver | None = None
+        driver: Driver
 
         def finished(self, entry) -> None:
-            assert self.driver is not None
             self.driver.stop()
 
-    listener = StopAfterFirst()
-    out = tmp_path / "sweep"
-    out.mkdir()
     # Two slow runs take both nodes; the other four wait for them.
     data = {"base": {**SMALL, "partitions": 6, "log2_constraints": 7}, "repeats": 3,
             "cells": {"quick": {"partitions": 1, "log2_constraints": 5}, "slow": {}}}
-    driver = Driver(parse_grid(data), out, "ray", listener)
-    listener.driver = driver
-    index = driver.run(RayExecutor(stop_grace_s=30))
+    out, index = sweep(tmp_path, data, RayExecutor(stop_grace_s=30), StopAfterFirst())
     statuses = [e.status for e in index.entries]
     assert index.status == "stopped" and "completed" in statuses
     assert set(statuses) <= {"completed", "cut_short", "not_run"} and "not_run" in statuses
@@ -120,3 +125,58 @@ def test_a_stop_keeps_the_finished_runs_and_cancels_the_rest(cluster, tmp_path):
         if e.status == "cut_short" and e.trace:
             assert load(out / e.trace).meta["outcome"] == "stopped"
     assert read_index(out).status == "stopped"
+
+
+def _tagged(tag: str) -> list[str]:
+    """The processes whose environment carries `tag`: the command's and all it started."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:  # gone, or not ours to read
+            continue
+        if tag.encode() in environ:
+            found.append(f"{pid} {command[:120]}")
+    return found
+
+
+def test_ctrl_c_on_ray_keeps_finished_runs_names_the_cut_ones_and_stops_the_local_cluster(tmp_path):
+    grid = tmp_path / "grid.toml"
+    grid.write_text('[base]\nbackend = "cpu"\nlog2_constraints = 8\npartitions = 40\nsynth_threads = 1\n'
+                    "gpu_workers = 1\n[cells.a]\npartitions = 2\n[cells.b]\n[cells.c]\n[cells.d]\n")
+    out, tag = tmp_path / "sweep", uuid.uuid4().hex
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "WORKBENCH_TEST_TAG": tag}
+    command = [sys.executable, "-m", "workbench.cli", "sweep", str(grid), "--out", str(out), "--no-progress"]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300  # the local cluster's start included
+        while time.monotonic() < deadline and proc.poll() is None:  # a run finished, the next under way
+            if (out / "index.json").exists() and read_index(out).entries[1].status == "running":
+                break
+            time.sleep(0.05)
+        else:
+            proc.kill()
+            raise AssertionError(f"the sweep did not get to its second run: {proc.communicate()[1][-2000:]}")
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    index = read_index(out)
+    assert index.status == "interrupted" and index.executor == "ray"
+    assert [e.status for e in index.entries] == ["completed", "cut_short", "not_run", "not_run"]
+    assert load(out / index.entries[0].trace).meta["partitions_done"] == 2
+    cut = load(out / index.entries[1].trace)  # the stopped run's trace holds what it did
+    assert cut.meta["outcome"] == "stopped" and cut.meta["partitions_done"] < 40
+    assert "b: cut short" in stderr and "Traceback" not in stderr, stderr  # the cut run named
+    assert "a " in stdout  # the finished run's table
+    left = _tagged(f"WORKBENCH_TEST_TAG={tag}")
+    for _ in range(50):  # the cluster's processes end with it; give the last of them a moment
+        if not left:
+            break
+        time.sleep(0.1)
+        left = _tagged(f"WORKBENCH_TEST_TAG={tag}")
+    assert not left, left

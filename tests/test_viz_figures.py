@@ -7,6 +7,7 @@ import pytest
 pytest.importorskip("bokeh", reason="the notebook extra is not installed")
 
 from bokeh.models import ColumnDataSource, Div, HoverTool, Legend
+from bokeh.plotting import figure
 
 from workbench.config import RunConfig
 from workbench.pipeline.run import run_pipeline
@@ -15,7 +16,8 @@ from workbench.viz.bars import trace_bars
 from workbench.viz.compare import compare_figure
 from workbench.viz.counters import scaled
 from workbench.viz.distributions import POINTS_PER_PHASE, DistributionView
-from workbench.viz.gantt import GanttView, gantt_figure
+from workbench.viz.gantt import GanttView
+from workbench.viz.timeline import gantt_figure
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +78,7 @@ def test_counter_samples_get_a_figure_per_unit_on_the_gantt_time_axis(trace):
     rates, shares = found["counters_samples_gb_per_s"].data, found["counters_samples_percent"].data
     assert set(rates["series"]) == {"nvml/gpu0 pcie_rx_bytes_s"} and set(rates["value"]) == {25.0}
     assert set(shares["series"]) == {"nvml/gpu0 utilization_gpu"} and set(shares["value"]) == {80.0}
-    gantt, *counters = layout.children
+    gantt, *counters = [c for c in layout.children if isinstance(c, figure)]  # then the controls
     assert [f.yaxis[0].axis_label for f in counters] == ["percent", "GB/s"]
     assert all(f.x_range is gantt.x_range for f in counters)
     assert scaled("x", __import__("numpy").array([3.0]))[1] == ""

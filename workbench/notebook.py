@@ -5,9 +5,11 @@
     first = wb.run(memory_mode="pageable") # a run to the end, from a cell
     wb.gantt(first); wb.summary(first); wb.verdict(first)
     wb.compare(first, wb.run(memory_mode="zerocopy"))
+    rec = wb.record(["./my-daemon"])      # an unmodified program, its live Gantt; rec.wait()
     wb.report(first, "first.html")
     hosts = wb.fleet(["logs/"]).records    # many hosts' logs ranked by what bounds each
     view = wb.sweep("grid.toml")          # the grid's table filling in live, Stop, any run's Gantt
+    live = wb.follow("daemon.log")        # a growing cuzk log: live Gantt, running verdict, Stop saves
 
 Figures are shown as widgets (jupyter_bokeh), which render in JupyterLab and in the
 classic notebook alike and keep streaming while the kernel is busy elsewhere. BokehJS is
@@ -32,13 +34,15 @@ from workbench.viz.compare import compare_figure, summaries_html
 from workbench.viz.deps import require
 from workbench.viz.distributions import distribution_figure
 from workbench.viz.findings import diagnose, verdict_html
-from workbench.viz.gantt import gantt_figure
 from workbench.viz.panel import ControlPanel
+from workbench.viz.recording import LiveRecording
 from workbench.viz.report import render_report
 from workbench.viz.runner import RunRecord, run_to_end
 from workbench.viz.tables import CSS, config_table, role_summary_html, side_by_side, summary_html
+from workbench.viz.timeline import gantt_figure
 
 _state = {"bokeh_loaded": False, "runs": 0}
+VERDICT_SPANS = 200_000  # past these the diagnosis is slow; the Gantt goes without its words
 
 TraceLike = Trace | RunRecord | str | Path
 
@@ -164,9 +168,29 @@ def run(save: str | Path | bool = False, progress: bool = True, **settings: Any)
     return record
 
 
+def record(command: Sequence[str], save: str | Path | bool = False, cuda: bool = True) -> LiveRecording:
+    """Record an unmodified program as `workbench record` does, its live Gantt shown here while
+    it runs; returns at once. `.wait()` gives the trace (saved to `save`, or a new name in runs/
+    with True), `.stop()` passes SIGTERM on to the program, `.exit_code` is its exit code."""
+    setup()
+    path = output.fresh_run_path(prefix="record") if save is True else (save or None)
+    recording = LiveRecording(list(command), path, cuda=cuda)
+    _display(recording.widget)
+    return recording.start()
+
+
 def gantt(item: TraceLike, **options: Any) -> Shown:
+    """The Gantt with its details, range statistics and search; a large trace's detail view
+    asks the kernel for the spans in view as it is zoomed (so keep the kernel running)."""
+    from workbench.analysis.role_summary import is_pipeline
+    from workbench.analysis.verdict import diagnose as analysis_diagnose
+
+    trace = _trace(item)
     options.setdefault("label", _label(item, ""))
-    return show(gantt_figure(_trace(item), **options))
+    options.setdefault("requery", True)
+    if "verdict" not in options and is_pipeline(trace) and len(trace.spans) <= VERDICT_SPANS:
+        options["verdict"] = analysis_diagnose(trace)  # its words go in each partition's details
+    return show(gantt_figure(trace, **options))
 
 
 def distributions(item: TraceLike) -> Shown:
@@ -314,6 +338,15 @@ def sweep(grid: str | Path | Mapping[str, Any], out: str | Path | None = None, *
             view.stop()
             view.join()
     return view
+
+
+def follow(source: str | Path, trace: str | Path | None = None, until_idle: float | None = None,
+           from_start: bool = True) -> Any:
+    """A growing cuzk log followed as `workbench follow` does (live Gantt, running verdict, Stop
+    saves the trace); returns the following: `stop()`, `wait()`, `trace`, `trace_path`."""
+    from workbench.viz.follow_view import start_following
+
+    return start_following(source, trace, until_idle, from_start, show=show)
 
 
 def sweep_table(folder: str | Path) -> Shown:

@@ -5,7 +5,8 @@ Found by role (model/roles.py), so they appear on any trace that has the roles, 
 the workbench's own:
 
 - lock: one holder releases a lock and the next holder acquires it (consecutive `lock_hold`
-  spans of one lock, by lock identity, whose holders differ or are not known);
+  spans of one lock, by lock identity, whose holders differ or are not known; the holder is the
+  span's worker, else the thread in its `thread` attribute, as `workbench record` writes);
 - partition: a producer finishes a unit (the last producer span of a partition) and a
   consumer picks it up (the first consumer span of that partition);
 - launch: a host CUDA call and the GPU work it issued, by the correlation id both record
@@ -59,11 +60,20 @@ def _lock_handoffs(trace: Trace, codes: np.ndarray) -> list[Handoff]:
     for lock, members in by_lock.items():
         members.sort(key=lambda i: (int(spans.start_ns[i]), i))
         for a, b in pairwise(members):
-            holder_a, holder_b = int(spans.worker[a]), int(spans.worker[b])
-            if holder_a >= 0 and holder_a == holder_b:
+            holder_a, holder_b = _holder(trace, a), _holder(trace, b)
+            if holder_a is not None and holder_a == holder_b:
                 continue  # the same holder again: no hand-off
             found.append(Handoff(LOCK, a, b, lock))
     return found
+
+
+def _holder(trace: Trace, i: int) -> tuple[str, int] | None:
+    """Who held a lock: the worker, else the thread a recording names (`thread` attribute)."""
+    worker = int(trace.spans.worker[i])
+    if worker >= 0:
+        return ("worker", worker)
+    thread = (trace.spans.attrs[i] or {}).get("thread")
+    return ("thread", thread) if isinstance(thread, int) and not isinstance(thread, bool) else None
 
 
 def _partition_handoffs(trace: Trace, codes: np.ndarray) -> list[Handoff]:

@@ -36,6 +36,7 @@ MAX_MS = 10**9  # eleven days
 MAX_VALUE = 2**63
 DIGITS = 19  # more digits than this is not a figure the daemon prints
 KEPT_LINE_NUMBERS = 20  # line numbers kept per skip reason (the count covers them all)
+RESTART_MS = 5_000  # a TIMELINE offset this far back is a new process's clock
 
 # The field that names each CUZK_TIMING line, and the kind the line is filed under.
 KINDS = (
@@ -86,9 +87,13 @@ class TimelineEvent:
 
 @dataclass
 class LogLines:
+    """The lines of one segment of the log: what one daemon process printed."""
+
     timings: list[TimingLine] = field(default_factory=list)
     timeline: list[TimelineEvent] = field(default_factory=list)
     figures: list[TimingLine] = field(default_factory=list)  # the tracing lines
+    first_line: int = 1
+    restart: str = ""  # how the log showed that a new process began here ("" for the first)
 
 
 def skip_line(report: ImportReport, reason: str, number: int) -> None:
@@ -99,48 +104,97 @@ def skip_line(report: ImportReport, reason: str, number: int) -> None:
         kept.append(number)
 
 
-def read_lines(text: str, report: ImportReport) -> LogLines:
-    out = LogLines()
+class LineReader:
+    """The one reading of a log line, shared by the batch import and `follow`: lines come one at
+    a time, each read once, numbered from 1; what they hold goes to the current segment.
 
-    def skip(reason: str, number: int) -> None:
-        skip_line(report, reason, number)
+    A daemon restart starts a new segment: the process named in a journald or syslog prefix
+    (`cuzk[2231]:`) changes to one not seen before, or a TIMELINE offset (milliseconds since
+    that process's engine started) falls back by more than `RESTART_MS`, which no process's
+    own lines do (its threads print within milliseconds of taking the time)."""
 
-    number = 0
-    for number, raw in enumerate(io.StringIO(text), start=1):
-        line = raw.rstrip("\r\n")
+    def __init__(self, report: ImportReport) -> None:
+        self.report = report
+        self.segments = [LogLines()]
+        self.number = 0
+        self._process = ""
+        self._processes: set[str] = set()
+        self._latest = -1  # the latest TIMELINE offset of this segment
+
+    def add(self, line: str) -> None:
+        """One line, without its line ending."""
+        self.number = number = self.number + 1
+        self.report.read = number
         if "\x1b" in line:
             line = ANSI.sub("", line)
         if (at := line.find(TIMING_MARK)) >= 0:
             parsed = _timing(line[at + len(TIMING_MARK):], number)
             if isinstance(parsed, str):
-                skip(parsed, number)
+                skip_line(self.report, parsed, number)
             else:
-                out.timings.append(parsed)
+                self._segment(line, at, None).timings.append(parsed)
         elif (at := line.find(NTT_H_MARK)) >= 0:
             fields, words = _fields(line[at + len(NTT_H_MARK):]) or ({}, {})
             if not fields or words:
-                skip("CUZK_NTT_H line with a malformed value", number)
+                skip_line(self.report, "CUZK_NTT_H line with a malformed value", number)
             else:
-                out.timings.append(TimingLine("ntt_h", fields, number))
+                self._segment(line, at, None).timings.append(TimingLine("ntt_h", fields, number))
         elif (at := line.find(TIMELINE_MARK)) >= 0:
             event = _timeline(line[at + len(TIMELINE_MARK):], number)
             if isinstance(event, str):
-                skip(event, number)
+                skip_line(self.report, event, number)
             else:
-                out.timeline.append(event)
+                self._segment(line, at, event.offset_ms).timeline.append(event)
         elif "_TIMING " in line and (m := TRACING.search(line)) is not None:
             kind = f"{m.group(1)} {m.group(2).strip()}"
             parsed_fields = _fields(m.group(3) or "")
             if kind not in TRACING_KINDS:
-                skip(f"{m.group(1)} line of an unknown kind", number)
+                skip_line(self.report, f"{m.group(1)} line of an unknown kind", number)
             elif parsed_fields is None:
-                skip(f"{m.group(1)} line with a malformed value", number)
+                skip_line(self.report, f"{m.group(1)} line with a malformed value", number)
             else:
-                out.figures.append(TimingLine(kind, parsed_fields[0], number, parsed_fields[1]))
+                figure = TimingLine(kind, parsed_fields[0], number, parsed_fields[1])
+                self._segment(line, m.start(), None).figures.append(figure)
         elif line.strip():
-            skip("not a cuzk timing line", number)
-    report.read = number
-    return out
+            skip_line(self.report, "not a cuzk timing line", number)
+
+    def _segment(self, line: str, at: int, offset: int | None) -> LogLines:
+        """The segment a kept line goes to: a new one when the line shows a restart."""
+        why = ""
+        process = _process(line, at)
+        if process and process != self._process:
+            if self._process and process not in self._processes:
+                why = f"{process} began after {self._process}"
+            self._processes.add(process)
+            self._process = process
+        if offset is not None:
+            if not why and offset + RESTART_MS < self._latest:
+                why = f"the TIMELINE clock went back from {self._latest} ms to {offset} ms"
+            if why:
+                self._latest = -1
+            self._latest = max(self._latest, offset)
+        if why:
+            self.segments.append(LogLines(first_line=self.number, restart=why))
+        return self.segments[-1]
+
+
+def _process(line: str, at: int) -> str:
+    """The `name[pid]` of a journald or syslog prefix before position `at`, or ""."""
+    close = line.find("]:", 0, at)
+    if close < 0:
+        return ""
+    opening = line.rfind("[", 0, close)
+    if opening < 0 or not line[opening + 1:close].isdigit():
+        return ""
+    return line[line.rfind(" ", 0, opening) + 1:close + 1]
+
+
+def read_lines(text: str, report: ImportReport) -> list[LogLines]:
+    """Every line of `text` read (each ends at a newline; a carriage return before it is dropped)."""
+    reader = LineReader(report)
+    for raw in io.StringIO(text):
+        reader.add(raw.rstrip("\r\n"))
+    return reader.segments
 
 
 def _timing(body: str, number: int) -> TimingLine | str:

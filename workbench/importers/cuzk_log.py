@@ -42,6 +42,7 @@ from typing import Any
 
 from workbench.importers.cuzk_lines import LogLines, TimelineEvent, TimingLine, read_lines, skip_line
 from workbench.importers.cuzk_placement import Call, place_calls
+from workbench.importers.cuzk_segments import join_segments
 from workbench.importers.report import ImportFailed, ImportReport
 from workbench.model.tracks import worker_track
 from workbench.trace.container import Trace
@@ -63,12 +64,12 @@ def load_cuzk_log(path: str | os.PathLike[str]) -> Trace:
 
 
 def parse_cuzk_log(text: str, source: str = "<text>") -> Trace:
-    with _no_collection():
+    with no_collection():
         return _parse(text, source)
 
 
 @contextlib.contextmanager
-def _no_collection() -> Iterator[None]:
+def no_collection() -> Iterator[None]:
     """The import makes millions of small objects (lines, calls, span rows) and no reference
     cycles, so the cycle collector's passes over them are wasted: 30% of the time on a dense log."""
     enabled = gc.isenabled()
@@ -82,28 +83,61 @@ def _no_collection() -> Iterator[None]:
 
 def _parse(text: str, source: str) -> Trace:
     report = ImportReport("cuzk daemon log", source)
-    lines = read_lines(text, report)
-    if not lines.timings and not lines.timeline:
+    return assemble(read_lines(text, report), report)
+
+
+def assemble(segments: list[LogLines], report: ImportReport) -> Trace:
+    """The trace of the lines read so far (`LineReader.segments`), the report completed; the
+    batch import and `follow` both make their traces here. Each segment (one daemon process) is
+    grouped and placed on its own, then set after the one before in time, its partitions
+    numbered on from the ones before and a `restart` instant where it begins."""
+    trace, _ = assemble_settled(segments, report)
+    return trace
+
+
+def assemble_settled(segments: list[LogLines], report: ImportReport) -> tuple[Trace, set[int]]:
+    """`assemble`, and the partitions of the calls that later lines can no longer change (every
+    line of the call read, and `LOOKAHEAD` calls after it complete), for a live reader."""
+    timings = sum(len(s.timings) for s in segments)
+    timeline = sum(len(s.timeline) for s in segments)
+    figure_lines = [line for s in segments for line in s.figures]
+    if not timings and not timeline:
         reasons = ", ".join(f"{n} {r} (first at {report.first_at[r]})" for r, n in report.skipped.items())
         raise ImportFailed(
-            f"{source}: no CUZK_TIMING, CUZK_NTT_H or TIMELINE lines found in {report.read} lines"
+            f"{report.source}: no CUZK_TIMING, CUZK_NTT_H or TIMELINE lines found in {report.read} lines"
             + (f" ({reasons})" if reasons else "")
         )
-    calls, unattached = group_calls(lines.timings)
-    for line in unattached:
-        skip_line(report, "async_dealloc line before any finished call", line.line)
-    incomplete = sum(1 for c in calls if not c.complete)
+    segments = [s for s in segments if s.timings or s.timeline]
+    grouped = [group_calls(s.timings) for s in segments]
+    for _, unattached in grouped:
+        for line in unattached:
+            skip_line(report, "async_dealloc line before any finished call", line.line)
+    incomplete = sum(1 for calls, _ in grouped for c in calls if not c.complete)
     if incomplete:
         report.extra["incomplete_calls"] = incomplete
-    if lines.figures:
-        report.extra["figures"] = figures(lines.figures)
-    _match_timeline(calls, lines.timeline, report)
-    spans, instants = place_calls(calls, lines.timeline, report)
-    report.kept = len(lines.timings) + len(lines.timeline) + len(lines.figures) - len(unattached)
+    if figure_lines:
+        report.extra["figures"] = figures(figure_lines)
+    placed = []
+    for segment, (calls, _) in zip(segments, grouped, strict=True):
+        _match_timeline(calls, segment.timeline, report)
+        placed.append((calls, *place_calls(calls, segment.timeline, report)))
+    report.kept = timings + timeline + len(figure_lines) - sum(len(u) for _, u in grouped)
+    if len(placed) == 1:
+        _, spans, instants = placed[0]
+    else:
+        spans, instants = join_segments(segments, placed, report)
+    # An earlier segment's process is gone: nothing later changes its calls.
+    settled = {c.partition for calls, _, _ in placed[:-1] for c in calls if c.partition is not None}
+    settled |= _settled(placed[-1][0]) if placed else set()
     meta = {"outcome": "completed", "import": report.as_meta()}
     workers = len({s[5] for s in spans if s[0] == worker_track(s[5])})
     config = {"gpu_workers": workers} if workers else {}
-    return Trace.from_rows(spans, instants, (), config, meta)
+    return Trace.from_rows(spans, instants, (), config, meta), settled
+
+
+def _settled(calls: list[Call]) -> set[int]:
+    complete = [c for c in calls if c.complete and c.partition is not None]
+    return {c.partition for c in complete[:max(len(complete) - LOOKAHEAD, 0)] if c.partition is not None}
 
 
 class _Filing:
@@ -234,4 +268,4 @@ def _mismatch(durations: list[int | None], gpu: list[int | None]) -> float:
     return float(pairs[len(pairs) // 2])
 
 
-__all__ = ["LogLines", "group_calls", "load_cuzk_log", "parse_cuzk_log"]
+__all__ = ["LogLines", "assemble", "assemble_settled", "group_calls", "load_cuzk_log", "parse_cuzk_log"]

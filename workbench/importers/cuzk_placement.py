@@ -40,6 +40,7 @@ class Call:
     timeline_event: TimelineEvent | None = None  # its GPU_END (or GPU_START, if it never ended)
     anchor: str = "hold"  # what the matched GPU_START..GPU_END brackets: "hold" or "call"
     step: int = -1  # the latest of the chain of lines it has (cuzk_log.CHAIN), for filing
+    partition: int | None = None  # the partition number it was given when placed
 
     def ms(self, kind: str, key: str) -> int | None:
         line = self.lines.get(kind)
@@ -142,6 +143,7 @@ def place_calls(
             marker = {"reconstructed": True}
             chained += 1
         previous_release = max(previous_release, hold_start + held)
+        call.partition = partition
         _call_spans(layout, call, (pre_lock, wait, hold_start, held), partition, worker, marker)
     if chained:
         report.reconstructed = (f"{chained} of {len(calls)} calls placed from durations alone: each takes "

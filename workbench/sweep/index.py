@@ -40,6 +40,7 @@ class Entry:
     start: float | None = None  # seconds since the epoch, on the host that ran it
     end: float | None = None
     wall_s: float | None = None
+    cpu_s: float | None = None  # CPU time of the process that ran it, during the run
     partitions: int = 0
     partitions_done: int = 0
     trace: str | None = None  # file name inside the folder

@@ -29,7 +29,8 @@ class LocalExecutor:
             def progress(done: int, total: int, k: int = k) -> None:
                 driver.progress(k, done, total)
 
-            outcome = execute_cell(cell.config, cell.spec.fault, keep_proofs, progress, driver.stop_requested)
+            outcome = execute_cell(cell.config, cell.spec.fault, keep_proofs, progress, driver.stop_requested,
+                                   into=(driver.folder, cell.label))
             driver.finished(k, outcome)
             if outcome.interrupted:  # the pipeline kept Ctrl-C to itself to save its trace: pass it on
                 raise KeyboardInterrupt

@@ -1,34 +1,42 @@
-"""The Ray executor: every run a Ray task, on a cluster joined by address or on a local one
-started for the sweep and shut down after. Ray is imported here alone, and only when used.
+"""The Ray executor: the runs spread over a cluster joined by address, or over a local one
+started for the sweep and shut down after (ray_cluster.py). Ray is imported here alone, and
+only when used.
 
 What a run asks of the scheduler: a GPU run one GPU per GPU it drives (`gpus`); every run the
 cores its threads keep busy (synthesis threads, GPU workers, host-load threads), capped at the
-largest node's, so that two runs on one host do not share cores unknowingly. With
-`exclusive_host` a run is alone on its host, as memory-contention measurements need; Ray has
-no resource for that on an existing cluster, so the executor keeps the set of free nodes and
-pins each run to one with a hard node affinity, freeing it when the run ends.
+node's, so that two runs on one host do not share cores unknowingly. With `exclusive_host` a
+run is alone on its host, as memory-contention measurements need.
 
-Each task sends what it does through a small actor (`_Channel`): its start (host, node, GPU
-ids) and its partitions done; it asks the same actor whether the sweep is stopping, so a
-stopped run ends at its next step with its trace, which comes back as bytes (no file system
-is assumed to be shared). Ctrl-C cancels the tasks that have not started and stops the rest.
+The runs go to long-lived runners (ray_runner.py), a process each holding its GPUs, placed
+by the executor itself (ray_pool.py, which also counts every run's cores) with a hard node
+affinity: a runner imports the package once and runs one run after another, so a run pays
+neither a process start nor the imports (a Ray task for GPUs gets a fresh process every
+time: about 2.6 s of CPU on the development machine, against 2% of a run's wall to spend).
+Its trace goes straight into the sweep's folder when the runner's host sees it. Ctrl-C (or
+a stop) ends the runners whose run has not begun, asks the others to stop (each keeps its
+trace) and waits a while for them.
 """
 
 from __future__ import annotations
 
 import logging
-import socket
 import time
+import uuid
+from collections import deque
 from typing import Any
 
 from workbench.config import RunConfig
-from workbench.sweep.cell import CUT_SHORT, FAILED, CellOutcome, execute_cell
+from workbench.sweep.cell import CUT_SHORT, FAILED, CellOutcome
 from workbench.sweep.grid import Cell
+from workbench.sweep.ray_pool import Pool, Shape, Slot
+from workbench.sweep.ray_runner import TOKEN, Runner
 from workbench.sweep.run import Driver
+from workbench.trace import output
 
-POLL_S = 0.2
-STOP_POLL_S = 0.5  # how often a running task asks whether the sweep is stopping
-STOP_GRACE_S = 60.0  # how long stopped runs get to bring their traces back before they are killed
+POLL_S = 0.2  # the longest wait for a run's end before looking at a stop or the runners' news
+NEWS_S = 0.5  # how often the busy runners are asked for their news (a run started, partitions done)
+NEWS_WAIT_S = 2.0  # on a stop, how long the runners get to say whether their run has begun
+STOP_GRACE_S = 60.0  # how long stopped runs get to bring their traces back before they are ended
 EXTRA_HINT = "pip install 'workbench[cluster]'"
 
 
@@ -52,46 +60,8 @@ def demand(config: RunConfig, node_cpus: float, gpus_in_cluster: bool) -> dict[s
             "num_gpus": float(config.gpus) if wants_gpu else 0.0}
 
 
-class _Channel:
-    """Events from the running tasks to the driver, and the stop flag the other way."""
-
-    def __init__(self) -> None:
-        self._events: list[tuple[Any, ...]] = []
-        self._stop = False
-
-    def tell(self, event: tuple[Any, ...]) -> None:
-        self._events.append(event)
-
-    def drain(self) -> list[tuple[Any, ...]]:
-        events, self._events = self._events, []
-        return events
-
-    def stop(self) -> None:
-        self._stop = True
-
-    def stopped(self) -> bool:
-        return self._stop
-
-
-def _cell_task(k: int, config: dict[str, Any], fault: str | None, keep_proofs: bool,
-               channel: Any) -> CellOutcome:
-    import ray
-
-    node = ray.get_runtime_context().get_node_id()
-    gpus = list(ray.get_gpu_ids())
-    channel.tell.remote(("start", k, socket.gethostname(), gpus, node))
-    polled = [0.0, False]
-
-    def progress(done: int, total: int) -> None:
-        channel.tell.remote(("progress", k, done, total))
-
-    def should_stop() -> bool:
-        now = time.monotonic()
-        if now - polled[0] >= STOP_POLL_S:
-            polled[0], polled[1] = now, bool(ray.get(channel.stopped.remote()))
-        return bool(polled[1])
-
-    return execute_cell(RunConfig.from_dict(config), fault, keep_proofs, progress, should_stop, gpus, node)
+def _first_line(err: BaseException) -> str:
+    return (str(err).strip().splitlines() or [type(err).__name__])[0]
 
 
 class RayExecutor:
@@ -103,6 +73,7 @@ class RayExecutor:
         self.exclusive_host = exclusive_host
         self.stop_grace_s = stop_grace_s
         self._owns = False
+        self._cluster: Any = None  # the local cluster started for the sweep
         self.nodes: dict[str, dict[str, float]] = {}
         self._notes: list[str] | None = None
 
@@ -116,19 +87,21 @@ class RayExecutor:
         if ray.is_initialized():
             where = "the Ray cluster this process is connected to"
         else:
-            options: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}
-            if self.address is None:
-                options["include_dashboard"] = False
+            where = f"the Ray cluster at {self.address}" if self.address else "a local Ray cluster"
             try:
-                ray.init(address=self.address, **options)
+                if self.address is None:
+                    from workbench.sweep.ray_cluster import start_here
+
+                    self._cluster = start_here()
+                ray.init(address=self.address or self._cluster.address, logging_level=logging.ERROR,
+                         log_to_driver=False)
             except Exception as err:  # a cluster that cannot be reached or a node that did not start
-                said = (str(err).strip().splitlines() or [type(err).__name__])[0]
-                where = f"the Ray cluster at {self.address}" if self.address else "a local Ray cluster"
-                raise ExecutorUnavailable(f"cannot start or join {where}: {said} (--local runs the cells "
-                                          "here without Ray)") from None
+                self._stop_cluster()
+                raise ExecutorUnavailable(f"cannot start or join {where}: {_first_line(err)} (--local runs "
+                                          "the cells here without Ray)") from None
             self._owns = True
-            where = f"the Ray cluster at {self.address}" if self.address else \
-                "a local Ray cluster started for this sweep"
+            if self._cluster is not None:
+                where = f"a local Ray cluster started for this sweep in {self._cluster.started_s:.0f} s"
         self.nodes = {n["NodeID"]: dict(n["Resources"]) for n in ray.nodes() if n.get("Alive")}
         cpus = sum(r.get("CPU", 0) for r in self.nodes.values())
         gpus = sum(r.get("GPU", 0) for r in self.nodes.values())
@@ -142,119 +115,188 @@ class RayExecutor:
 
             ray.shutdown()
             self._owns = False
+        self._stop_cluster()
         self._notes = None
+
+    def _stop_cluster(self) -> None:
+        if self._cluster is not None:
+            cluster, self._cluster = self._cluster, None
+            cluster.stop()
 
     # -- scheduling ---------------------------------------------------------------------------
     def execute(self, runs: list[Cell], keep_proofs: bool, driver: Driver) -> None:
         import ray
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        channel: Any = ray.remote(num_cpus=0)(_Channel).remote()
-        task = ray.remote(_cell_task)
-        largest = max((r.get("CPU", 0.0) for r in self.nodes.values()), default=1.0)
-        most_gpus = max((r.get("GPU", 0.0) for r in self.nodes.values()), default=0.0)
-        has_gpus = most_gpus > 0
-        waiting = list(range(len(runs)))
-        inflight: dict[Any, int] = {}
-        pinned: dict[int, str] = {}
-        free = {n for n, r in self.nodes.items() if r.get("CPU", 0.0) >= 1}  # a head node may have none
-        seen: set[int] = set()  # runs whose start arrived
-        ended: set[int] = set()
-
-        def submit(k: int, node: str | None) -> None:
-            config = runs[k].config
-            options: dict[str, Any] = demand(config, self.nodes[node].get("CPU", 1.0) if node else largest,
-                                             has_gpus)
-            if node is not None:
-                options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node, soft=False)
-            ref = task.options(**options).remote(k, config.to_dict(), runs[k].spec.fault, keep_proofs,
-                                                 channel)
-            inflight[ref] = k
-
-        def fill() -> None:
-            while waiting:
-                k = waiting[0]
-                gpus = demand(runs[k].config, largest, has_gpus)["num_gpus"]
-                if gpus > most_gpus:
-                    waiting.pop(0)
-                    finish(k, CellOutcome(FAILED, f"needs {gpus:g} GPUs and no node of the cluster has "
-                                                  f"{'that many' if most_gpus else 'any'}", "", time.time(),
-                                          time.time()))
-                    continue
-                if not self.exclusive_host:
-                    submit(waiting.pop(0), None)
-                    continue
-                fitting = sorted(n for n in free if self.nodes[n].get("GPU", 0.0) >= gpus)
-                if not fitting:
-                    return
-                waiting.pop(0)
-                free.discard(fitting[0])
-                pinned[k] = fitting[0]
-                submit(k, fitting[0])
-
-        def finish(k: int, outcome: CellOutcome) -> None:
-            ended.add(k)
-            if k not in seen and outcome.host:
-                driver.started(k, outcome.host, outcome.gpus, outcome.node)
-            driver.finished(k, outcome)
-            if k in pinned:
-                free.add(pinned.pop(k))
-
-        def drain() -> None:
-            events: list[tuple[Any, ...]] = ray.get(channel.drain.remote())
-            for event in events:
-                kind, k = event[0], event[1]
-                if k in ended:
-                    continue
-                if kind == "start":
-                    seen.add(k)
-                    driver.started(k, event[2], event[3], event[4])
-                elif kind == "progress":
-                    driver.progress(k, event[2], event[3])
-
-        def collect(timeout: float) -> None:
-            if not inflight:
-                return
-            ready, _ = ray.wait(list(inflight), num_returns=1, timeout=timeout)
-            drain()
-            for ref in ready:
-                k = inflight.pop(ref)
-                finish(k, _outcome(ray, ref))
-
+        token = uuid.uuid4().hex
+        output.write_text(driver.folder / TOKEN, token)
+        state = _Sweep(ray, self, runs, keep_proofs, driver, token)
         try:
-            fill()
-            while inflight or waiting:
-                collect(POLL_S)
-                fill()
-                if driver.stop_requested():
+            state.run()
+        finally:
+            state.end_all()
+            (driver.folder / TOKEN).unlink(missing_ok=True)
+
+
+class _Sweep:
+    """One execute(): the waiting runs, the runners and what each works on."""
+
+    def __init__(self, ray: Any, executor: RayExecutor, runs: list[Cell], keep_proofs: bool,
+                 driver: Driver, token: str) -> None:
+        self.ray, self.executor, self.runs, self.keep_proofs = ray, executor, runs, keep_proofs
+        self.driver, self.token = driver, token
+        nodes = executor.nodes
+        self.pool = Pool(nodes, executor.exclusive_host)
+        self.has_gpus = any(r.get("GPU", 0.0) > 0 for r in nodes.values())
+        self.most_gpus = max((r.get("GPU", 0.0) for r in nodes.values()), default=0.0)
+        self.runner_class = ray.remote(Runner)
+        self.handles: dict[int, Any] = {}  # slot key -> runner actor
+        self.waiting = deque(range(len(runs)))
+        self.inflight: dict[Any, Slot] = {}  # a run's outcome ref -> the slot that runs it
+        self.seen: set[int] = set()  # runs whose start arrived
+        self.ended: set[int] = set()
+        self.asked = 0.0
+        self.news: dict[Any, int] = {}  # a runner's news ref -> its slot key
+
+    def run(self) -> None:
+        try:
+            self.fill()
+            while self.inflight or self.waiting:
+                self.collect(POLL_S)
+                self.fill()
+                if self.driver.stop_requested():
                     break
         except KeyboardInterrupt:
-            self._stop(ray, channel, inflight, seen, waiting, collect)
+            self.stop()
             raise
-        if inflight or waiting:
-            self._stop(ray, channel, inflight, seen, waiting, collect)
+        if self.inflight or self.waiting:
+            self.stop()
 
-    def _stop(self, ray: Any, channel: Any, inflight: dict[Any, int], seen: set[int], waiting: list[int],
-              collect: Any) -> None:
-        """Cancel what has not started, ask the rest to stop, and wait a while for their traces."""
-        waiting.clear()
+    def shape_of(self, k: int) -> Any:
+        config = self.runs[k].config
+
+        def shape_on(node_cpus: float) -> Shape:
+            asked = demand(config, node_cpus, self.has_gpus)
+            return asked["num_cpus"], asked["num_gpus"]
+        return shape_on
+
+    def fill(self) -> None:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        while self.waiting:
+            k = self.waiting[0]
+            shape_on = self.shape_of(k)
+            if not self.pool.feasible(shape_on):
+                self.waiting.popleft()
+                gpus = shape_on(float("inf"))[1]
+                now = time.time()
+                said = f"needs {gpus:g} GPUs and no node of the cluster has " + \
+                    ("that many" if self.most_gpus else "any")
+                self.finish(k, CellOutcome(FAILED, said, "", now, now))
+                continue
+            placement = self.pool.place(shape_on)
+            if placement is None:
+                return
+            self.waiting.popleft()
+            for slot in placement.end:
+                self.end_runner(slot)
+            slot = self.pool.take(placement, k)
+            if slot.key not in self.handles:
+                # No cores asked of Ray: the pool counts them per run (a runner outlives its run).
+                self.handles[slot.key] = self.runner_class.options(
+                    num_cpus=0, num_gpus=slot.gpus, max_concurrency=2,
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(slot.node, soft=False)).remote()
+            cell = self.runs[k]
+            ref = self.handles[slot.key].run.remote(
+                k, cell.config.to_dict(), cell.spec.fault, self.keep_proofs, int(placement.shape[1]),
+                cell.label, str(self.driver.folder), self.token)
+            self.inflight[ref] = slot
+
+    def finish(self, k: int, outcome: CellOutcome, slot: Slot | None = None) -> None:
+        self.ended.add(k)
+        if k not in self.seen and outcome.host:
+            self.driver.started(k, outcome.host, outcome.gpus, outcome.node)
+        self.driver.finished(k, outcome)
+        if slot is not None:
+            if outcome.status == FAILED:  # a run that failed may leave its process unfit: a fresh one next
+                self.end_runner(slot)
+            else:
+                self.pool.release(slot)
+
+    def ask(self) -> None:
+        """Take the news that came back, and ask every busy runner not yet asked. Never waits:
+        a runner still starting answers only once started."""
+        self.asked = time.monotonic()
+        self.take_news(0.0)
+        asked = set(self.news.values())
+        for slot in self.inflight.values():
+            if slot.key in self.handles and slot.key not in asked:
+                self.news[self.handles[slot.key].news.remote()] = slot.key
+
+    def take_news(self, timeout: float) -> None:
+        if not self.news:
+            return
+        ready, _ = self.ray.wait(list(self.news), num_returns=len(self.news), timeout=timeout)
+        for ref in ready:
+            self.news.pop(ref)
+            try:
+                news = self.ray.get(ref)
+            except self.ray.exceptions.RayError:  # the runner died: its run's outcome says how
+                continue
+            if news is None or news[0] in self.ended:
+                continue
+            k, host, gpus, node, done, total = news
+            if k not in self.seen:
+                self.seen.add(k)
+                self.driver.started(k, host, gpus, node)
+            self.driver.progress(k, done, total)
+
+    def collect(self, timeout: float) -> None:
+        if not self.inflight:
+            return
+        ready, _ = self.ray.wait(list(self.inflight), num_returns=1, timeout=timeout)
+        if not ready and time.monotonic() - self.asked >= NEWS_S:
+            self.ask()
+        for ref in ready:
+            slot = self.inflight.pop(ref)
+            assert slot.run is not None
+            self.finish(slot.run, _outcome(self.ray, ref), slot)
+
+    def stop(self) -> None:
+        """End the runners whose run has not begun, ask the rest to stop, and wait a while for
+        their traces."""
+        self.waiting.clear()
         try:
-            for ref in [r for r, k in inflight.items() if k not in seen]:
-                ray.cancel(ref)
-                inflight.pop(ref)
-            ray.get(channel.stop.remote())
-            deadline = time.monotonic() + self.stop_grace_s
-            while inflight and time.monotonic() < deadline:
-                collect(POLL_S)
+            self.news.clear()
+            self.ask()  # which runs have begun: a runner still starting has not begun its run
+            self.take_news(NEWS_WAIT_S)
+            for ref, slot in list(self.inflight.items()):
+                if slot.run not in self.seen:
+                    self.inflight.pop(ref)
+                    self.end_runner(slot)
+                else:
+                    self.handles[slot.key].stop.remote()
+            deadline = time.monotonic() + self.executor.stop_grace_s
+            while self.inflight and time.monotonic() < deadline:
+                self.collect(POLL_S)
         except KeyboardInterrupt:  # a second Ctrl-C: stop waiting for the stopped runs
             pass
-        for ref in inflight:
-            ray.cancel(ref, force=True)
-        inflight.clear()
+        for slot in list(self.inflight.values()):
+            self.end_runner(slot)
+        self.inflight.clear()
+
+    def end_runner(self, slot: Slot) -> None:
+        self.pool.drop(slot)
+        handle = self.handles.pop(slot.key, None)
+        if handle is not None:
+            self.ray.kill(handle)
+
+    def end_all(self) -> None:
+        for slot in list(self.pool.slots):
+            self.end_runner(slot)
 
 
 def _outcome(ray: Any, ref: Any) -> CellOutcome:
-    """A task's outcome; a task that died or was cancelled still gets one, saying how."""
+    """A run's outcome; a run whose runner died or was ended still gets one, saying how."""
     now = time.time()
     try:
         outcome: CellOutcome = ray.get(ref)

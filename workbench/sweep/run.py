@@ -92,6 +92,8 @@ class Driver:
             entry.start, entry.wall_s = outcome.start, outcome.wall_s
         entry.end = outcome.end
         entry.partitions_done, entry.notices = outcome.partitions_done, list(outcome.notices)
+        entry.cpu_s = outcome.cpu_s
+        entry.trace, entry.proofs = outcome.trace_file, outcome.proofs_file  # written there by the run
         if outcome.trace is not None:
             entry.trace = output.write_bytes(self.folder / f"{entry.label}.wbtrace", outcome.trace).name
         if outcome.proofs is not None:

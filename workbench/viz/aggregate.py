@@ -82,7 +82,8 @@ def overview(bars: Bars, budget: int) -> Overview:
             partition=np.full(n, -1, dtype=np.int64), worker=np.full(n, -1, dtype=np.int64),
             duration_ms=total[used] * 1e3, detail=np.array(detail, dtype=object),
             alpha=np.clip(total[used] / bin_s, MIN_ALPHA, 1.0),
-            kind=kinds[dominant], color=colors[dominant],
+            kind=kinds[dominant], color=colors[dominant], role=np.full(n, "", dtype=object),
+            family=np.full(n, "work", dtype=object), bytes=np.zeros(n),
         ))
     return Overview(Bars.concat(out), bin_s, len(bars))
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from workbench.model import tracks as tr
-from workbench.model.roles import role_of, trace_rules
+from workbench.model.roles import WAIT_ROLES, role_of, trace_rules
 from workbench.trace.container import Trace
 from workbench.viz.lanes import HoldIndex, base_lane, nesting_depth, phase_of, readable, worker_gpus
 from workbench.viz.palette import Kinds
@@ -46,6 +46,9 @@ class Bars:
     alpha: np.ndarray  # 1 for a span; an aggregated bar's share of its bin that was busy
     kind: np.ndarray  # str: the legend entry it is drawn under (see palette.Kinds)
     color: np.ndarray  # str
+    role: np.ndarray  # str: the span's role (model/roles.py); "" for an aggregated bin
+    family: np.ndarray  # str: "wait", "copy" or "work", what a range's statistics add up
+    bytes: np.ndarray  # float: bytes moved (copies), 0 otherwise
 
     def __len__(self) -> int:
         return len(self.left)
@@ -58,7 +61,8 @@ class Bars:
         text = np.array([], dtype=object)
         number = np.array([], dtype=np.float64)
         whole = np.array([], dtype=np.int64)
-        return cls(text, text, number, number, whole, whole, whole, number, text, number, text, text)
+        return cls(text, text, number, number, whole, whole, whole, number, text, number, text, text, text,
+                   text, number)
 
     @classmethod
     def concat(cls, parts: list[Bars]) -> Bars:
@@ -150,6 +154,8 @@ class BarBuilder:
             self.kinds.rank(totals)
         else:
             self.relabelled = self.kinds.rerank(totals)
+        combo_family = [family_of(role, phase_names[combo_phase[c]])
+                        for c, (role, _) in enumerate(combo_role)]
         combo_kind = [self.kinds.kind(phase_names[combo_phase[c]], role, own)
                       for c, (role, own) in enumerate(combo_role)]
         kind = np.array(combo_kind, dtype=object)[inverse]
@@ -181,12 +187,16 @@ class BarBuilder:
         long_names = [i for i, n in enumerate(text) if len(n) > len(readable(n))]
         for i in np.flatnonzero(np.isin(name_ids, long_names)).tolist():
             detail[i] = f"{text[name_ids[i]]}; {detail[i]}" if detail[i] else text[name_ids[i]]
+        moved = np.array([_bytes_of(a) for a in attrs], dtype=np.float64)
+        family = np.array(combo_family, dtype=object)[inverse]
+        family[moved > 0] = "copy"
         return Bars(
             lane=lane, phase=phase,
             left=(start - self.origin_ns) / 1e9, right=(end - self.origin_ns) / 1e9,
             depth=depth.astype(np.int64), partition=partition.astype(np.int64),
             worker=worker.astype(np.int64), duration_ms=duration / 1e6, detail=detail,
             alpha=np.ones(len(index)), kind=kind, color=color,
+            role=np.array([r for r, _ in combo_role], dtype=object)[inverse], family=family, bytes=moved,
         )
 
     def _describe(self, attrs: dict[str, Any] | None, duration_ns: int) -> str:
@@ -220,6 +230,19 @@ class BarBuilder:
                 self.holds.opened(int(worker[i]), int(end[i]))
             elif name == "hold":
                 self.holds.closed(int(worker[i]), int(start[i]), int(end[i]))
+
+
+def family_of(role: str, phase: str) -> str:
+    """Waiting (for a lock, a barrier, a condition, the GPU), copying, or working: the pipeline's
+    own barrier_wait phase is its consumer's role but a wait all the same."""
+    if role in (*WAIT_ROLES, "sync") or phase.startswith(("barrier_wait", "mutex_wait")):
+        return "wait"
+    return "copy" if role == "copy" else "work"
+
+
+def _bytes_of(attrs: dict[str, Any] | None) -> float:
+    value = (attrs or {}).get("bytes")
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
 def factorize(values: np.ndarray) -> tuple[list[Any], np.ndarray]:

@@ -17,8 +17,9 @@ from bokeh.models.widgets import Div
 from workbench.analysis.summary import RunSummary, summarize
 from workbench.trace.container import Trace
 from workbench.viz.bars import run_start_of
-from workbench.viz.gantt import DEFAULT_MAX_BARS, gantt_figure
+from workbench.viz.gantt import DEFAULT_MAX_BARS
 from workbench.viz.tables import CSS, side_by_side, summary_html, table
+from workbench.viz.timeline import gantt_figure
 
 
 def phase_deltas(a: RunSummary, b: RunSummary) -> str:

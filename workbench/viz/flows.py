@@ -24,7 +24,7 @@ from workbench.viz.bars import Bars
 from workbench.viz.lanes import base_lane
 
 MAX_ARROWS = 2_000
-COLUMNS = ("x0", "y0", "x1", "y1", "kind", "label")
+COLUMNS = ("x0", "y0", "x1", "y1", "kind", "label", "lane0", "lane1")  # lanes: to follow a relayout
 
 
 def flow_segments(
@@ -37,26 +37,29 @@ def flow_segments(
     for h in handoffs(trace)[:MAX_ARROWS]:
         a, b = bars.lane[h.source], bars.lane[h.target]
         if a in lane_y and b in lane_y:
-            _add(out, float(bars.right[h.source]), lane_y[a], float(bars.left[h.target]), lane_y[b], h.kind,
-                 h.label)
+            _add(out, float(bars.right[h.source]), a, float(bars.left[h.target]), b, h.kind, h.label, lane_y)
     for steps in _recorded(trace, origin_ns, lane_y).values():
-        for (x0, y0, kind, label), (x1, y1, _, _) in pairwise(steps):
+        for (x0, lane0, kind, label), (x1, lane1, _, _) in pairwise(steps):
             if len(out["x0"]) >= 2 * MAX_ARROWS:
                 return out
-            _add(out, x0, y0, x1, y1, kind, label)
+            _add(out, x0, lane0, x1, lane1, kind, label, lane_y)
     return out
 
 
-def _add(out: dict[str, list[Any]], x0: float, y0: int, x1: float, y1: int, kind: str, label: str) -> None:
-    for column, value in zip(COLUMNS, (x0, y0, x1, y1, kind, label), strict=True):
+def _add(
+    out: dict[str, list[Any]], x0: float, lane0: str, x1: float, lane1: str, kind: str, label: str,
+    lane_y: Mapping[str, int],
+) -> None:
+    values = (x0, lane_y[lane0], x1, lane_y[lane1], kind, label, lane0, lane1)
+    for column, value in zip(COLUMNS, values, strict=True):
         out[column].append(value)
 
 
 def _recorded(
     trace: Trace, origin_ns: int, lane_y: Mapping[str, int],
-) -> dict[Any, list[tuple[float, int, str, str]]]:
+) -> dict[Any, list[tuple[float, str, str, str]]]:
     """A foreign trace's own flows: their steps in time order, keyed by flow id."""
-    flows: dict[Any, list[tuple[float, int, str, str]]] = defaultdict(list)
+    flows: dict[Any, list[tuple[float, str, str, str]]] = defaultdict(list)
     inst, text = trace.instants, trace.strings.values
     for i in np.flatnonzero([a is not None and "flow_id" in a for a in inst.attrs]).tolist():
         attrs = inst.attrs[i] or {}
@@ -69,7 +72,7 @@ def _recorded(
             continue
         key = (str(attrs.get("cat", "")), str(attrs["flow_id"]))
         at = (int(inst.ts_ns[i]) - origin_ns) / 1e9
-        flows[key].append((at, lane_y[lane], str(attrs.get("cat") or "flow"), text[inst.name[i]]))
+        flows[key].append((at, lane, str(attrs.get("cat") or "flow"), text[inst.name[i]]))
     for steps in flows.values():
         steps.sort(key=lambda s: s[0])
     return flows

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from bokeh.layouts import column
 from bokeh.models import (
     CDSView,
     ColumnDataSource,
@@ -31,19 +30,17 @@ from bokeh.models import (
     Quad,
     Range1d,
 )
-from bokeh.models.annotations import Legend, LegendItem
-from bokeh.models.layouts import LayoutDOM
+from bokeh.models.annotations import Arrow, Legend, LegendItem, VeeHead
 from bokeh.models.renderers import GlyphRenderer
 from bokeh.plotting import figure
 
 from workbench.trace.container import Trace
-from workbench.viz.aggregate import detail_window, overview
-from workbench.viz.bars import Bars, origin_of, trace_bars
-from workbench.viz.counters import counter_figures
+from workbench.viz.bars import Bars
 from workbench.viz.flows import COLUMNS as FLOW_COLUMNS
 from workbench.viz.flows import flow_segments
 from workbench.viz.lanes import lane_sort_key
 from workbench.viz.palette import PHASE_COLORS, SETUP, legend_order, phase_color
+from workbench.viz.scripts import script
 
 DEPTHS = 3  # deeper spans share the innermost level
 PHASE_KINDS = frozenset({*PHASE_COLORS, SETUP})  # the pipeline's own: never re-ranked
@@ -58,51 +55,18 @@ BAR_COLUMNS = (
     "left", "right", "top", "bottom", "color", "alpha", "phase", "kind", "lane", "partition", "worker",
     "duration_ms", "detail", "depth",
 )
+# What a static chart's details and range statistics read besides (interact.py); the live view
+# streams without them.
+ASKED_COLUMNS = ("role", "family", "bytes")
 TOOLTIPS = [
     ("phase", "@phase"), ("within", "@depth{parents}"), ("lane", "@lane"), ("partition", "@partition"),
     ("worker", "@worker"), ("start", "@left{0.0000} s"), ("duration", "@duration_ms{0.000} ms"),
     ("", "@detail"),
 ]
-# The spans around the hovered one: the bars of shallower depths on its lane that enclose it.
-PARENTS_JS = """
-const s = sources[value].data, i = special_vars.index;
-const lane = s.lane[i], left = s.left[i], right = s.right[i];
-const found = [];
-for (let d = value - 1; d >= 0; d--) {
-  const p = sources[d].data;
-  for (let j = 0; j < p.left.length; j++) {
-    if (p.lane[j] === lane && p.left[j] <= left && p.right[j] >= right) {
-      found.push(p.phase[j] + " (" + Number(p.duration_ms[j]).toFixed(3) + " ms)");
-      break;
-    }
-  }
-}
-return found.length ? found.reverse().join(" \u203a ") : "nothing (outermost)";
-"""
-# The bars of the kinds whose legend entry is not hidden (all of them, null, while none is).
-SHOWN_KINDS_JS = """
-const hidden = new Set();
-for (const item of legend.items)
-  if (item.renderers.some(r => !r.visible))
-    for (const label of item.get_labels_list_from_label_prop()) hidden.add(label);
-if (hidden.size === 0) return null;
-const kind = source.data.kind ?? [];
-const shown = [];
-for (let i = 0; i < kind.length; i++) if (!hidden.has(kind[i])) shown.push(i);
-return shown;
-"""
-# One tooltip, not one per depth: a bar's tooltip gives way to a deeper bar under the pointer.
-INNERMOST_JS = """
-const d = sources.indexOf(cb_data.data_source);
-const lane = cb_data.row.lane, x = cb_data.vars.x;
-for (let k = d + 1; k >= 1 && k < sources.length; k++) {
-  const p = sources[k].data;
-  for (let j = 0; j < p.left.length; j++) {
-    if (p.lane[j] === lane && p.left[j] <= x && x <= p.right[j]) return false;
-  }
-}
-return true;
-"""
+
+
+def _js(name: str) -> str:
+    return script(name, shared=False)
 
 
 def wire(columns: dict[str, Any]) -> dict[str, Any]:
@@ -121,18 +85,20 @@ def source_name(prefix: str, depth: int) -> str:
 class GanttView:
     def __init__(
         self, lanes: list[str] | None = None, title: str = "", x_range: Any = None,
-        name: str = "gantt", width: int | None = None, kinds: Sequence[str] = (),
+        name: str = "gantt", width: int | None = None, kinds: Sequence[str] = (), asked: bool = False,
     ) -> None:
         """`kinds`: those expected (a live run's phases), whose renderers are made now, before
-        the run, rather than while it streams."""
+        the run, rather than while it streams. `asked`: the bars carry what interrogating them
+        needs (ASKED_COLUMNS)."""
         self.name = name
+        self._columns = BAR_COLUMNS + (ASKED_COLUMNS if asked else ())
         self.lanes: list[str] = []
         self._lane_index: dict[str, int] = {}
         self._busy: dict[str, float] = {}  # time per kind seen so far: the legend's order
         self._swatches: dict[str, Any] = {}
         self._items: dict[str, LegendItem] = {}
         self.sources = [
-            ColumnDataSource({c: [] for c in BAR_COLUMNS}, name=source_name(name, d))
+            ColumnDataSource({c: [] for c in self._columns}, name=source_name(name, d))
             for d in range(DEPTHS)
         ]
         options: dict[str, Any] = {"width": width} if width else {"sizing_mode": "stretch_width"}
@@ -151,23 +117,36 @@ class GanttView:
                              click_policy="hide", name=f"{name}_legend", stylesheets=[self._legend_css],
                              **legend_style)
         fig.add_layout(self.legend, "right")
-        self._kind_filter = CustomJSFilter(args={"legend": self.legend}, code=SHOWN_KINDS_JS)
+        self._kind_filter = CustomJSFilter(args={"legend": self.legend}, code=_js("shown_kinds"))
+        # A selected bar (a click, a box) is outlined; the others stay as they were.
+        looks: dict[str, Any] = {
+            "selection_fill_color": "color", "selection_fill_alpha": "alpha",
+            "selection_line_color": "#000000", "selection_line_width": 1.5,
+            "nonselection_fill_color": "color", "nonselection_fill_alpha": "alpha",
+            "nonselection_line_color": None}
         bars: list[Any] = [
             fig.quad(left="left", right="right", top="top", bottom="bottom", source=source,
                      view=CDSView(filter=self._kind_filter), fill_color="color", fill_alpha="alpha",
-                     line_color=None, name=f"{name}|bars|{d}")
+                     line_color=None, name=f"{name}|bars|{d}", **looks)
             for d, source in enumerate(self.sources)
         ]
+        self.bar_renderers = bars
         self.hover = HoverTool(
             renderers=bars, tooltips=TOOLTIPS, name=f"{name}_span_hover",
-            formatters={"@depth": CustomJSHover(args={"sources": self.sources}, code=PARENTS_JS)},
-            filters={"@depth": CustomJS(args={"sources": self.sources}, code=INNERMOST_JS)},
+            formatters={"@depth": CustomJSHover(args={"sources": self.sources}, code=_js("parents"))},
+            filters={"@depth": CustomJS(args={"sources": self.sources}, code=_js("innermost"))},
         )
         fig.add_tools(self.hover)
         # Hand-offs and recorded flows, thin and under the hover of the bars they join.
         self.flow_source = ColumnDataSource({c: [] for c in FLOW_COLUMNS}, name=f"{name}_flows")
         arrows = fig.segment(x0="x0", y0="y0", x1="x1", y1="y1", source=self.flow_source,
-                             line_color="#555555", line_alpha=0.55, line_width=1)
+                             line_color="#555555", line_alpha=0.55, line_width=1, name=f"{name}|flows")
+        # Heads only (the segment above is the body, and carries the hover).
+        head = VeeHead(size=6, fill_color="#555555", line_color=None, fill_alpha=0.7)
+        heads = Arrow(x_start="x0", y_start="y0", x_end="x1", y_end="y1", source=self.flow_source, end=head)
+        heads.update(line_alpha=0.0)
+        fig.add_layout(heads)
+        self.flow_renderers: list[Any] = [arrows, heads]
         fig.add_tools(HoverTool(renderers=[arrows], tooltips=[("flow", "@kind"), ("", "@label")],
                                 name=f"{name}_flow_hover"))
         self.figure = fig
@@ -207,10 +186,11 @@ class GanttView:
         y = np.array([self._lane_index[lane] for lane in bars.lane.tolist()], dtype=np.float64)
         level = np.minimum(bars.depth, DEPTHS - 1)
         half = np.asarray(HALF_HEIGHT)[level]
-        out = []
+        out: list[dict[str, Any]] = []
         for d in range(DEPTHS):
             m = level == d
-            out.append({
+            out.append({c: getattr(bars, c)[m] for c in self._columns[len(BAR_COLUMNS):]})
+            out[-1].update({
                 "left": bars.left[m], "right": bars.right[m], "top": y[m] - half[m],
                 "bottom": y[m] + half[m], "color": bars.color[m], "alpha": bars.alpha[m],
                 "phase": bars.phase[m], "kind": bars.kind[m], "lane": bars.lane[m],
@@ -328,45 +308,10 @@ class GanttView:
             self._lay_out_legend()
         return count
 
+    def fill(self, bars: Bars) -> None:
+        """Replace the bars drawn and nothing else (a detail view following its range)."""
+        for source, data in zip(self.sources, self.columns(bars), strict=True):
+            source.data = data
+
     def bar_count(self) -> int:
         return sum(len(s.data["left"]) for s in self.sources)
-
-
-def gantt_figure(
-    trace: Trace, max_bars: int = DEFAULT_MAX_BARS, title: str | None = None,
-    origin_ns: int | None = None, x_range: Any = None, name: str = "gantt", bars: Bars | None = None,
-    label: str = "",
-) -> LayoutDOM:
-    """The Gantt of a whole trace (with its counter lanes when it has any).
-
-    `bars`, when given, must have been built with the same origin. Beyond `max_bars` spans
-    the chart becomes an aggregated overview of the whole run plus a span-by-span detail
-    window of its first stretch; titles say so, nothing is left out.
-    """
-    origin = origin_of(trace) if origin_ns is None else origin_ns
-    if bars is None:
-        bars = trace_bars(trace, origin)
-    lanes = sorted(set(bars.lane.tolist()), key=lane_sort_key)
-    heading = title or "Gantt: one lane per thread role, coloured by kind"
-    if label and not title:
-        heading = f"{label}: {heading}"
-    parts: list[Any] = []
-    if len(bars) <= max_bars:
-        view = GanttView(lanes, f"{heading} ({len(bars):,} spans)", x_range=x_range, name=name)
-        view.set(bars)
-        view.set_flows(trace, bars, origin)
-        parts.append(view.figure)
-    else:
-        summary = overview(bars, max_bars // 2)
-        view = GanttView(lanes, x_range=x_range, name=f"{name}_overview", title=(
-            f"{heading}: overview of all {len(bars):,} spans in {summary.bin_s * 1e3:.1f} ms bins "
-            "(colour: busiest phase; opacity: how busy; hover for counts)"))
-        view.set(summary.bars)
-        detail_bars, cut = detail_window(bars, max_bars // 2)
-        detail = GanttView(lanes, name=name, title=(
-            f"detail: the {len(detail_bars):,} spans starting in the first {cut:.3f} s "
-            f"(zoom the overview for the rest)"))
-        detail.set(detail_bars)
-        parts += [view.figure, detail.figure]
-    parts += counter_figures(trace, origin, parts[0].x_range)
-    return column(*parts, sizing_mode="stretch_width")

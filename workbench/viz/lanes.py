@@ -144,7 +144,37 @@ def lane_sort_key(lane: str) -> tuple[int, int, int, int, int, str]:
         return (2, gpu, 1, number, 0, lane)
     if (worker := _worker_key(lane)) is not None:
         return (2, 0, 0, *worker, "")
+    if (thread := _thread_of(lane)) is not None:  # a thread's own lane, then its CUDA and OS calls
+        return (3, 0, 0, 0, 0, f"{thread} {lane.count('/')} {lane}")
     return (4, 0, 0, 0, 0, lane)
+
+
+def _thread_of(lane: str) -> str | None:
+    """The host thread a foreign lane belongs to: its own track, or the caller of its CUDA or
+    OS calls (lanes of foreign spans are their track names)."""
+    t = tr.parse(lane)
+    if t.kind == tr.THREAD:
+        return lane
+    if t.kind in (tr.CUDA_API, tr.OS_API) and tr.parse(t.name).kind == tr.THREAD:
+        return t.name
+    return None
+
+
+def lane_group(lane: str) -> str:
+    """The group a lane collapses with: a GPU worker's four lanes, a GPU's device lanes, a host
+    thread with its CUDA and OS calls, the synthesis threads, the locks."""
+    parts = lane.split(" ")
+    if parts[0] == "synth":
+        return "synthesis"
+    if parts[0].startswith("gpu") and parts[0][3:].isdigit() and len(parts) >= 2:
+        return " ".join(parts[:3]) if parts[1] == "worker" else parts[0]
+    if parts[0] == "worker" and len(parts) >= 2:
+        return " ".join(parts[:2])
+    if (thread := _thread_of(lane)) is not None:
+        return thread.replace("/", " ")
+    if tr.parse(lane).kind == tr.LOCK:
+        return "locks"
+    return lane
 
 
 def expected_lanes(synth_threads: int, workers: int, gpu_workers: int | None = None) -> list[str]:

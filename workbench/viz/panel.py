@@ -23,7 +23,6 @@ from workbench.viz.compare import compare_figure, summaries_html
 from workbench.viz.deps import require
 from workbench.viz.fallback import fallback_html
 from workbench.viz.findings import diagnose, verdict_html
-from workbench.viz.gantt import gantt_figure
 from workbench.viz.knobs import Knobs
 from workbench.viz.lanes import expected_lanes
 from workbench.viz.live import LiveView, Poller, SummaryPacer, running_summary_html
@@ -31,6 +30,7 @@ from workbench.viz.progress import ProgressBar, final_figures, live_figures, sta
 from workbench.viz.report import render_report
 from workbench.viz.runner import BackgroundRun, RunRecord
 from workbench.viz.tables import CSS, summary_html
+from workbench.viz.timeline import gantt_figure
 
 widgets = require("ipywidgets")
 bokeh_widget = require("jupyter_bokeh")

@@ -15,17 +15,20 @@ from bokeh.embed import components
 from bokeh.layouts import column
 from bokeh.resources import Resources
 
+from workbench.analysis import verdict as analysis_verdict
 from workbench.analysis.role_summary import is_pipeline, role_summary
 from workbench.analysis.summary import summarize
 from workbench.trace.container import Trace
 from workbench.viz.bars import trace_bars
 from workbench.viz.distributions import distribution_figure
-from workbench.viz.findings import diagnose, verdict_html
-from workbench.viz.gantt import DEFAULT_MAX_BARS, gantt_figure
+from workbench.viz.findings import verdict_html, view_of
+from workbench.viz.gantt import DEFAULT_MAX_BARS
 from workbench.viz.tables import CSS, config_table, role_summary_html, summary_html
+from workbench.viz.timeline import gantt_figure
 
-# The charts use only Bokeh's core (no widgets, tables, WebGL or LaTeX): a third of the bytes.
-RESOURCES = Resources(mode="inline", components=["bokeh"])
+# Bokeh's core and its widgets (the Gantt's search, toggles and panels); no tables, WebGL or
+# LaTeX, which would more than double the bytes.
+RESOURCES = Resources(mode="inline", components=["bokeh", "bokeh-widgets"])
 
 SKIPPED = "<p class='wb-note'><em>verdict left out of this report (asked for without it)</em></p>"
 
@@ -88,7 +91,8 @@ def render_report(
         tables = role_summary_html(roles)
     bars = trace_bars(trace)
     name = title or str(meta.get("label") or heading)
-    layout = column(gantt_figure(trace, max_bars=max_bars, bars=bars, label=name),
+    found = analysis_verdict.diagnose(trace) if verdict else None
+    layout = column(gantt_figure(trace, max_bars=max_bars, bars=bars, label=name, verdict=found),
                     distribution_figure(trace, bars, label=name),
                     sizing_mode="stretch_width")
     script, div = components(layout)
@@ -100,7 +104,7 @@ def render_report(
         emulated = ("<p class='wb-note'>Memory modes were emulated on the CPU backend: copies are "
                     "host memcpys, no PCIe link is involved, so copy bandwidths are not a link's.</p>")
     return html_page(heading, facts, BODY.format(
-        verdict=verdict_html(diagnose(trace)) if verdict else SKIPPED,
+        verdict=verdict_html(view_of(found, trace)) if verdict else SKIPPED,
         config=config_table(trace.config, meta),
         summary=tables, emulated=emulated, plots_div=div, plots_script=script,
     ))

@@ -1,9 +1,9 @@
 """The compiled host code of synthesis and witness preparation (synthesis.c), through ctypes.
 
-The library is built on first use with the system C compiler, for this machine's CPU, into a
-cache named after the source's hash, so an edit rebuilds it and concurrent processes share one
-build. ctypes releases the interpreter lock during each call, so synthesis threads run the
-compiled loops truly in parallel.
+The library is built on first use with the system C compiler, for this machine's CPU, and
+cached (workbench/compiled.py: an edit rebuilds it, concurrent processes share one build).
+ctypes releases the interpreter lock during each call, so synthesis threads run the compiled
+loops truly in parallel.
 
 Without a compiler (or with WORKBENCH_NATIVE=0) `library()` returns None and callers use the
 numpy code, which computes the same bytes. WORKBENCH_NATIVE_LIB names a library built
@@ -13,14 +13,12 @@ elsewhere, for machines without a compiler.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
-import platform
-import shutil
 import subprocess
-import tempfile
 import threading
 from pathlib import Path
+
+from workbench import compiled
 
 __all__ = ["NativeUnavailable", "library", "status"]
 
@@ -36,53 +34,17 @@ class NativeUnavailable(RuntimeError):
     """The compiled code was asked for explicitly and could not be built or loaded."""
 
 
-def _cache_dir() -> Path:
-    root = os.environ.get("WORKBENCH_CACHE") or os.environ.get("XDG_CACHE_HOME")
-    return Path(root or Path.home() / ".cache") / "workbench"
-
-
 def _build() -> Path:
     explicit = os.environ.get("WORKBENCH_NATIVE_LIB")
     if explicit:
         if not Path(explicit).is_file():
             raise NativeUnavailable(f"WORKBENCH_NATIVE_LIB={explicit} is not a file")
         return Path(explicit)
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if not compiler:
-        raise NativeUnavailable("no C compiler (cc or gcc) on PATH")
-    source = SOURCE.read_bytes()
-    # -march=native: a build is only good for this kind of CPU (a cache in a shared home
-    # directory must not hand it to an older one).
-    key = source + " ".join(FLAGS).encode() + compiler.encode() + _cpu_fingerprint()
-    digest = hashlib.sha256(key).hexdigest()[:16]
-    target = _cache_dir() / f"synthesis-{digest}.so"
-    if target.is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # Built beside the target and renamed: processes starting together never load half a file.
-    fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
-    os.close(fd)
     try:
-        done = subprocess.run([compiler, *FLAGS, "-o", tmp, str(SOURCE)],
-                              capture_output=True, text=True, timeout=120)
-        if done.returncode != 0:
-            raise NativeUnavailable(f"{compiler} failed on {SOURCE.name}: {done.stderr.strip()[:500]}")
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return target
-
-
-def _cpu_fingerprint() -> bytes:
-    """The first processor's model and feature flags, or the machine name where /proc has none."""
-    try:
-        text = Path("/proc/cpuinfo").read_text(errors="replace")
-    except OSError:
-        return platform.machine().encode()
-    first = text.split("\n\n", 1)[0]
-    wanted = [line for line in first.splitlines() if line.split(":")[0].strip() in ("model name", "flags")]
-    return "\n".join(wanted).encode() or platform.machine().encode()
+        # -march=native: a build is only good for this kind of CPU.
+        return compiled.build("synthesis", [SOURCE], FLAGS, native_cpu=True)
+    except compiled.BuildError as err:
+        raise NativeUnavailable(str(err)) from None
 
 
 def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:

@@ -1,0 +1,208 @@
+"""`workbench record` on a C++ program of ours (tests/programs/locks.cpp): two threads on a
+std::mutex, a condition-variable barrier and NVTX ranges. Every expected value comes from
+what the program prints of itself, never from the recorder's own counts."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from itertools import pairwise
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from workbench import cli
+from workbench.attach.build import nvtx_include
+from workbench.model import roles as rl
+from workbench.trace import journal_read, store
+
+PROGRAM = Path(__file__).parent / "programs" / "locks.cpp"
+ROOT = Path(__file__).parent.parent
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    compiler = shutil.which("g++")
+    if compiler is None:
+        pytest.skip("no C++ compiler (g++)")
+    exe = tmp_path_factory.mktemp("programs") / "locks"
+    include = nvtx_include()
+    nvtx = ["-DWB_NVTX", f"-I{include}"] if include else []
+    subprocess.run([compiler, "-O1", "-std=c++17", "-pthread", *nvtx, "-o", str(exe), str(PROGRAM), "-ldl"],
+                   check=True, timeout=120)
+    return exe
+
+
+def record(capfd: pytest.CaptureFixture[str], trace: Path, *argv: str) -> tuple[int, dict[str, str]]:
+    code = cli.main(["record", "-o", str(trace), "--no-cuda", "--", *argv])
+    out = capfd.readouterr().out
+    said: dict[str, str] = {}
+    for line in out.splitlines():
+        for word in line.split():
+            if "=" in word:
+                key, value = word.split("=", 1)
+                said[key] = value
+    return code, said
+
+
+def spans_on(trace, track: str, name: str) -> list[tuple[int, int, dict]]:
+    mask = trace.span_mask(track=track, name=name)
+    found = [(int(trace.spans.start_ns[i]), int(trace.spans.end_ns[i]), trace.spans.attrs[i] or {})
+             for i in np.flatnonzero(mask)]
+    return sorted(found, key=lambda s: s[0])
+
+
+def test_two_threads_a_mutex_a_barrier_and_ranges(program: Path, tmp_path: Path,
+                                                  capfd: pytest.CaptureFixture[str]) -> None:
+    rounds = 15
+    code, said = record(capfd, tmp_path / "t.wbtrace", str(program), str(rounds))
+    assert code == 0
+    trace = store.load(tmp_path / "t.wbtrace")
+    gpu, barrier = f"lock/{said['gpu_mutex']}", f"lock/{said['barrier_mutex']}"
+    tid = {int(said["tid0"]): "0", int(said["tid1"]): "1"}
+
+    holds = spans_on(trace, gpu, "hold")
+    waits = spans_on(trace, gpu, "wait")
+    assert len(holds) == len(said["order"]) == int(said["gpu_locks0"]) + int(said["gpu_locks1"]) == 2 * rounds
+    assert len(waits) == len(holds)
+    assert all(a[1] <= b[0] for a, b in pairwise(holds)), "holds of one lock overlap"
+    owners = [tid[h[2]["thread"]] for h in holds]
+    assert "".join(owners) == said["order"]
+    for before, hold in pairwise(holds):
+        expected = before[2]["thread"] if before[2]["thread"] != hold[2]["thread"] else None
+        assert hold[2].get("from") == expected
+    # each wait ends as its hold begins
+    for wait, hold in zip(sorted(waits, key=lambda w: w[1]), holds, strict=True):
+        assert wait[1] == hold[0] and wait[2]["thread"] == hold[2]["thread"]
+
+    calls, cond_waits = int(said["barrier_calls"]), int(said["cond_waits"])
+    barrier_holds = spans_on(trace, barrier, "hold")
+    assert len(spans_on(trace, barrier, "wait")) == calls
+    assert len(barrier_holds) == calls + cond_waits  # a condition wait ends one hold and starts another
+    assert all(a[1] <= b[0] for a, b in pairwise(barrier_holds))
+    conds = [trace.span(int(i)) for i in np.flatnonzero(trace.span_mask(name="pthread_cond_wait"))]
+    assert len(conds) == cond_waits and all(c.attrs["mutex"] == barrier for c in conds)
+
+    codes = rl.span_roles(trace)
+    counts = rl.role_counts(trace, codes)
+    assert counts["lock_hold"] == 2 * rounds + calls + cond_waits and counts["cond_wait"] == cond_waits
+    if said.get("nvtx") == "1":
+        for t in tid:
+            rounds_of = spans_on(trace, f"thread/{t}", "round")
+            work = spans_on(trace, f"thread/{t}", "work")
+            assert len(rounds_of) == len(work) == rounds
+            mine = [h for h in holds if h[2]["thread"] == t]
+            for w, r, h in zip(work, rounds_of, mine, strict=True):  # nested: round > hold > work
+                assert r[0] <= h[0] <= w[0] <= w[1] <= h[1] <= r[1]
+                assert w[2]["depth"] == r[2]["depth"] + 1
+        rules = rl.trace_rules(trace)
+        assert rl.lock_identity(gpu, "hold", rules) == "gpu0 mutex"
+        assert trace.meta["record"]["features"] == ["locks", "nvtx"]
+
+    from workbench.analysis.lock_waits import lock_waits
+    from workbench.analysis.verdict import diagnose
+
+    waited = lock_waits(trace)
+    assert waited is not None and {g.key for g in waited.locks} >= {"pthread_cond_wait"}
+    verdict = diagnose(trace)
+    assert "imported from workbench record" in verdict.notes
+
+
+def test_exit_code_passes_through(program: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    code, said = record(capfd, tmp_path / "t.wbtrace", str(program), "2", "exit:7")
+    assert code == 7
+    trace = store.load(tmp_path / "t.wbtrace")
+    assert trace.meta["record"]["exit_code"] == 7 and trace.meta["outcome"] == "exited with 7"
+    assert len(spans_on(trace, f"lock/{said['gpu_mutex']}", "hold")) == 4
+
+
+def test_a_crash_keeps_what_was_recorded(program: Path, tmp_path: Path,
+                                         capfd: pytest.CaptureFixture[str]) -> None:
+    code, said = record(capfd, tmp_path / "t.wbtrace", str(program), "10", "abort")
+    assert code == 128 + signal.SIGABRT
+    trace = store.load(tmp_path / "t.wbtrace")
+    assert trace.meta["outcome"] == "killed by SIGABRT"
+    holds = [trace.span(int(i)) for i in np.flatnonzero(rl.role_mask(trace, "lock_hold"))]
+    # The program's gpu mutex (the one its workers took crash_after times) died held.
+    by_lock: dict[str, list] = {}
+    for h in holds:
+        by_lock.setdefault(h.track, []).append(h)
+    gpu = [spans for spans in by_lock.values() if len(spans) == int(said["crash_after"])]
+    assert gpu, f"no lock held {said['crash_after']} times: {[len(s) for s in by_lock.values()]}"
+    assert [h.attrs.get("unfinished", False) for h in sorted(gpu[0], key=lambda h: h.start_ns)][-1] is True
+
+
+def test_a_program_that_never_locks(program: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    code, _ = record(capfd, tmp_path / "t.wbtrace", str(program), "1", "nolock")
+    assert code == 0
+    trace = store.load(tmp_path / "t.wbtrace")
+    assert not rl.role_mask(trace, "lock_hold", "lock_wait", "cond_wait").any()
+    assert any("took no pthread mutex" in n for n in trace.meta["record"]["notes"])
+    from workbench.analysis.verdict import diagnose
+
+    assert diagnose(trace).headline
+
+
+def test_no_program_and_a_missing_program(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["record", "-o", str(tmp_path / "t.wbtrace"), "--no-cuda"]) == 2
+    assert cli.main(["record", "-o", str(tmp_path / "u.wbtrace"), "--no-cuda", "--",
+                     str(tmp_path / "nothing-here")]) == 2
+    err = capfd.readouterr().err
+    assert "no program given" in err and "cannot run" in err and "nothing-here" in err
+
+
+def _recorder(program: Path, trace: Path, *argv: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # Files, not pipes: a program left running by a killed recorder must not hold our reads open.
+    out = open(trace.with_suffix(".out"), "wb")  # noqa: SIM115 (closed with the process)
+    with out:
+        return subprocess.Popen([sys.executable, "-m", "workbench.cli", "record", "-o", str(trace),
+                                 "--no-cuda", "--", str(program), *argv], env=env, stdout=out, stderr=out)
+
+
+def _wait_for(path: Path, size: int = 0, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists() or path.stat().st_size <= size:
+        assert time.monotonic() < deadline, f"{path} never appeared (or grew past {size} bytes)"
+        time.sleep(0.02)
+
+
+def test_sigterm_is_passed_on_and_the_trace_saved(program: Path, tmp_path: Path) -> None:
+    trace = tmp_path / "t.wbtrace"
+    recorder = _recorder(program, trace, "1000000")
+    _wait_for(trace.with_name("t.wbtrace.wbjournal"), size=4096)  # records with spans in it
+    recorder.send_signal(signal.SIGTERM)
+    recorder.wait(timeout=30)
+    assert recorder.returncode == 128 + signal.SIGTERM, trace.with_suffix(".out").read_text()
+    saved = store.load(trace)
+    assert saved.meta["record"]["stopped_by"] == "SIGTERM"
+    assert saved.meta["outcome"] == "killed by SIGTERM"
+    assert rl.role_mask(saved, "lock_hold").sum() > 10
+
+
+def test_a_killed_recorder_leaves_a_journal(program: Path, tmp_path: Path) -> None:
+    trace = tmp_path / "t.wbtrace"
+    journal = trace.with_name("t.wbtrace.wbjournal")
+    recorder = _recorder(program, trace, "2000")
+    _wait_for(journal, size=4096)  # a flush with spans in it
+    recorder.kill()
+    recorder.wait(timeout=30)
+    recovered, recovery = journal_read.read(journal)
+    assert recovery.spans > 0
+    assert rl.role_mask(recovered, "lock_hold").any()
+
+
+def test_recorded_from_a_notebook_with_its_live_view(program: Path) -> None:
+    pytest.importorskip("bokeh")
+    from workbench.viz.recording import LiveRecording
+
+    recording = LiveRecording([str(program), "3"], cuda=False).start()
+    trace = recording.wait(timeout=60)
+    assert trace is not None and recording.exit_code == 0
+    holds = int(rl.role_mask(trace, "lock_hold").sum())
+    assert holds >= 6 and recording.live.stats.spans == len(trace.spans)  # every span reached the view

@@ -1,0 +1,104 @@
+"""What the Gantt's interrogation is built from, checked without a browser: a partition's story,
+the lane groups, the level-of-detail store and a notebook's re-query on range change."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("bokeh", reason="the notebook extra is not installed")
+
+from bokeh.models import ColumnDataSource
+
+from workbench.importers import load_any
+from workbench.viz.bars import origin_of, trace_bars
+from workbench.viz.lanes import lane_group, lane_sort_key
+from workbench.viz.levels import in_view, store_source
+from workbench.viz.story import stories
+from workbench.viz.timeline import gantt_figure
+
+DATA = Path(__file__).parent / "data"
+RUN = DATA / "whatif" / "w2.wbtrace"  # a recorded pipeline run: 8 partitions, 2 GPU workers
+NSYS = DATA / "nsys" / "pipit_perlmutter-cloverleaf-cuda.sqlite"
+
+
+def sources(layout) -> dict[str, ColumnDataSource]:
+    return {s.name: s for s in layout.select({"type": ColumnDataSource}) if s.name}
+
+
+def test_each_partitions_story_holds_all_its_spans_and_its_time_in_the_queue():
+    trace = load_any(RUN)
+    origin = origin_of(trace)
+    steps, notes = stories(trace, trace_bars(trace, origin), origin)
+    for p in sorted(set(trace.spans.partition.tolist()) - {-1}):
+        mine = sorted(s.duration_ns / 1e6 for s in trace.iter_spans() if s.partition == p)
+        told = [(step, ms) for q, step, ms in zip(steps["partition"], steps["step"], steps["duration_ms"],
+                                                  strict=True) if q == p]
+        assert sorted(ms for step, ms in told if step != "queue") == pytest.approx(mine)
+        assert [step for step, _ in told].count("queue") == 1
+        first = next(text for q, text in zip(notes["partition"], notes["text"], strict=True) if q == p)
+        extent = [s for s in trace.iter_spans() if s.partition == p]
+        total = (max(s.end_ns for s in extent) - min(s.start_ns for s in extent)) / 1e6
+        assert first.startswith(f"partition {p}: {total:.1f} ms from its first step to its last")
+
+
+def test_a_foreign_trace_gets_no_story_and_no_pipeline_words():
+    layout = gantt_figure(load_any(NSYS))
+    found = sources(layout)
+    assert not found["gantt_story"].data["partition"] and not found["gantt_notes"].data["text"]
+
+
+def test_lane_groups_keep_a_worker_a_gpu_and_a_thread_together():
+    lanes = ["os/thread/7", "gpu0 stream 7", "cuda/thread/7", "thread/9", "worker 1 prep", "worker 1",
+             "cuda/thread/9", "thread/7", "gpu0 copy", "synth 0"]
+    ordered = sorted(lanes, key=lane_sort_key)
+    groups = [lane_group(lane) for lane in ordered]
+    # Each group's lanes are next to each other, so it collapses as one block.
+    for g in groups:
+        assert groups[groups.index(g):groups.index(g) + groups.count(g)] == [g] * groups.count(g)
+    assert lane_group("cuda/thread/7") == lane_group("thread/7") == lane_group("os/thread/7") == "thread 7"
+    assert lane_group("worker 1 prep") == "worker 1" and lane_group("gpu0 copy") == "gpu0"
+    assert lane_group("gpu1 worker 2 mutex hold") == "gpu1 worker 2"
+
+
+def test_the_store_keeps_every_span_with_its_words_and_the_window_is_what_overlaps():
+    trace = load_any(NSYS)
+    bars = trace_bars(trace)
+    store, cut = store_source(bars, "g")
+    assert cut is None
+    names, data = store.tags[0], store.data
+    assert len(data["left"]) == len(trace.spans) and np.all(np.diff(data["left"]) >= 0)
+    decoded = sorted(zip([names["lane"][c] for c in data["lane"]], [names["phase"][c] for c in data["phase"]],
+                         data["left"].tolist(), strict=True))
+    assert decoded == sorted(zip(bars.lane.tolist(), bars.phase.tolist(), bars.left.tolist(), strict=True))
+    origin = origin_of(trace)
+    start, end = 0.6, 0.61
+    overlapping = sum(1 for s in trace.iter_spans()
+                      if (s.end_ns - origin) / 1e9 >= start and (s.start_ns - origin) / 1e9 <= end)
+    order = np.argsort(bars.left, kind="stable")
+    shown, total = in_view(bars, order, start, end, budget=10**6)
+    assert total == len(shown) == overlapping > 0
+    longest, total = in_view(bars, order, start, end, budget=5)
+    assert total == overlapping and len(longest) == 5
+    assert longest.duration_ms.min() >= np.sort(shown.duration_ms)[-5]
+
+
+def test_a_notebook_detail_view_asks_for_the_spans_in_its_range():
+    trace = load_any(DATA / "whatif" / "g2w2.wbtrace")
+    layout = gantt_figure(trace, max_bars=100, requery=True)
+    found = sources(layout)
+    assert "gantt_store" not in found  # the notebook carries no store
+    detail = next(f for f in layout.children if getattr(f, "name", None) is None and hasattr(f, "x_range")
+                  and f.title.text.startswith("detail"))
+    origin = origin_of(trace)
+    last = max(trace.iter_spans(), key=lambda s: s.start_ns)
+    start, end = (last.start_ns - origin) / 1e9 - 0.01, (last.end_ns - origin) / 1e9
+    detail.x_range.start, detail.x_range.end = start, end
+    drawn = sum(len(found[f"gantt_bars_{d}"].data["left"]) for d in range(3))
+    expected = sum(1 for s in trace.iter_spans()
+                   if (s.end_ns - origin) / 1e9 >= start and (s.start_ns - origin) / 1e9 <= end)
+    assert 0 < expected <= 50 and drawn == expected  # 50: the detail's budget, half of max_bars
+    partitions = {int(p) for d in range(3) for p in found[f"gantt_bars_{d}"].data["partition"]}
+    assert last.partition in partitions and "all" in detail.title.text

@@ -1,0 +1,206 @@
+/* CUDA injection (CUDA_INJECTION64_PATH): the driver calls InitializeInjection when the
+   program initialises CUDA; from then on CUPTI's activity records of kernels, copies (with
+   their memory kinds), memsets, synchronisations and runtime calls go to the ring (ring.h).
+
+   CUPTI hands full buffers back on its own threads, flushed every FLUSH_MS so a live view
+   follows the program; the rest is flushed at exit. Device timestamps are CUPTI's clock: a
+   WB_CLOCK event pairs one with CLOCK_MONOTONIC at every buffer, and the recorder shifts.
+   The record layouts are those of this toolkit's headers (build.py names the newest version
+   of each struct it finds there as WB_KERNEL_T, WB_MEMCPY_T, WB_MEMSET_T, WB_SYNC_T). */
+#define _GNU_SOURCE
+#include <cupti.h>
+#include <dlfcn.h>
+#include <stdio.h>
+
+#include "ring.h"
+
+#define WB_EXPORT __attribute__((visibility("default")))
+#define BUFFER_BYTES (4u << 20)
+#define FLUSH_MS 100
+#define NAMES 8192u
+#define CALLS 8192u
+#define CONTEXTS 256u
+
+struct name_entry { uint64_t hash, id; };
+static struct name_entry names[NAMES];
+static uint64_t call_ids[2][CALLS];
+static int32_t context_device[CONTEXTS];
+static atomic_flag names_lock = ATOMIC_FLAG_INIT;
+
+static uint64_t fnv1a(const char *s, size_t n) {
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+    return h | 1;
+}
+
+/* The id of a kernel's or call's name, sent as a text record the first time it is seen. */
+static uint64_t name_id(const char *s) {
+    if (!s) s = "?";
+    size_t n = strlen(s);
+    uint64_t h = fnv1a(s, n), id = 0;
+    while (atomic_flag_test_and_set_explicit(&names_lock, memory_order_acquire)) {}
+    unsigned i = (unsigned)h & (NAMES - 1);
+    for (unsigned probe = 0; probe < 64; probe++, i = (i + 1) & (NAMES - 1)) {
+        if (names[i].hash == h) { id = names[i].id; break; }
+        if (names[i].hash == 0) {
+            id = wb_new_id();
+            wb_emit_text(WB_T_STRING, 0, id, 0, s, n);
+            names[i].hash = h;
+            names[i].id = id;
+            break;
+        }
+    }
+    atomic_flag_clear_explicit(&names_lock, memory_order_release);
+    if (!id) {
+        id = wb_new_id();
+        wb_emit_text(WB_T_STRING, 0, id, 0, s, n);
+    }
+    return id;
+}
+
+static uint64_t call_id(int driver, uint32_t cbid) {
+    if (cbid < CALLS && call_ids[driver][cbid]) return call_ids[driver][cbid];
+    const char *name = NULL;
+    cuptiGetCallbackName(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name);
+    uint64_t id = name_id(name ? name : "cuda call");
+    if (cbid < CALLS) call_ids[driver][cbid] = id;
+    return id;
+}
+
+static void clock_pair(void) {
+    uint64_t device = 0, before = wb_now();
+    cuptiGetTimestamp(&device);
+    uint64_t after = wb_now();
+    wb_emit(WB_CLOCK, 0, 0, 0, 0, device, before + (after - before) / 2);
+}
+
+static uint64_t where(uint32_t device, uint32_t stream) { return ((uint64_t)device << 32) | stream; }
+
+static void learn_context(uint32_t context, uint32_t device) {
+    if (context < CONTEXTS) context_device[context] = (int32_t)device + 1;
+}
+
+static void take(CUpti_Activity *record) {
+    switch (record->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+        WB_KERNEL_T *k = (WB_KERNEL_T *)record;
+        learn_context(k->contextId, k->deviceId);
+        wb_emit(WB_KERNEL, 0, k->correlationId, name_id(k->name), where(k->deviceId, k->streamId), k->start, k->end);
+        break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        WB_MEMCPY_T *m = (WB_MEMCPY_T *)record;
+        learn_context(m->contextId, m->deviceId);
+        uint16_t kinds = (uint16_t)((m->copyKind & 31) | ((m->srcKind & 31) << 5) | ((m->dstKind & 31) << 10));
+        wb_emit(WB_MEMCPY, kinds, m->correlationId, m->bytes, where(m->deviceId, m->streamId), m->start, m->end);
+        break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+        WB_MEMSET_T *m = (WB_MEMSET_T *)record;
+        wb_emit(WB_MEMSET, (uint16_t)m->memoryKind, m->correlationId, m->bytes, where(m->deviceId, m->streamId),
+                m->start, m->end);
+        break;
+    }
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+        WB_SYNC_T *s = (WB_SYNC_T *)record;
+        int32_t known = s->contextId < CONTEXTS ? context_device[s->contextId] : 0;
+        uint32_t device = known > 0 ? (uint32_t)(known - 1) : 0;
+        uint32_t stream = s->streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : s->streamId;
+        wb_emit(WB_SYNC, 0, s->correlationId, (uint64_t)s->type, where(device, stream), s->start, s->end);
+        break;
+    }
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+        CUpti_ActivityAPI *a = (CUpti_ActivityAPI *)record;
+        wb_emit(WB_API, 0, a->threadId, call_id(record->kind == CUPTI_ACTIVITY_KIND_DRIVER, a->cbid),
+                a->correlationId, a->start, a->end);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
+    *buffer = aligned_alloc(8, BUFFER_BYTES);
+    *size = *buffer ? BUFFER_BYTES : 0;
+    *max_records = 0;
+}
+
+static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t *buffer, size_t size,
+                                      size_t valid) {
+    (void)size;
+    clock_pair();
+    CUpti_Activity *record = NULL;
+    while (valid && cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) take(record);
+    size_t dropped = 0;
+    if (cuptiActivityGetNumDroppedRecords(context, stream, &dropped) == CUPTI_SUCCESS && dropped && wb_ring)
+        atomic_fetch_add(&wb_ring->dropped, dropped);
+    free(buffer);
+}
+
+static void note(const char *what, CUptiResult result) {
+    const char *said = NULL;
+    cuptiGetResultString(result, &said);
+    char text[WB_TEXT_MAX];
+    int n = snprintf(text, sizeof text, "%s: %s", what, said ? said : "CUPTI error");
+    wb_emit_text(WB_T_NOTE, 0, 0, 0, text, n > 0 ? (size_t)n : 0);
+}
+
+/* Runtime calls recorded: those that launch, copy, set, wait or allocate (each record costs
+   the calling thread time: a program makes many calls that answer at once, cudaGetDevice...). */
+static const char *const CALL_PREFIXES[] = {"cudaLaunch", "cudaMemcpy", "cudaMemset", "cudaStreamSynchronize",
+                                            "cudaEventSynchronize", "cudaDeviceSynchronize", "cudaStreamWaitEvent",
+                                            "cudaGraphLaunch", "cudaMalloc", "cudaFree", "cudaHostAlloc",
+                                            "cudaHostRegister"};
+
+static void enable_calls(void) {
+    CUptiResult (*select)(CUpti_CallbackId, uint8_t) =
+        (CUptiResult (*)(CUpti_CallbackId, uint8_t))dlsym(RTLD_DEFAULT, "cuptiActivityEnableRuntimeApi");
+    const char *all = getenv("WORKBENCH_RECORD_CUDA_CALLS");
+    if (!select || (all && strcmp(all, "all") == 0)) {
+        CUptiResult r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
+        if (r != CUPTI_SUCCESS) note("cuptiActivityEnable(runtime)", r);
+        return;
+    }
+    for (CUpti_CallbackId cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; cbid++) {
+        const char *name = NULL;
+        if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) != CUPTI_SUCCESS || !name) continue;
+        for (unsigned k = 0; k < sizeof CALL_PREFIXES / sizeof CALL_PREFIXES[0]; k++)
+            if (strncmp(name, CALL_PREFIXES[k], strlen(CALL_PREFIXES[k])) == 0) {
+                select(cbid, 1);
+                break;
+            }
+    }
+}
+
+static void flush_at_exit(void) { cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); }
+
+WB_EXPORT int InitializeInjection(void) {
+    void *(*mapped)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "workbench_record_ring");
+    if (!wb_attach(mapped ? (struct wb_header *)mapped() : NULL, 0) && !wb_map(0))
+        return 1; /* not being recorded: nothing to do */
+    CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+    if (r != CUPTI_SUCCESS) {
+        note("CUDA activity not recorded: cuptiActivityRegisterCallbacks", r);
+        return 1;
+    }
+    cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+    const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                        CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
+    for (unsigned i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if ((r = cuptiActivityEnable(kinds[i])) != CUPTI_SUCCESS) note("cuptiActivityEnable", r);
+    enable_calls();
+    /* The driver's and the profiling library's own locks are not the program's. */
+    void (*ignore)(const char *) = (void (*)(const char *))dlsym(RTLD_DEFAULT, "workbench_record_ignore_library");
+    if (ignore) {
+        ignore("libcuda.so");
+        ignore("libcupti.so");
+    }
+    clock_pair();
+    cuptiActivityFlushPeriod(FLUSH_MS);
+    atexit(flush_at_exit);
+    atomic_fetch_or(&wb_ring->features, WB_FEATURE_CUPTI);
+    return 1;
+}

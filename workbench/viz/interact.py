@@ -1,0 +1,121 @@
+"""Interrogating the Gantt: the controls and panels under a static chart, all in the page's own
+scripts (js/), so a report opened from a file answers as a notebook does.
+
+- a click on a bar opens its details: for a pipeline, its partition's whole story (story.py)
+  and the verdict's words about it; for a foreign trace, its thread and unit context;
+- a box drawn over a time range (the box-select tool) gives what is in it: each lane's busy
+  share, the waits, the copies and their bytes, counts by kind;
+- a search by partition, phase, worker, lane or kernel name dims what does not match;
+- the flow arrows (lock and partition hand-offs, launches) can be switched off;
+- lanes come in groups (a GPU worker's, a GPU's, a host thread's) that can be hidden;
+- w/s zoom and a/d pan while the pointer is over a chart.
+
+Bars are placed and shaded by transforms of their lane and opacity (js/place.js, js/dim.js),
+so hiding lanes or searching redraws without touching the data, and bars that arrive later
+(a detail view following its range) are placed the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bokeh.events import MouseEnter, MouseLeave, SelectionGeometry
+from bokeh.layouts import row
+from bokeh.models import (
+    BoxSelectTool,
+    ColumnDataSource,
+    CustomJS,
+    CustomJSTransform,
+    InlineStyleSheet,
+    TapTool,
+)
+from bokeh.models.widgets import CheckboxGroup, Div, TextInput, Toggle
+from bokeh.transform import transform
+
+from workbench.viz.lanes import lane_group
+from workbench.viz.scripts import script
+
+HINT = ("Click a bar for its details. Box-select (toolbar) over a time range for what is in it. "
+        "Over the chart: w/s zoom, a/d pan (shift: further).")
+PANEL_CSS = """
+:host { font: 12px/1.4 system-ui, sans-serif; }
+table.wb-detail { border-collapse: collapse; margin: 4px 0; }
+table.wb-detail th, table.wb-detail td { text-align: left; padding: 1px 8px 1px 0; vertical-align: top; }
+table.wb-detail th { color: #555; font-weight: 600; }
+tr.wb-here td { background: #fff3c4; font-weight: 600; }
+.wb-said { color: #8a5a00; margin-top: 2px; }
+.wb-details-head { margin: 2px 0 4px; }
+"""
+
+
+def place(view: Any, name: str, lanes: list[str], pipeline: bool) -> None:
+    """Draw a view's bars and arrows through the placing and dimming transforms."""
+    for renderer, source in zip(view.bar_renderers, view.sources, strict=True):
+        args = {"source": source, "name": name, "lanes": lanes}
+        top = transform("lane", CustomJSTransform(args={**args, "side": -1}, v_func=script("place")))
+        bottom = transform("lane", CustomJSTransform(args={**args, "side": 1}, v_func=script("place")))
+        dim = CustomJSTransform(args={**args, "pipeline": pipeline}, v_func=script("dim"))
+        alpha = transform("alpha", dim)
+        for glyph in (renderer.glyph, renderer.selection_glyph, renderer.nonselection_glyph):
+            glyph.update(top=top, bottom=bottom, fill_alpha=alpha)
+    args = {"source": view.flow_source, "name": name, "lanes": lanes, "side": 0}
+    y0 = transform("lane0", CustomJSTransform(args=args, v_func=script("place")))
+    y1 = transform("lane1", CustomJSTransform(args=args, v_func=script("place")))
+    segment, heads = view.flow_renderers
+    segment.glyph.update(y0=y0, y1=y1)
+    heads.update(y_start=y0, y_end=y1)
+
+
+def interrogate(
+    views: list[Any], detail: Any, lanes: list[str], pipeline: bool, steps: dict[str, Any],
+    notes: dict[str, Any], store: ColumnDataSource | None = None,
+) -> list[Any]:
+    """Wire `views` (the overview and detail, or the one chart) and return the widgets that go
+    under them. `detail` is the view whose bars are spans (clicks open those)."""
+    name = detail.name
+    css = InlineStyleSheet(css=PANEL_CSS)
+    details = Div(text=HINT, name=f"{name}_details", sizing_mode="stretch_width", stylesheets=[css])
+    stats = Div(text="", name=f"{name}_range", sizing_mode="stretch_width", stylesheets=[css])
+    drawn = [s for view in views for s in view.sources]
+    for view in views:
+        place(view, name, lanes, pipeline)
+    group_names = list(dict.fromkeys(lane_group(lane) for lane in lanes))
+    sizes = {g: sum(lane_group(lane) == g for lane in lanes) for g in group_names}
+    labels = [f"{g} ({sizes[g]} lanes)" if sizes[g] > 1 else g for g in group_names]
+    groups = CheckboxGroup(labels=labels, active=list(range(len(labels))), inline=True, name=f"{name}_groups")
+    groups.js_on_change("active", CustomJS(code=script("groups"), args={
+        "name": name, "lanes": lanes, "labels": labels, "drawn": drawn + [v.flow_source for v in views],
+        "groups": [group_names.index(lane_group(lane)) for lane in lanes],
+        "figures": [v.figure for v in views], "axes": [v.figure.yaxis[0] for v in views]}))
+
+    stories = ColumnDataSource(steps, name=f"{name}_story")
+    said = ColumnDataSource(notes, name=f"{name}_notes")
+    clicked = CustomJS(code=script("details"), args={
+        "sources": detail.sources, "store": store, "stories": stories, "notes": said, "div": details,
+        "pipeline": pipeline, "lanes": lanes, "flows": detail.flow_source,
+        "groups": [group_names.index(lane_group(lane)) for lane in lanes]})
+    for source in detail.sources:
+        source.selected.js_on_change("indices", clicked)
+    detail.figure.add_tools(TapTool(renderers=detail.bar_renderers))
+
+    measured = CustomJS(code=script("stats"), args={
+        "store": store, "sources": detail.sources, "div": stats, "name": name, "lanes": lanes})
+    for view in views:
+        view.figure.add_tools(BoxSelectTool(dimensions="width", renderers=view.bar_renderers))
+        view.figure.js_on_event(SelectionGeometry, measured)
+        for event, entering in ((MouseEnter, True), (MouseLeave, False)):
+            view.figure.js_on_event(event, CustomJS(code=script("keys"),
+                                                    args={"x_range": view.x_range, "entering": entering}))
+
+    search = TextInput(placeholder="search: partition 3, ntt, worker 1, a kernel name (Enter: next)",
+                       name=f"{name}_search", width=380)
+    matches = Div(text="", name=f"{name}_matches", stylesheets=[css])
+    for prop, jump in (("value_input", False), ("value", True)):
+        search.js_on_change(prop, CustomJS(code=script("search"), args={
+            "store": store, "sources": detail.sources, "drawn": drawn, "div": matches, "name": name,
+            "pipeline": pipeline, "jump": jump, "x_range": detail.x_range}))
+    arrows = Toggle(label="flow arrows", active=True, name=f"{name}_flows_toggle", width=110)
+    shown = [r for view in views for r in view.flow_renderers]
+    arrows.js_on_change("active", CustomJS(args={"shown": shown},
+                                           code="for (const r of shown) r.visible = cb_obj.active;"))
+    return [row(search, matches, arrows, sizing_mode="stretch_width"), groups, details, stats]
