@@ -595,3 +595,63 @@ def test_panel_compare_has_no_overlapping_tables_or_figures(page, lab):
     screenshot(page, "jupyterlab-panel-compare")
     assert not overlapping
     assert_no_errors_of_ours(page)
+
+
+def test_a_run_from_the_panel_makes_no_bokeh_warning_in_the_console(page, lab):
+    """Each Run used to log Bokeh's warnings about the distributions' empty log axis."""
+    warnings: list[str] = []
+    page.on("console", lambda m: m.type in ("warning", "error") and "bokeh" in m.text.lower()
+            and warnings.append(m.text))
+    (lab["work"] / "warnings.ipynb").write_text(small_notebook(
+        ["import workbench.notebook as wb", "panel = wb.panel(partitions=4, log2_constraints=8)"]))
+    open_and_run_all(page, lab, "warnings.ipynb")
+    run_button(page).click()
+    deadline = time.monotonic() + 120
+    while "run 1 completed" not in panel_status(page) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "run 1 completed" in panel_status(page)
+    page.wait_for_function("() => Object.values(Bokeh.index).every(v => v.is_idle)")
+    assert not warnings, warnings
+
+
+def test_a_reopened_notebook_shows_the_panels_last_run_instead_of_a_widget_error(page, lab):
+    """Run from the panel, save, end the kernel, open the notebook again: where the widget's
+    model is gone the static copy of the last run is shown, its Gantt drawn; while the kernel
+    lived the copy stayed hidden (the panel's output appears once)."""
+    name = "reopen.ipynb"
+    (lab["work"] / name).write_text(small_notebook(
+        ["import workbench.notebook as wb", "panel = wb.panel(partitions=3, log2_constraints=6)"]))
+    open_and_run_all(page, lab, name)
+    run_button(page).click()
+    deadline = time.monotonic() + 120
+    while "run 1 completed" not in panel_status(page) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "run 1 completed" in panel_status(page)
+    copy = page.locator(".wb-fallback")
+    copy.first.wait_for(state="attached", timeout=30_000)
+    assert not copy.first.is_visible()
+    page.locator(".jp-Notebook").first.click()
+    page.keyboard.press("Control+s")
+    deadline = time.monotonic() + 30
+    while "wb-fallback" not in (lab["work"] / name).read_text() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    saved = json.loads((lab["work"] / name).read_text())
+    assert any("wb-fallback" in "".join(o.get("data", {}).get("text/html", ""))
+               for cell in saved["cells"] for o in cell.get("outputs", []))
+    headers = {"Authorization": f"token {TOKEN}"}
+    sessions = json.loads(urllib.request.urlopen(urllib.request.Request(
+        f"{lab['url']}/api/sessions", headers=headers)).read())
+    for session in sessions:
+        urllib.request.urlopen(urllib.request.Request(
+            f"{lab['url']}/api/sessions/{session['id']}", method="DELETE", headers=headers)).read()
+    page.goto(f"{lab['url']}/lab/workspaces/reopened/tree/{name}?token={TOKEN}")
+    page.wait_for_selector(".jp-Notebook", timeout=90_000)
+    shown = page.locator(".wb-fallback:not([hidden])")
+    wait_accepting_dialogs(page, lambda: shown.count() > 0, "the static copy shown", 90)
+    text = shown.first.inner_text()
+    assert "run 1 completed: 3/3 partitions" in text
+    shown.first.locator(".bk-Figure, canvas").first.wait_for(timeout=30_000)  # its Gantt drawn
+    errors = page.get_by_text("model not found")
+    assert not [e for e in errors.all() if e.is_visible()]
+    shown.first.scroll_into_view_if_needed()
+    screenshot(page, "jupyterlab-reopened")

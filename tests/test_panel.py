@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 
@@ -136,3 +137,36 @@ def test_the_live_summary_of_a_run_says_running_not_unknown(panel):
     panel._show_live_summary(SimpleNamespace(recorder=pipeline.recorder))  # what the poller shows
     assert "unknown" not in panel.summary.value
     assert f"running: {finished} partitions in" in panel.summary.value and finished == 3
+
+
+def test_the_progress_bar_moves_during_a_run_and_ends_on_the_summarys_rate(panel):
+    panel.knobs.set(partitions=6, log2_constraints=7)
+    seen: list[tuple[int, int, str]] = []
+    panel.run_button.click()
+    while panel.running:
+        seen.append((panel.progress.bar.value, panel.progress.bar.max, panel.progress.line.value))
+        time.sleep(0.02)
+    assert panel.wait(60)
+    s = panel.last.summary
+    assert (panel.progress.bar.value, panel.progress.bar.max) == (6, 6)
+    assert panel.progress.bar.bar_style == "success"
+    line = panel.progress.line.value
+    rate = f"{s.throughput_per_min:.1f} partitions/min"
+    assert line.startswith("completed · 6/6 partitions") and rate in line
+    assert rate in panel.status.value  # the status line's too
+    middle = [v for v, m, text in seen if m == 6 and 0 < v < 6]
+    assert middle, "the bar never showed a run part-way"
+    running = r"\d/6 partitions · [\d.]+ s · [\d.]+ partitions/min · ETA \d"
+    assert any(re.search(running, t) for _, _, t in seen)
+
+
+def test_progress_figures_rate_and_time_left():
+    from workbench.viz.progress import Figures, format_seconds
+
+    f = Figures(done=2, total=8, elapsed_s=30.0)
+    assert f.rate_per_min == 4.0 and f.eta_s == 90.0  # 6 left at 2 per 30 s
+    assert "ETA 1 min 30 s" in f.text()
+    assert Figures(0, 8, 3.0).eta_s is None and "ETA —" in Figures(0, 8, 3.0).text()
+    done = Figures(8, 8, 12.0, outcome="completed")
+    assert done.text() == "completed · 8/8 partitions · 12.0 s · 40.0 partitions/min"
+    assert format_seconds(3725) == "1 h 02 min"

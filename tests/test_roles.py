@@ -9,7 +9,16 @@ import pytest
 
 from workbench.model import roles
 from workbench.model.roles import RolesError, load_rules, parse_rules, role_counts, role_mask, span_roles
-from workbench.model.tracks import copy_track, cuda_track, lock_track, mutex_track, os_track, stream_track
+from workbench.model.tracks import (
+    copy_track,
+    cuda_track,
+    gpu_track,
+    lock_track,
+    mutex_track,
+    os_track,
+    stream_track,
+    sync_track,
+)
 from workbench.trace.container import Trace
 
 CASES = [
@@ -38,6 +47,10 @@ CASES = [
     ("worker/0", "ntt_msm_h", "consumer"),
     ("thread/5", "ProfilerStep#12", "unit"),
     ("thread/5", "aten::mm", "host"),
+    # The activity collector's records of host waits for the GPU (gpu<n>/sync) are waits too.
+    (sync_track(0), "stream_synchronize", "sync"),
+    (gpu_track(1, "sync"), "context_synchronize", "sync"),  # as the collector names it
+    (gpu_track(0, "ranges"), "forward", "other"),
 ]
 
 

@@ -85,9 +85,17 @@ def _display(obj: Any) -> Shown:
 
 
 def show(layout: Any) -> Shown:
-    """Display a Bokeh figure or layout as a widget; returns the handle of the widget."""
+    """Display a Bokeh figure or layout as a widget; returns the handle of the widget. Beside
+    it goes a hidden static copy, which a notebook reopened without its kernel shows instead
+    of the widget's "model not found"."""
+    from IPython.display import HTML, display
+
+    from workbench.viz.fallback import fallback_html
+
     setup()
-    return _display(require("jupyter_bokeh").BokehModel(layout))
+    shown = _display(require("jupyter_bokeh").BokehModel(layout))
+    display(HTML(fallback_html("", layout, note="a static copy (the kernel that drew this figure is gone)")))
+    return shown
 
 
 def _trace(item: TraceLike) -> Trace:
@@ -115,19 +123,49 @@ def config(**settings: Any) -> RunConfig:
 def panel(trace_dir: str | Path | None = None, **settings: Any) -> ControlPanel:
     """Show the control panel, its knobs set to the defaults with `settings` changed; with
     `trace_dir`, each run's trace is saved there (journaled while it runs)."""
+    from IPython.display import HTML, display
+
     setup()
     control = ControlPanel(config(**settings), trace_dir=trace_dir)
     _display(control.widget)
+    # Beside it, a static copy of its last run, updated as runs end: what a reopened notebook shows.
+    copy = display(HTML(""), display_id=True)
+    if copy is not None:
+        control.finished_listeners.append(lambda done: copy.update(HTML(done.static_copy())))
     return control
 
 
-def run(save: str | Path | bool = False, **settings: Any) -> RunRecord:
-    """Run the pipeline to the end (the CPU backend unless a GPU can run here). `save`: a
-    trace file to write (or True: a new name in runs/), journaled while the run goes on so a
-    dead kernel loses at most the last second; the record's `trace_path` says where it went."""
+def run(save: str | Path | bool = False, progress: bool = True, **settings: Any) -> RunRecord:
+    """Run the pipeline to the end (the CPU backend unless a GPU can run here), showing a
+    progress bar (partitions, rate, time left) that ends on the summary's figures and stays in
+    the output as a static line. `save`: a trace file to write (or True: a new name in runs/),
+    journaled while the run goes on so a dead kernel loses at most the last second; the
+    record's `trace_path` says where it went."""
     _state["runs"] += 1
+    number = _state["runs"]
     path = output.fresh_run_path() if save is True else (save or None)
-    return run_to_end(config(**settings), number=_state["runs"], trace_path=path, fresh=save is True)
+    chosen = config(**settings)
+    if not progress:
+        return run_to_end(chosen, number=number, trace_path=path, fresh=save is True)
+    from IPython.display import HTML, display
+
+    from workbench.viz.progress import ProgressBar, final_figures, live_figures, static_html
+
+    bar = ProgressBar(f"run {number}")
+    handle = display(bar.widget, display_id=True)
+    runs: list[Any] = []
+
+    def watch(running: Any) -> None:
+        runs[:] = [running]
+        bar.show(live_figures(running))
+
+    record = run_to_end(chosen, number=number, trace_path=path, fresh=save is True, watch=watch)
+    # The widget gives way to its last state in plain HTML: what a saved notebook keeps.
+    final = final_figures(record, runs[0] if runs else None)
+    bar.show(final)
+    if handle is not None:
+        handle.update(HTML(static_html(final, f"run {number}")))
+    return record
 
 
 def record(command: Sequence[str], save: str | Path | bool = False, cuda: bool = True) -> LiveRecording:

@@ -134,7 +134,7 @@ def _host_causes(trace: Trace, codes: np.ndarray) -> _HostCauses:
     driving = set(thread[drives & (thread >= 0)].tolist())
     launchers = set(thread[(codes == rl.CODE["launch"]) & (thread >= 0)].tolist())
     not_judged = []
-    sync = codes == rl.CODE["sync"]
+    sync = (codes == rl.CODE["sync"]) & (thread >= 0)  # a GPU's own sync record names no thread
     lock = np.isin(codes, [rl.CODE[r] for r in LOCK_ROLES]) & (thread >= 0)
     if driving:
         # A foreign lock's own track (lock/<name>) names no thread: its waits may be anyone's.

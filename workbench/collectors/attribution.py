@@ -200,6 +200,8 @@ def device_track(record: DeviceRecord) -> str:
         return tr.copy_track(record.device)
     if record.kind == "memset":
         return tr.memset_track(record.device)
+    if record.kind == "sync":
+        return tr.sync_track(record.device)
     return tr.gpu_track(record.device, record.kind)
 
 

@@ -178,8 +178,10 @@ def default_role(track: str, name: str) -> str:
         return "copy"
     if kind == tr.MEMSETS:
         return "memset"
-    if kind == tr.DEVICE:  # a record on a GPU's timeline that is none of its work
-        return "other"
+    if kind == tr.DEVICE:
+        # The GPU's own record of a host thread's wait for it (the activity collector's
+        # gpu<n>/sync); any other device record is none of the GPU's work.
+        return "sync" if t.gpu is not None and track == tr.sync_track(t.gpu) else "other"
     if kind == tr.CUDA_API:
         return "sync" if SYNC_CALLS.match(name) else "launch" if LAUNCH_CALLS.match(name) else "runtime"
     if kind == tr.OS_API:

@@ -15,8 +15,9 @@ Device side and foreign programs:
     gpu<n>/stream/<s>    kernels on a stream
     gpu<n>/copy          memory copies (`h2d`, `d2h`, `d2d`, `p2p`)
     gpu<n>/memset        memsets
-    gpu<n>/<what>        other device records (synchronisations, ...; a profiler's
-                         GPU-side ranges on gpu<n>/ranges): role "other"
+    gpu<n>/sync          the GPU's records of host waits for it (synchronisations): role "sync"
+    gpu<n>/<what>        other device records (a profiler's GPU-side ranges on
+                         gpu<n>/ranges, ...): role "other"
     nvml/gpu<n>          counters sampled on a GPU
     thread/<id>          a host thread of a foreign program (its ranges and ops)
     cuda/<thread>        CUDA runtime and driver calls made by that thread
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 SYNTH, WORKER, PREP, MUTEX, BARRIER, QUEUE, RUN, HOST_LOAD = (
     "synth", "worker", "prep", "mutex", "barrier", "queue", "run", "host_load")
 KERNELS, COPIES, MEMSETS, DEVICE, COUNTERS = "kernels", "copies", "memsets", "device", "counters"
+_SYNC_RECORDS = "sync"  # gpu<n>/sync: where a GPU's records of synchronisations go
 ON_DEVICE = (KERNELS, COPIES, MEMSETS, DEVICE)
 THREAD, CUDA_API, OS_API, LOCK, OTHER = "thread", "cuda_api", "os_api", "lock", "other"
 
@@ -64,6 +66,11 @@ def mutex_track(gpu: int) -> str:
 
 def barrier_track(worker: int) -> str:
     return f"barrier/worker{worker}"
+
+
+def sync_track(gpu: int) -> str:
+    """The GPU's records of host threads' waits for it (stream, event, context syncs)."""
+    return gpu_track(gpu, _SYNC_RECORDS)
 
 
 def gpu_track(gpu: int, what: str) -> str:

@@ -88,6 +88,11 @@ class BarBuilder:
         self.worker_gpu = worker_gpu
         self.holds = HoldIndex()
         self.kinds = Kinds()
+        # Live: time per (role, name) of the kernels and host ranges so far, and the names
+        # whose legend entry the last batch changed (the view moves their bars already drawn).
+        self.totals: dict[tuple[str, str], float] = {}
+        self.relabelled: dict[str, tuple[str, str]] = {}
+        self._said: dict[Any, str] = {}
 
     def build(self, trace: Trace, mask: np.ndarray | None = None) -> Bars:
         spans = trace.spans
@@ -138,14 +143,17 @@ class BarBuilder:
         lane_code = np.array(combo_lane, dtype=np.int64)[inverse]
         phase_code = np.array(combo_phase, dtype=np.int64)[inverse]
         duration = end - start
-        if self.nesting:  # a whole trace: the names that took longest get legend entries
-            busy = np.bincount(inverse, weights=duration, minlength=len(first))
-            totals: dict[tuple[str, str], float] = {}
-            for c, (role, own) in enumerate(combo_role):
-                if not own:
-                    key = (role, phase_names[combo_phase[c]])
-                    totals[key] = totals.get(key, 0.0) + float(busy[c])
+        # The names that took longest get legend entries: over the whole trace, or so far.
+        busy = np.bincount(inverse, weights=duration, minlength=len(first))
+        totals: dict[tuple[str, str], float] = {} if self.nesting else self.totals
+        for c, (role, own) in enumerate(combo_role):
+            if not own:
+                key = (role, phase_names[combo_phase[c]])
+                totals[key] = totals.get(key, 0.0) + float(busy[c])
+        if self.nesting:
             self.kinds.rank(totals)
+        else:
+            self.relabelled = self.kinds.rerank(totals)
         combo_family = [family_of(role, phase_names[combo_phase[c]])
                         for c, (role, _) in enumerate(combo_role)]
         combo_kind = [self.kinds.kind(phase_names[combo_phase[c]], role, own)
@@ -173,7 +181,7 @@ class BarBuilder:
             depth = nested.astype(np.int64) + in_hold
 
         detail = np.array(
-            [describe(a, d) for a, d in zip(attrs, duration.tolist(), strict=True)], dtype=object,
+            [self._describe(a, d) for a, d in zip(attrs, duration.tolist(), strict=True)], dtype=object,
         )
         # Hover keeps the whole name of a phase its label had to shorten.
         long_names = [i for i, n in enumerate(text) if len(n) > len(readable(n))]
@@ -190,6 +198,23 @@ class BarBuilder:
             alpha=np.ones(len(index)), kind=kind, color=color,
             role=np.array([r for r, _ in combo_role], dtype=object)[inverse], family=family, bytes=moved,
         )
+
+    def _describe(self, attrs: dict[str, Any] | None, duration_ns: int) -> str:
+        """describe(), remembered per attributes: a run repeats a few dozen of them (a copy's
+        words depend on its duration too)."""
+        if not attrs:
+            return ""
+        try:
+            key = (tuple(attrs.items()), duration_ns if "bytes" in attrs else 0)
+            hash(key)
+        except TypeError:  # a list or dict among the values
+            return describe(attrs, duration_ns)
+        said = self._said.get(key)
+        if said is None:
+            if len(self._said) > 50_000:
+                self._said.clear()
+            said = self._said[key] = describe(attrs, duration_ns)
+        return said
 
     def _learn_holds(
         self, text: list[str], track_ids: np.ndarray, name_ids: np.ndarray, start: np.ndarray,

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from bokeh.models import Column, ColumnDataSource, HoverTool
+from bokeh.models import Column, ColumnDataSource, HoverTool, Spacer
 from bokeh.plotting import figure
 
 from workbench.trace.container import Trace
@@ -66,8 +66,10 @@ class CounterView:
         self.figures: dict[str, Any] = {}
         self.sources: dict[str, ColumnDataSource] = {}
         self._series: dict[str, list[str]] = {}
-        self.layout = Column(children=[], sizing_mode="stretch_width")
-        self.layout.visible = False  # until a sample arrives: most CPU runs have none
+        # Until a sample arrives (most CPU runs have none) a hidden spacer: a column of nothing
+        # makes Bokeh warn (EMPTY_LAYOUT) whenever the document is checked.
+        self.layout = Column(children=[Spacer(height=0)], sizing_mode="stretch_width")
+        self.layout.visible = False
 
     def _figure(self, unit: str) -> ColumnDataSource:
         if unit in self.sources:

@@ -39,10 +39,11 @@ from workbench.viz.bars import Bars
 from workbench.viz.flows import COLUMNS as FLOW_COLUMNS
 from workbench.viz.flows import flow_segments
 from workbench.viz.lanes import lane_sort_key
-from workbench.viz.palette import legend_order, phase_color
+from workbench.viz.palette import PHASE_COLORS, SETUP, legend_order, phase_color
 from workbench.viz.scripts import script
 
 DEPTHS = 3  # deeper spans share the innermost level
+PHASE_KINDS = frozenset({*PHASE_COLORS, SETUP})  # the pipeline's own: never re-ranked
 HALF_HEIGHT = (0.42, 0.3, 0.18)
 LANE_PX = 24
 FRAME_MARGIN_PX = 100  # title, toolbar and time axis: the figure's height less its plot's
@@ -66,6 +67,14 @@ TOOLTIPS = [
 
 def _js(name: str) -> str:
     return script(name, shared=False)
+
+
+def wire(columns: dict[str, Any]) -> dict[str, Any]:
+    """Columns as a live source takes them: numbers as arrays (sent as binary buffers, and a
+    live view keeps a few thousand bars, so appending copies little), text as lists (an object
+    array is sent element by element anyway, and a list column grows in place)."""
+    return {k: v.tolist() if isinstance(v, np.ndarray) and v.dtype == object else v
+            for k, v in columns.items()}
 
 
 def source_name(prefix: str, depth: int) -> str:
@@ -258,8 +267,46 @@ class GanttView:
             return
         for source, data in zip(self.sources, self.columns(bars), strict=True):
             if len(data["left"]):
-                source.stream(data)
+                source.stream(wire(data))
         self._legend(bars)
+
+    def relabel(self, changes: dict[str, tuple[str, str]]) -> int:
+        """Move the drawn bars of these kernel or host names to a new legend entry and colour
+        (phase -> (kind, colour): a live view's names re-ranked by time); one patch per source.
+        Returns how many bars moved."""
+        moved: dict[str, float] = {}
+        count = 0
+        for source in self.sources:
+            data = source.data
+            phases, kinds = list(data["phase"]), list(data["kind"])
+            rows = [i for i, (p, k) in enumerate(zip(phases, kinds, strict=True))
+                    if p in changes and k != changes[p][0] and k not in PHASE_KINDS]
+            if not rows:
+                continue
+            source.patch({"kind": [(i, changes[phases[i]][0]) for i in rows],
+                          "color": [(i, changes[phases[i]][1]) for i in rows]})
+            left, right = data["left"], data["right"]
+            for i in rows:
+                new, old = changes[phases[i]][0], kinds[i]
+                seconds = float(right[i]) - float(left[i])
+                moved[new] = moved.get(new, 0.0) + seconds
+                self._busy[old] = self._busy.get(old, 0.0) - seconds
+            count += len(rows)
+        for kind, seconds in moved.items():
+            if kind not in self._swatches:
+                color = next(c for k, c in changes.values() if k == kind)
+                self._swatches[kind] = self._new_swatch(kind, color)
+            self._busy[kind] = self._busy.get(kind, 0.0) + seconds
+        if moved:
+            self._join_swatches()
+            for kind in moved:
+                self._items[kind].visible = True
+            still = {str(k) for source in self.sources for k in source.data["kind"]}
+            for kind, item in self._items.items():
+                if item.visible and kind not in still:
+                    item.visible = False
+            self._lay_out_legend()
+        return count
 
     def fill(self, bars: Bars) -> None:
         """Replace the bars drawn and nothing else (a detail view following its range)."""

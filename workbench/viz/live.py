@@ -11,23 +11,72 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+from bokeh.core.property.validation import validate
 from bokeh.layouts import column
 
+from workbench.analysis.summary import summarize
 from workbench.trace.container import Trace
 from workbench.trace.recorder import Recorder
-from workbench.viz.bars import BarBuilder
+from workbench.viz.aggregate import overview
+from workbench.viz.bars import BarBuilder, Bars
 from workbench.viz.counters import CounterView
-from workbench.viz.distributions import DistributionView
-from workbench.viz.gantt import GanttView
+from workbench.viz.distributions import TITLE, DistributionView
+from workbench.viz.gantt import GanttView, wire
 from workbench.viz.palette import pipeline_kinds
+from workbench.viz.tables import summary_html
 
 PERIOD_S = 0.1
-BOX_REFRESH_S = 0.5  # quantiles are recomputed over every duration seen: not every tick
-FOLLOW_MARGIN = 1.03
+BOX_REFRESH_S = 1.0  # quantiles are recomputed over every duration seen: not every tick
+FOLLOW_MARGIN = 1.03  # the axis is extended once the run comes this close to its end
+FOLLOW_STEP = 1.25  # to this factor past the run's time so far
+VIEW_SHARE = 0.03  # the live view's updates may take this share of the interpreter's time
+FULL_RATE_BARS = 400  # bars the browser redraws at ten updates a second (then fewer, to 1 Hz)
+SLOWEST_S = 1.0  # however dear, the view updates at least once a second
+# The browser redraws every bar it holds at each update: past LIVE_BARS the oldest spans are
+# shown binned (as a report's overview: each bin its busiest phase, as opaque as it was busy,
+# its hover counting the spans) and the newest RECENT_BARS stay span by span.
+LIVE_BARS = 4_000  # chromium takes about 40 µs a bar per update on a 2-core host
+RECENT_BARS = 1_500
+BIN_BARS = 1_000
+# The strip of points under each phase's box: boxes use every duration, points the first few.
+LIVE_POINTS = 150
+SUMMARY_REFRESH_S = 2.0
+SUMMARY_SHARE = 0.01  # the running summary may take this share of the interpreter at most
+
+
+def running_summary_html(recorder: Recorder) -> str:
+    """The summary of a run so far (its headline says running, not "unknown")."""
+    return summary_html(summarize(Trace.from_recorder(recorder, meta={"outcome": "running"})))
+
+
+class SummaryPacer:
+    """When to refresh the running summary: every SUMMARY_REFRESH_S, or less often when one
+    refresh costs more than SUMMARY_SHARE of the time between them (it reads the whole run so
+    far; the progress bar says the figures that change every moment)."""
+
+    def __init__(self, period: float = SUMMARY_REFRESH_S) -> None:
+        self.period = period
+        self.count = 0
+        self._next = 0.0
+
+    def due(self) -> bool:
+        return time.monotonic() >= self._next
+
+    @contextmanager
+    def timed(self) -> Iterator[None]:
+        began = time.thread_time()  # CPU, not wall: a loaded host must not starve the summary
+        try:
+            yield
+        finally:
+            cost = time.thread_time() - began
+            self.count += 1
+            self._next = time.monotonic() + max(self.period, cost / SUMMARY_SHARE)
 
 
 @dataclass
@@ -35,8 +84,14 @@ class UpdateStats:
     """What the live view cost the UI side, for the benchmark and the curious."""
 
     updates: int = 0
+    deferred: int = 0  # polls that left their spans for a later update
     spans: int = 0
     seconds: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)  # the updating thread's CPU seconds
+
+    @property
+    def cpu_mean_ms(self) -> float:
+        return 1e3 * sum(self.cpu) / len(self.cpu) if self.cpu else 0.0
 
     @property
     def mean_ms(self) -> float:
@@ -64,7 +119,11 @@ class LiveView:
         self.builder = BarBuilder(self.origin_ns, nesting=False, worker_gpu=worker_gpu)
         self.gantt = GanttView(lanes, title=title, name=name, kinds=pipeline_kinds())
         self.counters = CounterView(x_range=self.gantt.figure.x_range)
-        self.distributions = DistributionView(label=label)
+        self.distributions = DistributionView(label=label, points_per_phase=LIVE_POINTS)
+        if label:
+            self.distributions.title.text += f" (points: the first {LIVE_POINTS:,} of each phase)"
+        else:
+            self.distributions.title.text = f"{TITLE} (points: the first {LIVE_POINTS:,} of each phase)"
         self.layout = column(self.gantt.figure, self.counters.layout, self.distributions.figure,
                              sizing_mode="stretch_width")
         self.stats = UpdateStats()
@@ -72,6 +131,16 @@ class LiveView:
         # Values this view put on the axis; the browser may echo one back after the next is set.
         self._placed: deque[float] = deque([0.0, 1.0], maxlen=64)
         self._last_boxes = 0.0
+        self._due = 0.0
+        self._built: list[Bars] = []  # every bar so far, span by span
+        self._recent: list[Bars] = []  # those the browser holds span by span
+        self._bins: Bars | None = None  # the older ones, binned
+        self._binned_span_s = 1.0
+        self.binned_spans = 0
+        self._title = title
+        self._gantt_title: Any = self.gantt.figure.title  # a Title (typed as Title | str)
+        self.binned_before_s = 0.0  # bars starting before this are shown binned
+        self.compactions = 0
         x_range = self.gantt.x_range
         x_range.on_change("start", self._range_moved)
         x_range.on_change("end", self._range_moved)
@@ -80,32 +149,99 @@ class LiveView:
         if new is None or not any(abs(new - v) <= 1e-9 * max(1.0, abs(v)) for v in self._placed):
             self.following = False
 
+    def tick(self, final: bool = False) -> int:
+        """A poll (ten a second): update now when due, else leave what arrived for a later
+        poll; the last poll (`final`) always updates. Returns how many spans were streamed.
+
+        Due when the last update is PERIOD_S old, and also no sooner than its own cost over
+        VIEW_SHARE (the poller shares the interpreter with the pipeline's threads), nor while
+        the browser holds more bars than it redraws at ten a second without taking a core's
+        share of its own (it redraws every bar at each update): past FULL_RATE_BARS the
+        updates slow in proportion. Everything recorded still arrives, in fewer batches."""
+        began = time.perf_counter()
+        if not final and began < self._due:
+            self.stats.deferred += 1
+            return 0
+        streamed = self.update(final)
+        cost = self.stats.cpu[-1]  # CPU, not wall, time: a loaded host must not slow the view
+        crowd = self.gantt.bar_count() / FULL_RATE_BARS
+        wait = max(PERIOD_S * 0.9, cost / VIEW_SHARE, PERIOD_S * crowd)
+        self._due = began + min(wait, SLOWEST_S)
+        return streamed
+
     def update(self, final: bool = False) -> int:
         """Stream what was recorded since the last call; returns how many spans that was."""
-        began = time.perf_counter()
+        began, began_cpu = time.perf_counter(), time.thread_time()
         spans, _, counters, self.cursor = self.recorder.drain(self.cursor)
-        if spans:
-            bars = self.builder.build(Trace.from_rows(spans))
-            self.gantt.stream(bars)
-            refresh = final or began - self._last_boxes >= BOX_REFRESH_S
-            self.distributions.stream(bars, refresh_boxes=refresh)
-            if refresh:
-                self._last_boxes = began
-        elif final:
-            self.distributions.boxes.data = self.distributions.boxes_data()
-        if counters:
-            self.counters.stream(counters, self.origin_ns)
-        if self.following:
-            self._follow()
+        with validate(False):  # the columns are ours, built to fit (the flag is the process's)
+            if spans:
+                bars = self.builder.build(Trace.from_rows(spans))
+                if self.builder.relabelled:  # kernels that overtook others take their entries
+                    self.gantt.relabel(self.builder.relabelled)
+                    for phase, (_, color) in self.builder.relabelled.items():
+                        self.distributions.colors[phase] = color
+                self.gantt.stream(bars)
+                self._built.append(bars)
+                self._recent.append(bars)
+                if self.gantt.bar_count() > LIVE_BARS:
+                    self._compact()
+                refresh = final or began - self._last_boxes >= BOX_REFRESH_S
+                self.distributions.stream(bars, refresh_boxes=refresh)
+                if refresh:
+                    self._last_boxes = began
+            elif final:
+                self.distributions.boxes.data = self.distributions.boxes_data()
+            if counters:
+                self.counters.stream(counters, self.origin_ns)
+            if self.following:
+                self._follow()
         self.stats.updates += 1
         self.stats.spans += len(spans)
         self.stats.seconds.append(time.perf_counter() - began)
+        self.stats.cpu.append(time.thread_time() - began_cpu)
         return len(spans)
 
+    def _compact(self) -> None:
+        """Bin all but the newest RECENT_BARS bars, sending the Gantt's bars afresh: now and
+        then, instead of a browser redrawing ever more bars ten times a second. Only the
+        stretch that became old since the last time is binned (at the same bin width), unless
+        the bins have doubled since they were last made from every old span."""
+        recent = Bars.concat(self._recent)
+        cut = float(np.sort(recent.left)[-RECENT_BARS])
+        old = recent.left < cut
+        if self._bins is None or len(self._bins) > 2 * BIN_BARS:
+            everything = self.spans_built()
+            before = everything.left < cut
+            self._bins = overview(everything.take(before), BIN_BARS).bars
+            self._binned_span_s = max(cut - float(everything.left.min()), 1e-9)
+            self.binned_spans = int(before.sum())
+        else:
+            budget = max(int(BIN_BARS * (cut - self.binned_before_s) / self._binned_span_s), 20)
+            self._bins = Bars.concat([self._bins, overview(recent.take(old), budget).bars])
+            self.binned_spans += int(old.sum())
+        self._recent = [recent.take(~old)]
+        shown = Bars.concat([self._bins, self._recent[0]])
+        for source, data in zip(self.gantt.sources, self.gantt.columns(shown), strict=True):
+            source.data = wire(data)
+        self.binned_before_s = cut
+        self.compactions += 1
+        # Short: the title shares its line with the toolbar.
+        self._gantt_title.text = (f"{self._title} (before {cut:.1f} s: {self.binned_spans:,} spans binned, "
+                                  f"busiest phase, hover for counts)")
+
+    def spans_built(self) -> Bars:
+        """Every bar the view has built, span by span (the browser may hold some binned)."""
+        if len(self._built) > 1:
+            self._built = [Bars.concat(self._built)]
+        return self._built[0] if self._built else Bars.empty()
+
     def _follow(self) -> None:
+        # The axis grows in steps, not at every update: each change redraws every figure on it.
         now_s = (self.recorder.now_ns() - self.origin_ns) / 1e9
-        end = max(now_s * FOLLOW_MARGIN, 0.5)
         x_range = self.gantt.x_range
+        if now_s * FOLLOW_MARGIN <= x_range.end and x_range.start == 0.0:
+            return
+        end = max(now_s * FOLLOW_STEP, 0.5)
         self._placed.append(end)
         x_range.start = 0.0
         x_range.end = end

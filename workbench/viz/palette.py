@@ -149,15 +149,18 @@ def legend_order(busy: Mapping[str, float]) -> list[str]:
 class Kinds:
     """Which legend entry each span goes in, and its colour.
 
-    Remembers which kernel and host names were given entries of their own, so the live view
-    can feed it batch after batch; for a whole trace, `rank` first hands the entries to the
-    names that took longest.
+    For a whole trace, `rank` first hands the entries to the kernel and host names that took
+    longest. The live view feeds it batch after batch: `rerank` hands them again to the names
+    that took longest so far and says which names changed entry, so the view can move their
+    bars already drawn (the first kernels to arrive are seldom the ones that take the time).
+    A name keeps its colour while it keeps its entry.
     """
 
     def __init__(self, named: int = len(KERNEL_COLORS), named_host: int = len(HOST_COLORS)) -> None:
         self.limits = {"kernel": named, "host": named_host}
         self.named: dict[str, list[str]] = {role: [] for role in NAMED_ROLES}
         self.colors: dict[str, str] = {}
+        self._name_color: dict[str, str] = {}
 
     def rank(self, totals: Mapping[tuple[str, str], float]) -> None:
         """`totals`: time per (role, name) over the whole trace; the longest get entries."""
@@ -165,12 +168,38 @@ class Kinds:
             if role in self.named:
                 self._claim(role, name)
 
+    def rerank(self, totals: Mapping[tuple[str, str], float]) -> dict[str, tuple[str, str]]:
+        """`totals`: time per (role, name) so far. Returns each name whose entry changed, with
+        its new kind and colour."""
+        changes: dict[str, tuple[str, str]] = {}
+        for role, (colors, other, other_color) in NAMED_ROLES.items():
+            names = [n for r, n in totals if r == role]
+            top = sorted(names, key=lambda n: (-totals[(role, n)], n))[:self.limits[role]]
+            kept = [n for n in self.named[role] if n in top]
+            if len(kept) == len(self.named[role]) == len(top):
+                continue
+            for name in self.named[role]:
+                if name not in top:
+                    changes[name] = (other, other_color)
+                    self.colors.setdefault(other, other_color)
+            taken = {self._name_color[n] for n in kept}
+            free = [c for c in colors if c not in taken]
+            for k, name in enumerate(n for n in top if n not in kept):
+                color = free[k % len(free)] if free else colors[0]
+                self._name_color[name] = self.colors[name] = color
+                changes[name] = (name, color)
+            self.named[role] = kept + [n for n in top if n not in kept]
+        return changes
+
     def _claim(self, role: str, name: str) -> bool:
         names = self.named[role]
         if name in names:
             return True
         if len(names) >= self.limits[role]:
             return False
+        colors = NAMED_ROLES[role][0]
+        taken = {self._name_color[n] for n in names}
+        self._name_color[name] = next((c for c in colors if c not in taken), colors[len(names) % len(colors)])
         names.append(name)
         return True
 
@@ -181,9 +210,9 @@ class Kinds:
         elif own and phase in SETUP_PHASES:
             kind, color = SETUP, SETUP_COLOR
         elif role in NAMED_ROLES:
-            colors, other, other_color = NAMED_ROLES[role]
+            _, other, other_color = NAMED_ROLES[role]
             if self._claim(role, phase):
-                kind, color = phase, colors[self.named[role].index(phase) % len(colors)]
+                kind, color = phase, self._name_color[phase]
             else:
                 kind, color = other, other_color
         else:

@@ -16,25 +16,26 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from workbench.analysis.summary import summarize
 from workbench.config import ConfigError, RunConfig
 from workbench.prover.backend import BackendUnavailable
 from workbench.trace import output
-from workbench.trace.container import Trace
 from workbench.viz.compare import compare_figure, summaries_html
 from workbench.viz.deps import require
+from workbench.viz.fallback import fallback_html
 from workbench.viz.findings import diagnose, verdict_html
 from workbench.viz.knobs import Knobs
 from workbench.viz.lanes import expected_lanes
-from workbench.viz.live import LiveView, Poller
+from workbench.viz.live import LiveView, Poller, SummaryPacer, running_summary_html
+from workbench.viz.progress import ProgressBar, final_figures, live_figures, static_html
 from workbench.viz.report import render_report
 from workbench.viz.runner import BackgroundRun, RunRecord
 from workbench.viz.tables import CSS, summary_html
+from workbench.viz.timeline import gantt_figure
 
 widgets = require("ipywidgets")
 bokeh_widget = require("jupyter_bokeh")
 
-SUMMARY_REFRESH_S = 1.0
+FALLBACK_BARS = 4_000  # the static copy's Gantt: an overview and a detail window past this
 LIVE_NAME = "live"  # its data sources are live_bars_0..2 (scripts and tests find them by name)
 STYLE = f"<style>{CSS} .wb-problem {{ color: #b00020; }} .wb-hint {{ color: #666; }}</style>"
 
@@ -63,7 +64,9 @@ class ControlPanel:
         self.current: BackgroundRun | None = None
         self.live: LiveView | None = None
         self._poller: Poller | None = None
-        self._last_summary = 0.0
+        self._summaries = SummaryPacer()
+        # Called with the panel after each run has ended (the notebook keeps a static copy).
+        self.finished_listeners: list[Callable[[ControlPanel], None]] = []
         self._idle = threading.Event()
         self._idle.set()
 
@@ -71,6 +74,7 @@ class ControlPanel:
         self.stop_button = widgets.Button(description="Stop", button_style="danger", icon="stop",
                                           disabled=True)
         self.report_button = widgets.Button(description="Save report", icon="file", disabled=True)
+        self.progress = ProgressBar()
         self.status = widgets.HTML(value="idle")
         self.message = widgets.HTML()
         self.view_box = widgets.VBox()
@@ -87,7 +91,7 @@ class ControlPanel:
         self.widget = widgets.VBox([
             widgets.HTML(STYLE), self.knobs.box,
             widgets.HBox([self.run_button, self.stop_button, self.report_button]),
-            self.status, self.message, self.view_box, self.summary,
+            self.progress.widget, self.status, self.message, self.view_box, self.summary,
             widgets.HTML("<b>compare runs</b>"),
             widgets.HBox([self.compare_a, self.compare_b, self.compare_button]), self.compare_box,
         ])
@@ -135,6 +139,7 @@ class ControlPanel:
         )
         self.view_box.children = [bokeh_widget.BokehModel(self.live.layout)]
         self.summary.value = ""
+        self.progress.reset(f"run {run.number}")
         self.knobs.enable(False)
         self.run_button.disabled = True
         self.report_button.disabled = True
@@ -150,12 +155,13 @@ class ControlPanel:
         assert run is not None and live is not None
         done = run.done  # read first: a final drain after the end misses nothing
         try:
-            live.update(final=done)
+            live.tick(final=done)
             if not done:
+                self.progress.show(live_figures(run))
                 self.status.value = self._status_line(run)
-                if time.monotonic() - self._last_summary >= SUMMARY_REFRESH_S:
-                    self._last_summary = time.monotonic()
-                    self._show_live_summary(run)
+                if self._summaries.due():
+                    with self._summaries.timed():
+                        self._show_live_summary(run)
         except Exception as err:  # the run goes on even if a view cannot follow it
             self.say(f"the live view failed ({type(err).__name__}: {err}); the run goes on", problem=True)
         if done:
@@ -174,9 +180,7 @@ class ControlPanel:
                 f"{progress.synthesised} synthesised · {elapsed:.1f} s · {rate:.1f} partitions/min")
 
     def _show_live_summary(self, run: BackgroundRun) -> None:
-        # The run has no outcome yet: its headline says it is running, not "unknown".
-        so_far = Trace.from_recorder(run.recorder, meta={"outcome": "running"})
-        self.summary.value = summary_html(summarize(so_far))
+        self.summary.value = running_summary_html(run.recorder)
 
     def _finish(self, run: BackgroundRun) -> None:
         try:
@@ -187,10 +191,13 @@ class ControlPanel:
             self.stop_button.disabled = True
             self._validate()
         self.history.append(record)
+        self.progress.show(final_figures(record, run))  # the summary's figures: the same rate
         s = record.summary
+        # The run's own window, as the summary and the progress bar count it; setup apart.
+        setup_s = max(record.wall_s - s.wall_s, 0.0)
         line = (f"run {record.number} {record.outcome}: {s.partitions_done}/{record.config.partitions} "
-                f"partitions in {record.wall_s:.2f} s · {s.throughput_per_min:.1f} partitions/min · "
-                f"GPU mutex held {s.mutex_held_fraction:.0%}")
+                f"partitions in {s.wall_s:.2f} s (after {setup_s:.2f} s of setup) · "
+                f"{s.throughput_per_min:.1f} partitions/min · GPU mutex held {s.mutex_held_fraction:.0%}")
         if record.error:
             line += f" · {record.error}"
         if run.error is not None:
@@ -208,6 +215,21 @@ class ControlPanel:
         if len(self.history) >= 2:
             self.compare_a.value, self.compare_b.value = len(self.history) - 2, len(self.history) - 1
             self.compare_button.disabled = False
+        for listener in self.finished_listeners:
+            listener(self)
+
+    def static_copy(self) -> str:
+        """The last run's view as a hidden static copy (see fallback.py): status, progress,
+        Gantt and verdict, for a notebook reopened without its kernel."""
+        record = self.last
+        if record is None:
+            return ""
+        figures = self.progress.figures
+        bar = static_html(figures, f"run {record.number}") if figures is not None else ""
+        html = f"{STYLE}{bar}<p>{self.status.value}</p>{self.summary.value}"
+        layout = gantt_figure(record.trace, max_bars=FALLBACK_BARS, label=record.label)
+        return fallback_html(html, layout, note="the panel's last run, as it was (the kernel that ran it "
+                                                "is gone: run the cell again for a live panel)")
 
     @guarded
     def _on_stop(self, button: Any = None) -> None:

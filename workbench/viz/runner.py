@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -135,14 +136,19 @@ class BackgroundRun:
 
 
 def run_to_end(config: RunConfig, number: int = 1, trace_path: str | os.PathLike[str] | None = None,
-               fresh: bool = False) -> RunRecord:
-    """Run on the calling thread's behalf and return the record (for notebook cells)."""
+               fresh: bool = False, watch: Callable[[BackgroundRun], None] | None = None) -> RunRecord:
+    """Run on the calling thread's behalf and return the record (for notebook cells); `watch`
+    is called with the run about ten times a second while it goes on (a progress bar), and
+    once more when it has ended."""
     run = BackgroundRun(config, number, trace_path=trace_path, fresh=fresh)
     run.start()
     try:
         while not run.join(0.1):
-            pass
+            if watch is not None:
+                watch(run)
     except KeyboardInterrupt:
         run.stop("interrupted")
         run.join()
+    if watch is not None:
+        watch(run)
     return run.record()
