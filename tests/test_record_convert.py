@@ -77,7 +77,7 @@ def test_device_records_on_the_host_clock() -> None:
     assert spans(trace, "gpu1/memset")[0][:3] == ("memset", 1005, 1006)
     assert spans(trace, "gpu0/sync")[0][:3] == ("stream_synchronize", 1400, 1410)
     assert spans(trace, "cuda/thread/99") == [("cudaLaunchKernel_v7000", 1001, 1050, {"correlation": 42})]
-    assert rl.role_counts(trace) == {"kernel": 1, "copy": 1, "memset": 1, "other": 1, "launch": 1}
+    assert rl.role_counts(trace) == {"kernel": 1, "copy": 1, "memset": 1, "sync": 1, "launch": 1}
     assert trace.time_range() == (1001, 1410)
 
 

@@ -36,7 +36,7 @@ class FollowView:
                              sizing_mode="stretch_width")
 
     def update(self, final: bool = False) -> None:
-        self.live.update(final=final)
+        self.live.tick(final=final)
         progress = self.session.progress
         self.verdict.text = f"<b>verdict</b>: {escape(progress.headline)}"
         self.status.text = escape(status_line(progress, self.session.idle_s))

@@ -39,7 +39,7 @@ class LiveServer:
         self.views.append(view)
         doc.title = f"workbench record: {self.title}"
         doc.add_root(view.layout)
-        doc.add_periodic_callback(view.update, int(PERIOD_S * 1000))
+        doc.add_periodic_callback(view.tick, int(PERIOD_S * 1000))
 
     def _serve(self) -> None:
         try:

@@ -72,7 +72,7 @@ class LiveRecording:
 
     def _tick(self) -> bool:
         done = self._done.is_set()  # read first: the last update then misses nothing
-        self.live.update(final=done)
+        self.live.tick(final=done)
         return not done
 
     def stop(self) -> None:
