@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import trace_members  # tests/ is on the path (attacks.py puts it there)
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -47,17 +48,6 @@ class Case:
 
 # -- .wbtrace files crafted from a real run's ------------------------------------------------------
 
-def _members(path: Path) -> dict[str, bytes]:
-    with zipfile.ZipFile(path) as z:
-        return {name: z.read(name) for name in z.namelist()}
-
-
-def _npy(array: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, array)
-    return buffer.getvalue()
-
-
 def _zip(path: Path, members: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> Path:
     with zipfile.ZipFile(path, "w", method) as z:
         for name, data in members.items():
@@ -71,11 +61,11 @@ def _header(members: dict[str, bytes]) -> dict:
 
 def _with_header(members: dict[str, bytes], header: dict | bytes) -> dict[str, bytes]:
     text = header if isinstance(header, bytes) else json.dumps(header).encode()
-    return {**members, "header.npy": _npy(np.frombuffer(text, np.uint8))}
+    return {**members, "header.npy": trace_members.npy(np.frombuffer(text, np.uint8))}
 
 
 def _column(members: dict[str, bytes], name: str, change) -> dict[str, bytes]:
-    return {**members, f"{name}.npy": _npy(change(np.load(io.BytesIO(members[f"{name}.npy"]))))}
+    return {**members, f"{name}.npy": trace_members.npy(change(np.load(io.BytesIO(members[f"{name}.npy"]))))}
 
 
 def _deep(depth: int) -> list:
@@ -93,7 +83,7 @@ def _huge_declared(rows: int) -> bytes:
 
 
 def wbtrace_inputs(work: Path) -> dict[str, Path]:
-    real = _members(RUN_TRACE)
+    real = trace_members.members(RUN_TRACE)
     h = _header(real)
 
     def header(change) -> dict[str, bytes]:
@@ -136,7 +126,7 @@ def wbtrace_inputs(work: Path) -> dict[str, Path]:
         "column missing": {k: v for k, v in real.items() if k != "instants.ts_ns.npy"},
         "declares 2^30 rows": {**real, "spans.worker.npy": _huge_declared(2**30)},
         "declares 2^62 rows": {**real, "spans.worker.npy": _huge_declared(2**62)},
-        "zip bomb of zeros": {**real, "spans.partition.npy": _npy(np.zeros(2**25, np.int32))},
+        "zip bomb of zeros": {**real, "spans.partition.npy": trace_members.npy(np.zeros(2**25, np.int32))},
         "5000 members": {**real, **{f"junk{i}.npy": b"" for i in range(5000)}},
         "partition values extreme": _column(real, "spans.partition", lambda c: np.full_like(c, 2**31 - 1)),
         "escapes in names": header(lambda x: x.update(strings=[s + "\x1b[2J\x1b]0;owned\x07" for s in

@@ -22,6 +22,7 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+import trace_members
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from trace_checks import trace_faults
@@ -291,17 +292,6 @@ def test_cuzk_log_with_lines_shuffled_garbled_or_cut(data):
 
 # -- a .wbtrace of a real run: header fields and column values edited ---------------------------
 
-def _members(path: Path) -> dict[str, bytes]:
-    with zipfile.ZipFile(path) as z:
-        return {name: z.read(name) for name in z.namelist()}
-
-
-def _npy(array: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, array)
-    return buffer.getvalue()
-
-
 def _set_at(value, path: list, new):
     """The JSON value with the item at path (keys and indices, the last one replaced) swapped."""
     if not path:
@@ -329,12 +319,12 @@ COLUMN_VALUES = st.sampled_from([0, -1, 1, 2**31 - 1, -(2**31), 2**40, 2**62, -(
 @given(st.data())
 def test_a_real_runs_trace_with_header_fields_and_column_values_edited(data):
     source = data.draw(st.sampled_from(WBTRACE))
-    members = _members(source)
+    members = trace_members.members(source)
     header = json.loads(np.load(io.BytesIO(members["header.npy"])).tobytes())
     for _ in range(data.draw(st.integers(0, 3))):
         place = data.draw(st.sampled_from(_places(header)[1:]))
         header = _set_at(header, list(place), data.draw(odd_values))
-    members["header.npy"] = _npy(np.frombuffer(json.dumps(header).encode(), np.uint8))
+    members["header.npy"] = trace_members.npy(np.frombuffer(json.dumps(header).encode(), np.uint8))
     numeric = sorted(n for n in members if n != "header.npy")
     for _ in range(data.draw(st.integers(0, 3))):
         name = data.draw(st.sampled_from(numeric))
@@ -345,7 +335,7 @@ def test_a_real_runs_trace_with_header_fields_and_column_values_edited(data):
                 [float("nan"), float("inf"), -1e308, 0.0, 1e300]))
             with contextlib.suppress(OverflowError):  # the value does not fit the column's dtype
                 column[at] = value
-        members[name] = _npy(column)
+        members[name] = trace_members.npy(column)
     folder, path = _scratch(source.name)
     with folder:
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
