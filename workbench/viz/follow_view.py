@@ -8,9 +8,6 @@ own periodic callback.
 
 from __future__ import annotations
 
-import asyncio
-import socket
-import threading
 from collections.abc import Callable
 from html import escape
 from typing import Any
@@ -19,6 +16,7 @@ from bokeh.layouts import column
 from bokeh.models.widgets import Button, Div
 
 from workbench.render.follow_text import status_line
+from workbench.viz import live_server
 from workbench.viz.live import LiveView
 
 PERIOD_MS = 250
@@ -44,67 +42,27 @@ class FollowView:
             self.stop_button.disabled = True
 
 
-class LiveServer:
-    """The view served on 127.0.0.1 from a thread of its own, for a session attached later."""
+class LiveServer(live_server.LiveServer):
+    """The follow view served on 127.0.0.1, for a session attached once reading starts."""
 
     def __init__(self, port: int = 0) -> None:
-        self.port = port or _free_port()
+        super().__init__(self._document, port)
         self.session: Any = None
         self.stop_requested = False
-        self._ready = threading.Event()
-        self._loop: Any = None
-        self._thread = threading.Thread(target=self._serve, name="workbench-live-server", daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/"
-
-    def start(self) -> LiveServer:
-        self._thread.start()
-        self._ready.wait(30)
-        return self
 
     def attach(self, session: Any) -> None:
         self.session = session
 
-    def _document(self, doc: Any) -> None:
+    def _document(self, doc: Any) -> FollowView | None:
         if self.session is None:
-            return
+            return None
         view = FollowView(self.session, stop=self._request_stop)
         doc.add_root(view.layout)
         doc.add_periodic_callback(view.update, PERIOD_MS)
+        return view
 
     def _request_stop(self) -> None:
         self.stop_requested = True
-
-    def _serve(self) -> None:
-        from bokeh.application import Application
-        from bokeh.application.handlers.function import FunctionHandler
-        from bokeh.core.validation import silence
-        from bokeh.core.validation.warnings import EMPTY_LAYOUT
-        from bokeh.server.server import Server
-        from tornado.ioloop import IOLoop
-
-        silence(EMPTY_LAYOUT, True)  # the counters' column stays empty: a log has no counters
-        asyncio.set_event_loop(asyncio.new_event_loop())
-        origins = [f"127.0.0.1:{self.port}", f"localhost:{self.port}"]
-        server = Server({"/": Application(FunctionHandler(self._document))}, io_loop=IOLoop.current(),
-                        port=self.port, address="127.0.0.1", allow_websocket_origin=origins)
-        server.start()
-        self._loop = server.io_loop
-        self._ready.set()
-        server.io_loop.start()
-
-    def stop(self) -> None:
-        if self._loop is not None:
-            self._loop.add_callback(self._loop.stop)
-            self._thread.join(5)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Following:

@@ -1,16 +1,18 @@
-"""The live view served to a browser: a Bokeh server on a local port, in a thread of its own,
-each page a `LiveView` (live.py) of the recorder brought up to date ten times a second.
+"""A live view served to a browser: a Bokeh server on a local port, in a thread of its own, for
+commands that have no notebook (`workbench record --live`, `workbench follow --live`).
 
-For commands that have no notebook (`workbench record --live`). Every page that opens starts
-from the first span, so one opened late still shows the whole recording.
-
-Contract: `serve(recorder, port) -> LiveServer` (`.url`, `.stop()`).
+`LiveServer(page, port)` calls `page(doc)` for every page that opens (what it returns, the
+view shown, is kept in `.views`); `serve(recorder, port, title)` serves a `LiveView` (live.py)
+of a recorder, brought up to date ten times a second. Every page that opens starts from the
+first span, so one opened late still shows the whole recording.
 """
 
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from workbench.trace.recorder import Recorder
@@ -19,11 +21,10 @@ from workbench.viz.live import PERIOD_S, LiveView
 
 
 class LiveServer:
-    def __init__(self, recorder: Recorder, port: int, title: str) -> None:
-        self.recorder = recorder
-        self.port = port
-        self.title = title
-        self.views: list[LiveView] = []
+    def __init__(self, page: Callable[[Any], Any], port: int = 0) -> None:
+        self.page = page
+        self.port = port or free_port()
+        self.views: list[Any] = []
         self.error: BaseException | None = None
         self._ready = threading.Event()
         self._server: Any = None
@@ -35,20 +36,21 @@ class LiveServer:
         return f"http://127.0.0.1:{self.port}/"
 
     def _page(self, doc: Any) -> None:
-        view = LiveView(self.recorder, title=f"live: {self.title}")
-        self.views.append(view)
-        doc.title = f"workbench record: {self.title}"
-        doc.add_root(view.layout)
-        doc.add_periodic_callback(view.tick, int(PERIOD_S * 1000))
+        view = self.page(doc)
+        if view is not None:
+            self.views.append(view)
 
     def _serve(self) -> None:
         try:
             asyncio.set_event_loop(asyncio.new_event_loop())
             from bokeh.application import Application
             from bokeh.application.handlers.function import FunctionHandler
+            from bokeh.core.validation import silence
+            from bokeh.core.validation.warnings import EMPTY_LAYOUT
             from bokeh.server.server import Server
             from tornado.ioloop import IOLoop
 
+            silence(EMPTY_LAYOUT, True)  # the counters' column stays empty where nothing is sampled
             self._loop = IOLoop.current()
             self._server = Server({"/": Application(FunctionHandler(self._page))}, port=self.port,
                                   address="127.0.0.1", io_loop=self._loop,
@@ -83,5 +85,18 @@ class LiveServer:
         self._thread.join(10)
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def serve(recorder: Recorder, port: int = 5006, title: str = "") -> LiveServer:
-    return LiveServer(recorder, port, title).start()
+    def page(doc: Any) -> LiveView:
+        view = LiveView(recorder, title=f"live: {title}")
+        doc.title = f"workbench record: {title}"
+        doc.add_root(view.layout)
+        doc.add_periodic_callback(view.tick, int(PERIOD_S * 1000))
+        return view
+
+    return LiveServer(page, port).start()
