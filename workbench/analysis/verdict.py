@@ -300,7 +300,8 @@ def _headline(findings: tuple[Finding, ...], ctx: Context) -> str:
         if said is not None:
             return said
         if not findings:
-            held = ", ".join(f"{n} {role}" for role, n in ctx.roles.items()) or "no spans"
+            held = ", ".join(f"{n} {role}" for role, n in ctx.roles.items())
+            held = f"spans by role: {held}" if held else "no spans"
             return f"No GPU kernels in the trace ({held}): nothing to say about what a GPU waited for."
     if findings:
         top = findings[0]
