@@ -131,17 +131,26 @@ def _in_processes(paths: list[str], options: DiagnoseOptions, count: int,
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
-    """End the pool now: queued tasks cancelled, running ones ended with their processes."""
-    processes = dict(getattr(pool, "_processes", None) or {})
+    """End the pool now: queued tasks cancelled, running ones ended with their processes.
+
+    The pool's manager thread may still start a worker after shutdown (it replaces one that
+    exits as it reads the stop), so the table it fills is watched until that thread ends."""
+    processes = getattr(pool, "_processes", None) or {}  # the live table, not a copy
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
-    for process in processes.values():
-        if process.is_alive():
+    deadline = time.monotonic() + 10
+    while True:
+        alive = [process for process in list(processes.values()) if process.is_alive()]
+        for process in alive:
             process.terminate()
-    for process in processes.values():
-        process.join(timeout=5)
-        if process.is_alive():  # stuck in a system call that ignores SIGTERM
-            process.kill()
+        for process in alive:
             process.join(timeout=5)
+            if process.is_alive():  # stuck in a system call that ignores SIGTERM
+                process.kill()
+                process.join(timeout=5)
+        if manager is None or not manager.is_alive() or time.monotonic() > deadline:
+            return
+        manager.join(0.05)
 
 
 def _on_ray(paths: list[str], options: DiagnoseOptions, address: str | None,
