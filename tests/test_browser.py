@@ -549,7 +549,9 @@ def test_stop_mid_run_in_jupyterlab_reports_stopped_and_leaves_no_run_thread(pag
     page.keyboard.type("import threading; print('threads:', sorted(t.name for t in threading.enumerate() "
                        "if t.name.startswith('workbench-')))")
     page.keyboard.press("Shift+Enter")
-    output = page.locator(".jp-OutputArea-output", has_text="threads:").last
+    # The new cell's output alone: the panel's verdict speaks of synthesis threads too, and
+    # matched while the new cell had not printed yet.
+    output = page.locator(".jp-OutputArea-output", has_text=re.compile(r"^\s*threads: \[")).last
     try:
         output.wait_for(timeout=30_000)
     except playwright_api.TimeoutError:
