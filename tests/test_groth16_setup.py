@@ -3,6 +3,10 @@ the key's disk cache."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -13,6 +17,7 @@ from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 from workbench.prover import field, key_cache, ntt, trusted_setup
 from workbench.prover.circuit import PUBLIC, SyntheticCircuit
 from workbench.prover.curve import G1Points, G2Points
+from workbench.trace import output
 
 R = field.MODULUS
 
@@ -176,3 +181,34 @@ def test_a_pool_of_processes_gives_the_same_points(monkeypatch):
     serial = trusted_setup.fixed_base_g1(scalars)
     monkeypatch.setattr(trusted_setup, "PARALLEL_FROM", 8)
     assert trusted_setup.fixed_base_g1(scalars) == serial
+
+
+def test_a_writer_killed_mid_save_leaves_nothing_the_next_one_keeps(tmp_path: Path):
+    """A process SIGKILLed while it writes the key's cache file leaves a part file beside it;
+    the next writer removes it, and leaves alone one whose writer still runs (this process)."""
+    circuit = SyntheticCircuit(3, 0.5, 1, seed=1)
+    path = key_cache.cache_path(circuit, tmp_path)
+    killed = textwrap.dedent(f"""
+        import os, signal
+        import numpy as np
+        from pathlib import Path
+        from workbench.prover import srs
+
+        def savez(handle, **arrays):
+            handle.write(b"part of a key")
+            handle.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        np.savez = savez
+        srs.write_arrays(Path({str(path)!r}), {{"a": np.zeros(3)}})
+    """)
+    child = subprocess.run([sys.executable, "-c", killed], capture_output=True, text=True, timeout=60)
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    left = [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert len(left) == 1 and left[0].read_bytes() == b"part of a key" and not path.exists()
+    ours = path.parent / (output.temporary_prefix(path) + "x.tmp")
+    ours.write_bytes(b"being written")
+    key = key_cache.load_or_setup(circuit, tmp_path)
+    assert path.exists() and not left[0].exists() and ours.exists()
+    key_cache.clear_memory_cache()
+    assert key_cache.load_or_setup(circuit, tmp_path) == key

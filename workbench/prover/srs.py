@@ -46,6 +46,7 @@ from workbench.prover.curve import (
     point_to_bytes,
 )
 from workbench.prover.pool import parallel_map
+from workbench.trace import output
 
 __all__ = [
     "FORMAT_VERSION",
@@ -374,7 +375,11 @@ def write_arrays(path: Path, arrays: dict[str, Any]) -> None:
     tmp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+        # Named after the writing process, as every output's temporary file is, so the part
+        # file of a writer killed mid-save (gigabytes at 2^22) is removed by the next writer.
+        output.remove_stale_temporaries(path)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=output.temporary_prefix(path),
+                                   suffix=output.TEMPORARY_SUFFIX)
         with os.fdopen(fd, "wb") as f:
             np.savez(f, **arrays)
         # Readers in other processes see either no file or a complete one.

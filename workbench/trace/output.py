@@ -128,7 +128,7 @@ def write(path: str | os.PathLike[str], fill: Callable[[BinaryIO], object], *,
         raise OutputError(f"{target}: {reason}")
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(target)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=_temporary_prefix(target), suffix=TEMPORARY_SUFFIX)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=temporary_prefix(target), suffix=TEMPORARY_SUFFIX)
     try:
         try:
             with os.fdopen(fd, "wb") as handle:
@@ -149,7 +149,7 @@ def write(path: str | os.PathLike[str], fill: Callable[[BinaryIO], object], *,
     return written
 
 
-def _temporary_prefix(target: Path, pid: int | None = None) -> str:
+def temporary_prefix(target: Path, pid: int | None = None) -> str:
     # Short (the target's own name may be as long as the file system allows), and naming the
     # writing process, so a temporary file whose writer was killed can be told from one being
     # written.
