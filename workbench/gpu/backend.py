@@ -50,6 +50,17 @@ def on_device_of_buffers(method: Method) -> Method:
     return cast(Method, in_context)
 
 
+WORKER_BYTES_PER_CONSTRAINT = 10 * 32
+"""A worker's a, b, c, h, scratch and tables: 32 bytes an element each."""
+
+
+def device_need(config: RunConfig) -> int:
+    """Bytes a GPU must have free for the run: the key's points stay resident (four G1 queries
+    of 96-byte affine points and B in G2 of 192), and each worker has its own buffers."""
+    n = 1 << config.log2_constraints
+    return (4 * 96 + 192) * n + config.gpu_workers * WORKER_BYTES_PER_CONSTRAINT * n
+
+
 class GpuBackend(HostCurvePhases, Backend):
     name = "gpu"
 
@@ -72,8 +83,7 @@ class GpuBackend(HostCurvePhases, Backend):
         visible = self._cp.cuda.runtime.getDeviceCount()
         if config.gpus > visible:
             raise ConfigError("gpus", config.gpus, f"at most {visible} (the GPUs visible here)")
-        # a, b, c, h, scratch and the tables of one worker, 32 bytes an element each.
-        need = config.gpu_workers * 10 * 32 << config.log2_constraints
+        need = device_need(config)
         for gpu in range(config.gpus):
             with self._cp.cuda.Device(gpu):
                 free, _ = self._cp.cuda.runtime.memGetInfo()
