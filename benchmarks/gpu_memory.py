@@ -2,7 +2,9 @@
 
     python benchmarks/gpu_memory.py [--log2 20 22] [--workers 1 2] [--out F]
 
-Each case is a real pipeline run on the GPU backend (2 partitions a worker, pinned memory).
+Each case is a real pipeline run on the GPU backend (2 partitions a worker, pinned memory), in
+a fresh process: a run's arrays outlive it in the pool of the process that ran it, so a second
+case in the same process would count the first one's.
 The peak is the most the run's arrays held at once (CuPy's pool, polled every 0.2 ms; the
 pool's own size, cached blocks included, is printed beside it as an upper bound), the setup's
 peak (the key made on the device) apart. The key's points stay on the device for the whole
@@ -15,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 import threading
 import time
 from typing import Any
@@ -60,7 +64,7 @@ def measure(log2: int, workers: int) -> dict[str, Any]:
     if not result.ok:
         raise SystemExit(f"2^{log2}, {workers} workers: the run failed: {result.error}")
     key, setup_peak = after_setup
-    per_worker = (peak[0] - key) / workers
+    per_worker = (peak[0] - key) / workers  # with 2 workers: each worker's own share plus half the holder's
     check = device_need(config)
     row = {"log2": log2, "workers": workers, "peak_used_bytes": peak[0], "pool_bytes": pool.total_bytes(),
            "setup_peak_bytes": setup_peak,
@@ -77,11 +81,19 @@ def main() -> None:
     parser.add_argument("--log2", type=int, nargs="+", default=[20, 22])
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--out")
+    parser.add_argument("--case", nargs=2, type=int, help=argparse.SUPPRESS)  # LOG2 WORKERS, in this process
     args = parser.parse_args()
+    if args.case:
+        print(json.dumps(measure(*args.case)))
+        return
     rows = []
     for log2 in args.log2:
         for workers in args.workers:
-            row = measure(log2, workers)
+            child = subprocess.run([sys.executable, __file__, "--case", str(log2), str(workers)],
+                                   capture_output=True, text=True)
+            if child.returncode:
+                raise SystemExit(f"2^{log2} x {workers} workers: {child.stderr.strip()[-2000:]}")
+            row = json.loads(child.stdout.strip().splitlines()[-1])
             rows.append(row)
             gib = {k: row[k] / 2**30
                    for k in ("peak_used_bytes", "pool_bytes", "setup_peak_bytes", "key_bytes")}

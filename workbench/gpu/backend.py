@@ -50,15 +50,23 @@ def on_device_of_buffers(method: Method) -> Method:
     return cast(Method, in_context)
 
 
-WORKER_BYTES_PER_CONSTRAINT = 10 * 32
-"""A worker's a, b, c, h, scratch and tables: 32 bytes an element each."""
+# Device bytes per constraint, from real runs' peaks (benchmarks/gpu_memory.py, H200: one and
+# two workers at 2^20 and 2^22, each case in a fresh process; RESULTS.md has the figures).
+KEY_BYTES_PER_CONSTRAINT = 4 * 96 + 192
+"""The key's points, resident for the whole run: four G1 queries (96-byte affine points) and B
+in G2 (192 bytes)."""
+WORKER_BYTES_PER_CONSTRAINT = 1340
+"""A worker's own buffers, alive all run: a, b, c, h and its NTT domain's tables."""
+HOLDER_BYTES_PER_CONSTRAINT = 2100
+"""Scratch of the worker inside the mutex (the MSMs' sort and affine rounds, the NTTs' passes):
+once per GPU, since the lock lets one worker at a time in; at 2^20 its share is the largest."""
 
 
 def device_need(config: RunConfig) -> int:
-    """Bytes a GPU must have free for the run: the key's points stay resident (four G1 queries
-    of 96-byte affine points and B in G2 of 192), and each worker has its own buffers."""
+    """Bytes a GPU must have free for the run, a little over the peaks measured."""
     n = 1 << config.log2_constraints
-    return (4 * 96 + 192) * n + config.gpu_workers * WORKER_BYTES_PER_CONSTRAINT * n
+    return (KEY_BYTES_PER_CONSTRAINT + HOLDER_BYTES_PER_CONSTRAINT
+            + config.gpu_workers * WORKER_BYTES_PER_CONSTRAINT) * n
 
 
 class GpuBackend(HostCurvePhases, Backend):
