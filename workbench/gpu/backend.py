@@ -50,6 +50,25 @@ def on_device_of_buffers(method: Method) -> Method:
     return cast(Method, in_context)
 
 
+# Device bytes per constraint, from real runs' peaks (benchmarks/gpu_memory.py, H200: one and
+# two workers at 2^20 and 2^22, each case in a fresh process; RESULTS.md has the figures).
+KEY_BYTES_PER_CONSTRAINT = 4 * 96 + 192
+"""The key's points, resident for the whole run: four G1 queries (96-byte affine points) and B
+in G2 (192 bytes)."""
+WORKER_BYTES_PER_CONSTRAINT = 1340
+"""A worker's own buffers, alive all run: a, b, c, h and its NTT domain's tables."""
+HOLDER_BYTES_PER_CONSTRAINT = 2100
+"""Scratch of the worker inside the mutex (the MSMs' sort and affine rounds, the NTTs' passes):
+once per GPU, since the lock lets one worker at a time in; at 2^20 its share is the largest."""
+
+
+def device_need(config: RunConfig) -> int:
+    """Bytes a GPU must have free for the run, a little over the peaks measured."""
+    n = 1 << config.log2_constraints
+    return (KEY_BYTES_PER_CONSTRAINT + HOLDER_BYTES_PER_CONSTRAINT
+            + config.gpu_workers * WORKER_BYTES_PER_CONSTRAINT) * n
+
+
 class GpuBackend(HostCurvePhases, Backend):
     name = "gpu"
 
@@ -72,8 +91,7 @@ class GpuBackend(HostCurvePhases, Backend):
         visible = self._cp.cuda.runtime.getDeviceCount()
         if config.gpus > visible:
             raise ConfigError("gpus", config.gpus, f"at most {visible} (the GPUs visible here)")
-        # a, b, c, h, scratch and the tables of one worker, 32 bytes an element each.
-        need = config.gpu_workers * 10 * 32 << config.log2_constraints
+        need = device_need(config)
         for gpu in range(config.gpus):
             with self._cp.cuda.Device(gpu):
                 free, _ = self._cp.cuda.runtime.memGetInfo()
