@@ -27,9 +27,36 @@ MIN_PAIRS_G2, MIN_FRACTION_G2 = 1 << 19, 0.1
 more: smaller rounds still pay (on the H200, the 2^22 partition's G2 tail took 40.5 ms with
 the G1 rule and 33.6 ms with this one, batch addition 11.6 and 9.7)."""
 
+INVERSION = "batched"
+"""The inversion a batch of divisions shares (kernels/batch_affine.cuh): "batched"
+(fp_inv_batched, 30 binary-GCD steps at a time on 64-bit approximations) or "binary"
+(fp_inv_binary, one full-width step at a time: the one before, kept to time against)."""
+
+BATCH_ADD = "local"
+"""batch_add's method: "local" (batch_add_local in kernels/batch_add.cu: every thread halves
+its own slices of the bitmap in affine rounds, one launch, no read-back), or "rounds" (the
+selected indices compacted, halved here over all of them while round_pays, XYZZ for the
+rest: the method before)."""
+
+LOCAL_THREADS = 1 << 16
+"""batch_add_local's threads (about one resident wave on the H200): they bound its scratch."""
+
+LOCAL_WORDS = 4
+"""64-bit bitmap words a slice of batch_add_local (at most 1024: offsets are 16 bits)."""
+
+LOCAL_STOP = 8
+"""batch_add_local's rounds run while a thread holds more points; XYZZ sums the rest."""
+
 TARGET_THREADS = 1 << 16  # a round's threads when its outputs allow k >= K_MIN
 MAX_THREADS = 1 << 17  # beyond it threads loop over chunks (bounds the scratch)
 K_MIN, K_MAX = 32, 256
+
+
+def binary_flag() -> np.uint32:
+    """The kernels' `binary` argument for INVERSION."""
+    if INVERSION not in ("batched", "binary"):
+        raise ValueError(f"INVERSION must be 'batched' or 'binary', got {INVERSION!r}")
+    return np.uint32(INVERSION == "binary")
 
 
 def round_pays(pairs: int, total: int, g2: bool = False) -> bool:
@@ -83,7 +110,7 @@ def halve_runs(be: Any, ws: Any, module: str, kernel: str, affine_words: int, da
         has_entries = src_entries is not None
         be.launch(module, kernel, threads,
                   (src, src_entries if has_entries else out_ends, np.uint32(has_entries), ends, out_ends,
-                   np.uint64(runs), out, prefix, picks, np.uint64(threads), np.uint32(k)))
+                   np.uint64(runs), out, prefix, picks, np.uint64(threads), np.uint32(k), binary_flag()))
         src, src_entries, counts, ends, total = out, None, out_counts, out_ends, total_out
         rounds += 1
     if rounds == 0:

@@ -613,11 +613,40 @@ def batch_add_sets(points: DevicePoints, sets: int, bitmap: Any, stream: Any = N
     ws = _workspace(be)
     with be.stream_context(stream):
         bits = _on_device(be, ws, "bitmap", bitmap, np.uint8, None)
+        if affine_rounds.BATCH_ADD == "local":
+            totals = _batch_add_local(be, ws, points, sets, size, bits)
+            return [encode_affine(point, group) for point in _rows_to_affine(totals, group)]
         if affine_rounds.round_pays(sets * (size // 2), sets * size, g2=group is G2):
             totals = _batch_add_affine(be, ws, points, sets, size, bits)
             if totals is not None:
                 return [encode_affine(point, group) for point in _rows_to_affine(totals, group)]
         return _batch_add_xyzz(be, ws, points, sets, size, bits)
+
+
+def _batch_add_local(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int,
+                     bits: Any) -> np.ndarray:
+    """Per set, the XYZZ sum of its selected points by batch_add_local (kernels/batch_add.cu):
+    slices of LOCAL_WORDS bitmap words, a power of two of threads per set (so that the
+    pairwise passes after it never mix sets), each thread's scratch sized for slices whose
+    every bit is set."""
+    group = points.group
+    words = min(affine_rounds.LOCAL_WORDS, 1024)
+    slices = -(-size // (64 * words))
+    per_set = 1
+    while per_set * 2 <= max(1, affine_rounds.LOCAL_THREADS // sets) and per_set < slices:
+        per_set *= 2
+    threads = sets * per_set
+    most = 32 * words  # pairs, and points left after round 1, of a full slice
+    slots = ws.buffer("local_slots", np.uint32, most * threads * group.affine_words)
+    prefix = ws.buffer("local_prefix", np.uint32, most * threads * group.affine_words // 2)
+    picks = ws.buffer("local_picks", np.uint32, most * threads)
+    partials = ws.buffer("batch_partials", np.uint32, threads * group.xyzz_words)
+    be.launch("batch_add", group.kernel("batch_add_local"), threads,
+              (points.data, bits, partials, slots, prefix, picks, np.uint64(size), np.uint64(slices),
+               np.uint64(per_set), np.uint64(threads), np.uint32(words),
+               np.uint32(max(1, affine_rounds.LOCAL_STOP)), affine_rounds.binary_flag()))
+    current = _sum_partials(be, ws, group, partials, threads, sets)
+    return be.download(current[:sets * group.xyzz_words]).reshape(sets, group.xyzz_words)
 
 
 def _batch_add_affine(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int,
