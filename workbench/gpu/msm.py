@@ -614,8 +614,8 @@ def batch_add_sets(points: DevicePoints, sets: int, bitmap: Any, stream: Any = N
     with be.stream_context(stream):
         bits = _on_device(be, ws, "bitmap", bitmap, np.uint8, None)
         if affine_rounds.BATCH_ADD == "local":
-            totals = _batch_add_local(be, ws, points, sets, size, bits)
-            return [encode_affine(point, group) for point in _rows_to_affine(totals, group)]
+            sums = _batch_add_local(be, ws, points, sets, size, bits)
+            return [encode_affine(point, group) for point in _rows_to_affine(sums, group)]
         if affine_rounds.round_pays(sets * (size // 2), sets * size, g2=group is G2):
             totals = _batch_add_affine(be, ws, points, sets, size, bits)
             if totals is not None:
