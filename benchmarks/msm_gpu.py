@@ -46,22 +46,24 @@ IMAD_PER_CLOCK_PER_SM = 64
 MULS_PER_MADD, MULS_PER_ADD = 10, 14
 TARGETS_MS = {("msm", 20): 8.0, ("msm", 22): 28.0, ("msm", 24): 100.0, ("batch_add", 24): 3.0}
 ANCHOR_MS = {("msm", 24): 109.0}  # the published G1 MSM 2^24 on a card of the H200's integer-multiply peak
-# The accumulation variants timed side by side: XYZZ additions only (rounds disabled); the
-# affine rounds of kernels/batch_affine.cuh with the binary inversion and batch_add by
-# compaction and rounds (the code before batch_add_local); the same with the batched inversion;
-# the default (batched inversion, batch_add_local); and the MSM with deeper rounds.
+# The accumulation variants timed side by side, each setting every switch it depends on:
+# XYZZ additions only (rounds disabled); the affine rounds of kernels/batch_affine.cuh with
+# the binary inversion and batch_add by compaction and rounds (the recorded code); the same
+# with the batched inversion; the batched inversion with batch_add_local; and the MSM with
+# deeper rounds, which the cheaper inversion may pay for.
+_NEW = {"INVERSION": "batched", "BATCH_ADD": "local"}
 VARIANTS: dict[str, dict[str, Any]] = {
-    "xyzz": {"MIN_PAIRS": 1 << 62, "MIN_PAIRS_G2": 1 << 62, "BATCH_ADD": "rounds"},
+    "xyzz": {"MIN_PAIRS": 1 << 62, "MIN_PAIRS_G2": 1 << 62, "INVERSION": "binary", "BATCH_ADD": "rounds"},
     "affine": {"INVERSION": "binary", "BATCH_ADD": "rounds"},
-    "batched": {"BATCH_ADD": "rounds"},
-    "local": {},
-    "deep": {"MIN_PAIRS": 1 << 19, "MIN_FRACTION": 0.1, "K_MIN": 16},
+    "batched": {"INVERSION": "batched", "BATCH_ADD": "rounds"},
+    "local": _NEW,
+    "deep": {**_NEW, "MIN_PAIRS": 1 << 19, "MIN_FRACTION": 0.1, "K_MIN": 16},
 }
 # batch_add_local's shape, timed on batch_add alone: slice words and where the rounds stop.
 BATCH_VARIANTS: dict[str, dict[str, Any]] = {
-    "local_w2": {"LOCAL_WORDS": 2}, "local_w8": {"LOCAL_WORDS": 8}, "local_s1": {"LOCAL_STOP": 1},
-    "local_s4": {"LOCAL_STOP": 4}, "local_s16": {"LOCAL_STOP": 16},
-    "local_bin": {"INVERSION": "binary"},
+    "local_w2": {**_NEW, "LOCAL_WORDS": 2}, "local_w8": {**_NEW, "LOCAL_WORDS": 8},
+    "local_s1": {**_NEW, "LOCAL_STOP": 1}, "local_s4": {**_NEW, "LOCAL_STOP": 4},
+    "local_s16": {**_NEW, "LOCAL_STOP": 16}, "local_bin": {**_NEW, "INVERSION": "binary"},
 }
 RATE_HEADER = '#include "g1.cuh"\n#include "batch_affine.cuh"\n'
 

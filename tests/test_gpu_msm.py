@@ -318,12 +318,13 @@ def test_batch_inversions_match_python_ints(rng: random.Random, binary: int):
 
 @pytest.fixture(params=["wide", "looping"])
 def forced_rounds(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Rounds on every MSM and batch addition, down to one point a bucket; "looping" leaves
-    fewer threads than chunks."""
+    """Rounds on every MSM and batch addition, down to one point a bucket, with the batched
+    inversion; "looping" leaves fewer threads than chunks, with the binary inversion."""
     from workbench.gpu import affine_rounds
 
     for name, value in (("MIN_PAIRS", 1), ("MIN_FRACTION", 0.0), ("MIN_PAIRS_G2", 1),
-                        ("MIN_FRACTION_G2", 0.0), ("BATCH_ADD", "rounds")):
+                        ("MIN_FRACTION_G2", 0.0), ("BATCH_ADD", "rounds"),
+                        ("INVERSION", "batched" if request.param == "wide" else "binary")):
         monkeypatch.setattr(affine_rounds, name, value)
     if request.param == "looping":
         monkeypatch.setattr(affine_rounds, "MAX_THREADS", 96)
@@ -392,11 +393,16 @@ def test_affine_rounds_agree_with_xyzz_at_scale(rng: random.Random, monkeypatch:
     bitmap = cupy.asarray(np.packbits(nprng.random(n) < 0.5, bitorder="little"))
     quarter = gpu_msm.views(dev, 4)
     _poison()
+    monkeypatch.setattr(affine_rounds, "INVERSION", "batched")
     affine = gpu_msm.msm(quarter[0], scalars[: 1 << 20]), gpu_msm.batch_add(dev, bitmap)
+    monkeypatch.setattr(affine_rounds, "BATCH_ADD", "local")  # its default shape at 2^22
+    _poison()
+    local = gpu_msm.batch_add(dev, bitmap)
+    monkeypatch.setattr(affine_rounds, "BATCH_ADD", "rounds")
     monkeypatch.setattr(affine_rounds, "MIN_PAIRS", 1 << 62)
-    monkeypatch.setattr(affine_rounds, "BATCH_ADD", "rounds")  # batch_add_local against XYZZ
     _poison()
     assert (gpu_msm.msm(quarter[0], scalars[: 1 << 20]), gpu_msm.batch_add(dev, bitmap)) == affine
+    assert local == affine[1]
 
 
 # ---------------------------------------------------------------- batch_add_local (batch_add.cu)
@@ -409,8 +415,8 @@ def local_shape(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     from workbench.gpu import affine_rounds
 
     words, threads, stop = {"one_point": (1, 96, 1), "stop_3": (2, 1 << 12, 3)}[request.param]
-    for name, value in (("BATCH_ADD", "local"), ("LOCAL_WORDS", words), ("LOCAL_THREADS", threads),
-                        ("LOCAL_STOP", stop)):
+    for name, value in (("BATCH_ADD", "local"), ("INVERSION", "batched"), ("LOCAL_WORDS", words),
+                        ("LOCAL_THREADS", threads), ("LOCAL_STOP", stop)):
         monkeypatch.setattr(affine_rounds, name, value)
     return str(request.param)
 

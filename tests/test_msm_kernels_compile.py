@@ -591,16 +591,17 @@ def test_point_sets_are_checked(backend: EmulatedBackend):
 # ---------------------------------------------------------------- affine rounds (batch_affine.cuh)
 
 # Shapes that make the rounds run on a few points: many threads of two to four outputs, and
-# fewer threads than chunks, so that each loops (the grid-stride and chunk loops both run).
-ROUND_SHAPES = {"many_threads": (2, 4, 4, 1 << 10), "looping": (2, 3, 2, 3)}
+# fewer threads than chunks, so that each loops (the grid-stride and chunk loops both run);
+# the first with the batched inversion, the second with the binary one.
+ROUND_SHAPES = {"many_threads": (2, 4, 4, 1 << 10, "batched"), "looping": (2, 3, 2, 3, "binary")}
 
 
 @pytest.fixture(params=sorted(ROUND_SHAPES))
 def forced_rounds(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    k_min, k_max, target, most = ROUND_SHAPES[request.param]
+    k_min, k_max, target, most, inversion = ROUND_SHAPES[request.param]
     for name, value in (("MIN_PAIRS", 1), ("MIN_FRACTION", 0.0), ("MIN_PAIRS_G2", 1),
                         ("MIN_FRACTION_G2", 0.0), ("K_MIN", k_min), ("K_MAX", k_max),
-                        ("TARGET_THREADS", target), ("MAX_THREADS", most)):
+                        ("TARGET_THREADS", target), ("MAX_THREADS", most), ("INVERSION", inversion)):
         monkeypatch.setattr(affine_rounds, name, value)
     return str(request.param)
 
@@ -791,3 +792,16 @@ def test_emulated_batch_add_local_over_sets_and_g2(backend: EmulatedBackend, loc
         gpu_msm._workspace(backend).poison()
         assert gpu_msm.batch_add(dev, np.packbits(g2_mask, bitorder="little")) == point_to_bytes(
             batch_add(g2, g2_mask)), f"{local_shape}, seed {seed}"
+
+
+@pytest.mark.parametrize("n", [1, 9, 200, 1000, 3000])
+def test_emulated_batch_add_local_default_shape(backend: EmulatedBackend, monkeypatch: pytest.MonkeyPatch,
+                                                n: int):
+    """batch_add_local with its default slices and stop: up to 64 pairs a thread in round 1."""
+    monkeypatch.setattr(affine_rounds, "BATCH_ADD", "local")
+    monkeypatch.setattr(affine_rounds, "INVERSION", "batched")
+    seed = random.SystemRandom().randrange(2**32)
+    rng = np.random.default_rng(seed)
+    points = _points(random.Random(seed), n)
+    for mask, got in _emulated_batch_adds(backend, points, rng):
+        assert got == point_to_bytes(batch_add(points, mask)), f"seed {seed}"

@@ -27,16 +27,17 @@ MIN_PAIRS_G2, MIN_FRACTION_G2 = 1 << 19, 0.1
 more: smaller rounds still pay (on the H200, the 2^22 partition's G2 tail took 40.5 ms with
 the G1 rule and 33.6 ms with this one, batch addition 11.6 and 9.7)."""
 
-INVERSION = "batched"
-"""The inversion a batch of divisions shares (kernels/batch_affine.cuh): "batched"
-(fp_inv_batched, 30 binary-GCD steps at a time on 64-bit approximations) or "binary"
-(fp_inv_binary, one full-width step at a time: the one before, kept to time against)."""
+INVERSION = "binary"
+"""The inversion a batch of divisions shares (kernels/batch_affine.cuh): "binary"
+(fp_inv_binary, one full-width step at a time, 243 products' time on the H200) or "batched"
+(fp_inv_batched, 30 steps at a time on 64-bit approximations; 4-7x fewer instructions, not
+yet timed on the device, so not yet the default: kernels/NOTES_msm.md, row 2)."""
 
-BATCH_ADD = "local"
-"""batch_add's method: "local" (batch_add_local in kernels/batch_add.cu: every thread halves
-its own slices of the bitmap in affine rounds, one launch, no read-back), or "rounds" (the
-selected indices compacted, halved here over all of them while round_pays, XYZZ for the
-rest: the method before)."""
+BATCH_ADD = "rounds"
+"""batch_add's method: "rounds" (the selected indices compacted, halved here over all of them
+while round_pays, XYZZ for the rest), or "local" (batch_add_local in kernels/batch_add.cu:
+every thread halves its own slices of the bitmap in affine rounds, one launch, no read-back;
+not yet timed on the device, so not yet the default: kernels/NOTES_msm.md, row 3)."""
 
 LOCAL_THREADS = 1 << 16
 """batch_add_local's threads (about one resident wave on the H200): they bound its scratch."""
