@@ -1,7 +1,9 @@
-// Sum of the G1 or G2 points whose bit is set in a bitmap. With many selected points the host
-// compacts their indices and halves them in affine rounds first (batch_affine.cuh, the kernels
-// at the end of this file), then affine_chunk_sums and xyzz_sum_groups finish; with few, the
-// kernels below work straight from the bitmap.
+// Sum of the G1 or G2 points whose bit is set in a bitmap, by one of two methods
+// (workbench/gpu/affine_rounds.py, BATCH_ADD): batch_add_local at the end of this file, every
+// thread halving its own slices of the bitmap in affine rounds; or, with many selected points,
+// their indices compacted by the host and halved in affine rounds (batch_affine.cuh's
+// affine_round), then affine_chunk_sums and xyzz_sum_groups finish; with few, the kernels
+// below work straight from the bitmap.
 //
 // The bitmap path (bit i % 8 of byte i / 8, the packed
 // "scalar == 1" selections that prep_msm builds), as a parallel tree reduction:
@@ -135,7 +137,7 @@ EC_KERNEL_BODY void batch_add_local_body(const uint4* points, const unsigned cha
 {
     BATCH_GRID_STRIDE(t, threads) {
         const batch_u64 base = (t / per_set) * n;  // the set's first point in the table
-        ec_xyzz<F> total = ec_infinity<F>();
+        if (t % per_set >= slices) ec_xyzz_store(partials, t, ec_infinity<F>());
 #pragma unroll 1
         for (batch_u64 slice = t % per_set; slice < slices; slice += per_set) {
             const batch_u64 begin = slice * 64ull * words;
@@ -209,11 +211,14 @@ EC_KERNEL_BODY void batch_add_local_body(const uint4* points, const unsigned cha
                                     ec_affine_load<F>(slots, (count - 1) * threads + t));
                 count = half + (count & 1);
             }
+            // The partial goes through memory between slices: an XYZZ sum kept in registers
+            // across the rounds would hold 4 coordinates more of them.
+            ec_xyzz<F> total = slice < per_set ? ec_infinity<F>() : ec_xyzz_load<F>(partials, t);
 #pragma unroll 1
             for (unsigned int q = 0; q < count; ++q)
                 total = ec_add_affine(total, ec_affine_load<F>(slots, q * threads + t));
+            ec_xyzz_store(partials, t, total);
         }
-        ec_xyzz_store(partials, t, total);
     }
 }
 

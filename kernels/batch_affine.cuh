@@ -11,10 +11,19 @@
 // inv *= d_j (two products each). Six products an addition, against ten for the mixed XYZZ
 // addition of curve.cuh, plus the thread's inversion shared by its k additions.
 //
-// The inversion is a binary extended Euclid (fe_inv_batch below): on the H200 it takes the
-// time of about 240 products, a third of Fermat's a^(p-2) (381 squarings and 229 products,
-// about 710), so a round pays only with k of 32 or more, and the host runs rounds only
-// while they are large (workbench/gpu/affine_rounds.py).
+// The inversion is a binary extended Euclid (fe_inv_batch below), in one of two forms that
+// the launch picks (workbench/gpu/affine_rounds.py, INVERSION): fp_inv_binary, one full-width
+// step at a time, which takes the time of about 240 products on the H200, a third of Fermat's
+// a^(p-2) (381 squarings and 229 products, about 710), so that a round pays only with k of 32
+// or more and the host runs rounds only while they are large; or fp_inv_batched, the same
+// steps 30 at a time on 64-bit approximations, with 4 to 7 times fewer instructions, which
+// lets rounds of k = 8 to 16 pay (batch_add.cu's batch_add_local).
+//
+// Why not one inversion per block, shared by all its threads: a warp's inversion is serial
+// work of one warp (SIMT: the lanes of one warp sharing it gain nothing), about 0.23 ms of one
+// scheduler's issue for fp_inv_binary at the measured product rate, during which the block's
+// other warps wait at the barrier; a round of a block at k = 8 computes for less than that.
+// A cheaper inversion per thread, and rounds kept inside a thread, avoid the wait altogether.
 //
 // The special sums that the generic formula divides by zero on are decided per pair: either
 // side at infinity (the other is the sum), P + P (lambda = 3 x^2 / 2 y: the denominator 2y

@@ -6,7 +6,9 @@ divisions of a thread's k sums sharing one inversion. The host decides how many 
 a round pays while it has many pairs, so that k stays at 32 or more with the GPU full; when
 pairs are few the rest is cheaper as XYZZ additions (the callers' existing passes), and each
 round also costs a read-back of its size. The rule is :func:`round_pays`, its constants
-module attributes that tests and benchmarks may change.
+module attributes that tests and benchmarks may change. So are the switches between the
+inversions (INVERSION) and between batch_add's methods (BATCH_ADD), with batch_add_local's
+shape (LOCAL_*): they change no result, only how it is computed.
 """
 
 from __future__ import annotations

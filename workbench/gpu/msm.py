@@ -600,9 +600,11 @@ def batch_add_sets(points: DevicePoints, sets: int, bitmap: Any, stream: Any = N
     """:func:`batch_add` of one bitmap over `sets` point sets stored back to back (concat),
     each pass launched once for all of them.
 
-    Many selected points: their indices are compacted into one run per set, halved in affine
-    rounds (affine_rounds.py) and the rest summed in XYZZ. Few: XYZZ additions straight
-    from the bitmap (batch_add_chunks), where a round would not pay."""
+    With affine_rounds.BATCH_ADD "local": batch_add_local, every thread halving its own
+    slices of the bitmap in affine rounds, and pairwise XYZZ passes over the threads' partials.
+    Otherwise, many selected points: their indices are compacted into one run per set, halved
+    in affine rounds (affine_rounds.py) and the rest summed in XYZZ; few: XYZZ additions
+    straight from the bitmap (batch_add_chunks), where a round would not pay."""
     if sets < 1 or points.n % sets:
         raise ValueError(f"{points.n} points do not split into {sets} sets")
     size = points.n // sets
