@@ -63,7 +63,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
 BATCH_VARIANTS: dict[str, dict[str, Any]] = {
     "local_w2": {**_NEW, "LOCAL_WORDS": 2}, "local_w8": {**_NEW, "LOCAL_WORDS": 8},
     "local_s1": {**_NEW, "LOCAL_STOP": 1}, "local_s4": {**_NEW, "LOCAL_STOP": 4},
-    "local_s16": {**_NEW, "LOCAL_STOP": 16}, "local_bin": {**_NEW, "INVERSION": "binary"},
+    "local_s8": {**_NEW, "LOCAL_STOP": 8}, "local_s32": {**_NEW, "LOCAL_STOP": 32},
+    "local_bin": {**_NEW, "INVERSION": "binary"},
 }
 RATE_HEADER = '#include "g1.cuh"\n#include "batch_affine.cuh"\n'
 

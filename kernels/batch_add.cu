@@ -123,8 +123,8 @@ BA_CHUNK_KERNEL(_g2, fp2_t)
 // consecutive words), each round's divisions sharing one inversion (Montgomery's trick, as in
 // affine_round_body). They run while the thread holds more than `stop` points; mixed XYZZ
 // additions sum the rest into the thread's partial. With 2^16 threads over 2^24 bits half set,
-// a thread's rounds have k = 64, 32, 16, 8 pairs, so the batched inversion (fp_inv_batched,
-// about 45 products' time) costs under 2 products an addition.
+// a thread's rounds have k = 64, 32, 16 pairs and 16 points are left for XYZZ: the batched
+// inversion (fp_inv_batched) is shared by 16 or more additions.
 //
 // Rounds after the first work in place: the first pass walks the pairs downwards, keeping
 // suffix products, and the second upwards, so output q lands in slot q after its inputs 2q

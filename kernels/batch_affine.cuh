@@ -145,15 +145,20 @@ FP_CALL fp_t fp_inv_binary(const fp_t& x)
 // (|f| + |g| <= 2^30) and applied to the full values once: (u, v) <- (f0 u + g0 v, f1 u + g1 v)
 // / 2^30. When an approximate comparison picked the wrong side, a value comes out negative
 // and is negated with its factors. The coefficients (x1, x2 of fp_inv_binary) get the same
-// matrix, the division by 2^30 done mod p as a one-word Montgomery step. 26 batches are 780
-// steps, past the exact algorithm's 2 * 381 - 1 (the tests run inputs that need 26, such as
-// 2^380, and check that every run ends at u = 0, v = 1). About 45k integer instructions,
-// against ~270k for fp_inv_binary's 762 single steps of full 12-limb selects.
+// matrix, the division by 2^30 done mod p as a one-word Montgomery step. The exact algorithm
+// ends within 2 * 381 - 1 = 761 steps; of ~30k inputs run through a model of this one (powers
+// of two, p minus powers of two, values of few bits, random), the longest needed 26 batches
+// (2^380 and its like; the tests run them), and 27 batches, 810 steps, leave a margin for
+// extra steps after a wrong approximate comparison. Batches after u reaches 0 change nothing
+// (v = 1 stays, x2 too). About 52k PTX instructions (27 batches of ~1900: 30 steps of
+// 27 on the approximations, four 12-limb combinations, two Montgomery steps), against 319k
+// for fp_inv_binary's 762 steps of 419 (nvcc 13.0, sm_90); on the CPU build it takes 26-28
+// products' time against 110-178.
 namespace ba_detail {
 
 typedef long long ba_i64;
 #define BA_BATCH_STEPS 30
-#define BA_BATCHES 26
+#define BA_BATCHES 27
 #define BA_LOW30 0x3fffffffu
 
 FP_FN fp_t modulus()

@@ -301,7 +301,7 @@ extern "C" __global__ void fp_binv(const uint4* a, uint4* out, unsigned long lon
 @pytest.mark.parametrize("binary", [1, 0], ids=["binary", "batched"])
 def test_batch_inversions_match_python_ints(rng: random.Random, binary: int):
     """fp_inv_binary and fp_inv_batched on the device, with the batched one's hardest inputs:
-    powers of two (2^380 needs all 26 batches), P minus powers of two, values of few bits."""
+    powers of two (2^380 needs 26 of the 27 batches), P minus powers of two, values of few bits."""
     from workbench.gpu import kernels
 
     code = kernels.expand_includes('#include "batch_affine.cuh"\n' + INV_TEST_KERNEL)

@@ -180,7 +180,7 @@ def test_fp_matches_python_ints(harness: Path):
     for x in values[:60]:
         want = 0 if x == 0 else pow(x * R384_INV % P, -1, P) * R384 % P
         cases += [("inv", x, 0, want), ("binv", x, 0, want), ("finv", x, 0, want)]
-    # fp_inv_batched's hardest inputs: a power of two (2^380 takes all 26 batches of 30 steps), P
+    # fp_inv_batched's hardest inputs: a power of two (2^380 takes 26 of its 27 batches of 30 steps), P
     # minus one, values of few bits (long runs of halvings and wrong approximate comparisons).
     hard = [1 << k for k in range(0, 381, 7)] + [P - (1 << k) for k in range(0, 380, 11)] + [2**380, P - 1]
     hard += [rng.randrange(1, 1 << rng.randrange(1, 381)) for _ in range(200)]
