@@ -801,6 +801,7 @@ def test_emulated_batch_add_local_default_shape(backend: EmulatedBackend, monkey
     up to 64 pairs a thread in round 1 and rounds down to 16 points."""
     monkeypatch.setattr(affine_rounds, "BATCH_ADD", "local")
     monkeypatch.setattr(affine_rounds, "INVERSION", "batched")
+    monkeypatch.setattr(affine_rounds, "LOCAL_THREADS", 8)  # few threads: the slices keep 4 words
     seed = random.SystemRandom().randrange(2**32)
     rng = np.random.default_rng(seed)
     points = _points(random.Random(seed), n)

@@ -628,11 +628,14 @@ def batch_add_sets(points: DevicePoints, sets: int, bitmap: Any, stream: Any = N
 def _batch_add_local(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int,
                      bits: Any) -> np.ndarray:
     """Per set, the XYZZ sum of its selected points by batch_add_local (kernels/batch_add.cu):
-    slices of LOCAL_WORDS bitmap words, a power of two of threads per set (so that the
-    pairwise passes after it never mix sets), each thread's scratch sized for slices whose
-    every bit is set."""
+    slices of LOCAL_WORDS bitmap words, halved while the slices would fill less than half of
+    LOCAL_THREADS (a G2 batch addition of 2^22 points: 2 words, 2^15 threads), a power of two
+    of threads per set (so that the pairwise passes after it never mix sets), each thread's
+    scratch sized for slices whose every bit is set."""
     group = points.group
-    words = min(affine_rounds.LOCAL_WORDS, 1024)
+    words = max(1, min(affine_rounds.LOCAL_WORDS, 1024))
+    while words > 1 and 2 * sets * -(-size // (64 * words)) < affine_rounds.LOCAL_THREADS:
+        words //= 2
     slices = -(-size // (64 * words))
     per_set = 1
     while per_set * 2 <= max(1, affine_rounds.LOCAL_THREADS // sets) and per_set < slices:
