@@ -59,12 +59,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "local": _NEW,
     "deep": {**_NEW, "MIN_PAIRS": 1 << 19, "MIN_FRACTION": 0.1, "K_MIN": 16},
 }
-# batch_add_local's shape, timed on batch_add alone: slice words and where the rounds stop.
+# batch_add_local's shape, timed on batch_add alone: slice words, and the binary inversion.
 BATCH_VARIANTS: dict[str, dict[str, Any]] = {
     "local_w2": {**_NEW, "LOCAL_WORDS": 2}, "local_w8": {**_NEW, "LOCAL_WORDS": 8},
-    "local_s1": {**_NEW, "LOCAL_STOP": 1}, "local_s4": {**_NEW, "LOCAL_STOP": 4},
-    "local_s8": {**_NEW, "LOCAL_STOP": 8}, "local_s32": {**_NEW, "LOCAL_STOP": 32},
-    "local_bin": {**_NEW, "INVERSION": "binary"},
+    "local_w16": {**_NEW, "LOCAL_WORDS": 16}, "local_bin": {**_NEW, "INVERSION": "binary"},
 }
 RATE_HEADER = '#include "g1.cuh"\n#include "batch_affine.cuh"\n'
 

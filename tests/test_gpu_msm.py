@@ -408,15 +408,15 @@ def test_affine_rounds_agree_with_xyzz_at_scale(rng: random.Random, monkeypatch:
 # ---------------------------------------------------------------- batch_add_local (batch_add.cu)
 
 
-@pytest.fixture(params=["one_point", "stop_3"])
+@pytest.fixture(params=["one_word", "four_words"])
 def local_shape(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """batch_add_local on small slices: halved down to one point a slice, with threads looping
-    over several slices; or stopping at three points, XYZZ for the rest."""
+    """batch_add_local on one-word slices, with threads looping over several slices; or on
+    four-word slices with 16 threads, each of two slices or one."""
     from workbench.gpu import affine_rounds
 
-    words, threads, stop = {"one_point": (1, 96, 1), "stop_3": (2, 1 << 12, 3)}[request.param]
+    words, threads = {"one_word": (1, 96), "four_words": (4, 16)}[request.param]
     for name, value in (("BATCH_ADD", "local"), ("INVERSION", "batched"), ("LOCAL_WORDS", words),
-                        ("LOCAL_THREADS", threads), ("LOCAL_STOP", stop)):
+                        ("LOCAL_THREADS", threads)):
         monkeypatch.setattr(affine_rounds, name, value)
     return str(request.param)
 

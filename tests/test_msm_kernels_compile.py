@@ -712,18 +712,16 @@ def test_emulated_affine_rounds_over_sets_and_g2(backend: EmulatedBackend, force
 
 # ---------------------------------------------------------------- batch_add_local (batch_add.cu)
 
-# (words a slice, threads, stop, inversion): one-word slices halved down to one point each with
-# threads looping over several slices; two-word slices stopping at three points (XYZZ for the
-# rest); the same with the binary inversion.
-LOCAL_SHAPES = {"one_point": (1, 2, 1, "batched"), "stop_3": (2, 1 << 10, 3, "batched"),
-                "binary": (1, 4, 1, "binary")}
+# (words a slice, threads, inversion): one-word slices with two threads looping over them (their
+# XYZZ partials summed across slices); two-word slices; one-word slices with the binary inversion.
+LOCAL_SHAPES = {"one_word": (1, 2, "batched"), "two_words": (2, 4, "batched"), "binary": (1, 4, "binary")}
 
 
 @pytest.fixture(params=sorted(LOCAL_SHAPES))
 def local_shape(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    words, threads, stop, inversion = LOCAL_SHAPES[request.param]
+    words, threads, inversion = LOCAL_SHAPES[request.param]
     for name, value in (("BATCH_ADD", "local"), ("LOCAL_WORDS", words), ("LOCAL_THREADS", threads),
-                        ("LOCAL_STOP", stop), ("INVERSION", inversion)):
+                        ("INVERSION", inversion)):
         monkeypatch.setattr(affine_rounds, name, value)
     return str(request.param)
 
@@ -745,10 +743,10 @@ def _local_mask(case: str, n: int, rng: np.random.Generator) -> np.ndarray:
 
 @pytest.mark.parametrize("case", ["half", "all", "odd", "repeated", "cancel", "infinity", "one", "none"])
 def test_emulated_batch_add_local(backend: EmulatedBackend, local_shape: str, case: str):
-    """Every slice halved inside its thread, down to one point or three: P + P (one repeated
-    point: doublings in every round), P + (-P) (P, -P alternating: every first-round sum is
-    infinity, then sums of infinities), points at infinity in the table, odd counts, one and
-    no point selected. A wrong shared inversion or a slot overwritten too early changes the sum."""
+    """Every slice halved inside its thread down to one point: P + P (one repeated point:
+    doublings in every round), P + (-P) (P, -P alternating: every first-round sum is infinity,
+    then sums of infinities), points at infinity in the table, odd counts, one and no point
+    selected. A wrong shared inversion or a slot overwritten too early changes the sum."""
     seed = random.SystemRandom().randrange(2**32)
     rng = np.random.default_rng(seed)
     n = 200
@@ -797,8 +795,8 @@ def test_emulated_batch_add_local_over_sets_and_g2(backend: EmulatedBackend, loc
 @pytest.mark.parametrize("n", [1, 200, 1500])
 def test_emulated_batch_add_local_default_shape(backend: EmulatedBackend, monkeypatch: pytest.MonkeyPatch,
                                                 n: int):
-    """batch_add_local with its default slices and stop: 1500 points make six slices of 256 bits,
-    up to 64 pairs a thread in round 1 and rounds down to 16 points."""
+    """batch_add_local with its default slices: 1500 points make six slices of 256 bits, up to
+    128 pairs a thread in round 0."""
     monkeypatch.setattr(affine_rounds, "BATCH_ADD", "local")
     monkeypatch.setattr(affine_rounds, "INVERSION", "batched")
     monkeypatch.setattr(affine_rounds, "LOCAL_THREADS", 8)  # few threads: the slices keep 4 words

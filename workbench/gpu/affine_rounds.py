@@ -47,12 +47,6 @@ LOCAL_THREADS = 1 << 16
 LOCAL_WORDS = 4
 """64-bit bitmap words a slice of batch_add_local (at most 1024: offsets are 16 bits)."""
 
-LOCAL_STOP = 16
-"""batch_add_local's rounds run while a thread holds more points; XYZZ sums the rest. By
-count, a round of k pairs saves k (15 - ~11) products' time of XYZZ over affine additions
-and pays one inversion (~60 with fp_inv_batched, by its instruction count): it pays from
-k ~ 15, i.e. while more than ~30 points are left; 16 leaves the last round at k = 8-16."""
-
 TARGET_THREADS = 1 << 16  # a round's threads when its outputs allow k >= K_MIN
 MAX_THREADS = 1 << 17  # beyond it threads loop over chunks (bounds the scratch)
 K_MIN, K_MAX = 32, 256

@@ -641,15 +641,16 @@ def _batch_add_local(be: Any, ws: _Workspace, points: DevicePoints, sets: int, s
     while per_set * 2 <= max(1, affine_rounds.LOCAL_THREADS // sets) and per_set < slices:
         per_set *= 2
     threads = sets * per_set
-    most = 32 * words  # pairs, and points left after round 1, of a full slice
-    slots = ws.buffer("local_slots", np.uint32, most * threads * group.affine_words)
+    most = 32 * words  # round 0's pairs and outputs for a slice whose every bit is set
+    slots_a = ws.buffer("local_slots_a", np.uint32, most * threads * group.affine_words)
+    slots_b = ws.buffer("local_slots_b", np.uint32, most // 2 * threads * group.affine_words)
     prefix = ws.buffer("local_prefix", np.uint32, most * threads * group.affine_words // 2)
     picks = ws.buffer("local_picks", np.uint32, most * threads)
     partials = ws.buffer("batch_partials", np.uint32, threads * group.xyzz_words)
     be.launch("batch_add", group.kernel("batch_add_local"), threads,
-              (points.data, bits, partials, slots, prefix, picks, np.uint64(size), np.uint64(slices),
-               np.uint64(per_set), np.uint64(threads), np.uint32(words),
-               np.uint32(max(1, affine_rounds.LOCAL_STOP)), affine_rounds.binary_flag()))
+              (points.data, bits, partials, slots_a, slots_b, prefix, picks, np.uint64(size),
+               np.uint64(slices), np.uint64(per_set), np.uint64(threads), np.uint32(words),
+               affine_rounds.binary_flag()))
     current = _sum_partials(be, ws, group, partials, threads, sets)
     return be.download(current[:sets * group.xyzz_words]).reshape(sets, group.xyzz_words)
 
