@@ -48,9 +48,9 @@ TARGETS_MS = {("msm", 20): 8.0, ("msm", 22): 28.0, ("msm", 24): 100.0, ("batch_a
 ANCHOR_MS = {("msm", 24): 109.0}  # the published G1 MSM 2^24 on a card of the H200's integer-multiply peak
 # The accumulation variants timed side by side, each setting every switch it depends on:
 # XYZZ additions only (rounds disabled); the affine rounds of kernels/batch_affine.cuh with
-# the binary inversion and batch_add by compaction and rounds (the recorded code); the same
-# with the batched inversion; the batched inversion with batch_add_local; and the MSM with
-# deeper rounds, which the cheaper inversion may pay for.
+# the binary inversion (the code before the batched one); the default (batched inversion,
+# batch_add by compaction and rounds); the batched inversion with batch_add_local; and the
+# MSM with deeper rounds. The MSMs of `batched` and `local` are the same code: a repeat.
 _NEW = {"INVERSION": "batched", "BATCH_ADD": "local"}
 VARIANTS: dict[str, dict[str, Any]] = {
     "xyzz": {"MIN_PAIRS": 1 << 62, "MIN_PAIRS_G2": 1 << 62, "INVERSION": "binary", "BATCH_ADD": "rounds"},

@@ -126,8 +126,11 @@ BA_CHUNK_KERNEL(_g2, fp2_t)
 // 2^24 bits half set, a slice's rounds have k = 64, 32, ..., 1 pairs.
 //
 // Every round runs the same two loops, with the inputs' addresses picked per round, so the
-// kernel's hot code is one copy of each pass (a first version with a copy per kind of round
-// and an XYZZ tail ran at half the rate its instruction count predicts). The slice's point
+// kernel's hot code is one copy of each pass. On the H200, 2^24 bits half set: a first version
+// with a loop copy per kind of round and an XYZZ tail took 15.3 ms, this one 12.9, against
+// 10.0 for the compaction path (ncu: its warps wait on instruction fetch for 60 % of their
+// cycles, and a slice's late rounds pay an inversion for a few additions), so it is not the
+// default (kernels/NOTES_msm.md, rows 3-3b). The slice's point
 // joins the thread's XYZZ partial (kept in memory between slices) by a mixed addition only
 // when the thread has several slices.
 template <class F>

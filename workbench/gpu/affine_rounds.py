@@ -29,17 +29,20 @@ MIN_PAIRS_G2, MIN_FRACTION_G2 = 1 << 19, 0.1
 more: smaller rounds still pay (on the H200, the 2^22 partition's G2 tail took 40.5 ms with
 the G1 rule and 33.6 ms with this one, batch addition 11.6 and 9.7)."""
 
-INVERSION = "binary"
-"""The inversion a batch of divisions shares (kernels/batch_affine.cuh): "binary"
-(fp_inv_binary, one full-width step at a time, 243 products' time on the H200) or "batched"
-(fp_inv_batched, 30 steps at a time on 64-bit approximations; 4-7x fewer instructions, not
-yet timed on the device, so not yet the default: kernels/NOTES_msm.md, row 2)."""
+INVERSION = "batched"
+"""The inversion a batch of divisions shares (kernels/batch_affine.cuh): "batched"
+(fp_inv_batched, 30 binary-GCD steps at a time on 64-bit approximations: 4.25e8/s on the
+H200, 41 products' time) or "binary" (fp_inv_binary, one full-width step at a time: 7.5e7/s,
+235 products' time; kept to time against). Measured side by side (kernels/NOTES_msm.md, row
+2): batch_add 2^24 10.7 -> 10.0 ms, MSM 2^20 / 2^22 1-3 % faster, the partition's sums 1-5 %,
+MSM 2^24 1 % slower."""
 
 BATCH_ADD = "rounds"
 """batch_add's method: "rounds" (the selected indices compacted, halved here over all of them
 while round_pays, XYZZ for the rest), or "local" (batch_add_local in kernels/batch_add.cu:
-every thread halves its own slices of the bitmap in affine rounds, one launch, no read-back;
-not yet timed on the device, so not yet the default: kernels/NOTES_msm.md, row 3)."""
+every thread halves its own slices of the bitmap in affine rounds, one launch, no read-back).
+"local" measured slower (batch_add 2^24 12.9 ms against 10.0: its rounds shrink to k = 1-4 and
+its warps stall on instruction fetch; NOTES_msm.md, row 3), so it is not the default."""
 
 LOCAL_THREADS = 1 << 16
 """batch_add_local's threads (about one resident wave on the H200): they bound its scratch."""
