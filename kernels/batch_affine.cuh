@@ -23,7 +23,7 @@
 // work of one warp (SIMT: the lanes of one warp sharing it gain nothing), about 0.23 ms of one
 // scheduler's issue for fp_inv_binary at the measured product rate, during which the block's
 // other warps wait at the barrier; a round of a block at k = 8 computes for less than that.
-// A cheaper inversion per thread, and rounds kept inside a thread, avoid the wait altogether.
+// A cheaper inversion per thread avoids the wait altogether.
 //
 // The special sums that the generic formula divides by zero on are decided per pair: either
 // side at infinity (the other is the sum), P + P (lambda = 3 x^2 / 2 y: the denominator 2y
@@ -146,14 +146,14 @@ FP_CALL fp_t fp_inv_binary(const fp_t& x)
 // / 2^30. When an approximate comparison picked the wrong side, a value comes out negative
 // and is negated with its factors. The coefficients (x1, x2 of fp_inv_binary) get the same
 // matrix, the division by 2^30 done mod p as a one-word Montgomery step. The exact algorithm
-// ends within 2 * 381 - 1 = 761 steps; of ~30k inputs run through a model of this one (powers
-// of two, p minus powers of two, values of few bits, random), the longest needed 26 batches
-// (2^380 and its like; the tests run them), and 27 batches, 810 steps, leave a margin for
-// extra steps after a wrong approximate comparison. Batches after u reaches 0 change nothing
-// (v = 1 stays, x2 too). About 52k PTX instructions (27 batches of ~1900: 30 steps of
-// 27 on the approximations, four 12-limb combinations, two Montgomery steps), against 319k
-// for fp_inv_binary's 762 steps of 419 (nvcc 13.0, sm_90). On the H200 4.25e8/s against
-// 7.46e7/s: 41 products' time against 235.
+// ends within 2 * 381 - 1 = 761 steps; of ~30k inputs run through a Python model of this one
+// when it was written (powers of two, p minus powers of two, values of few bits, random), the
+// longest needed 26 batches (2^380 and its like; the tests run them), and 27 batches, 810
+// steps, leave a margin for extra steps after a wrong approximate comparison. Batches after u
+// reaches 0 change nothing (v = 1 stays, x2 too). About 52k PTX instructions (27 batches of
+// ~1900: 30 steps of 27 on the approximations, four 12-limb combinations, two Montgomery
+// steps), against 319k for fp_inv_binary's 762 steps of 419 (nvcc 13.0, sm_90). On the H200
+// 4.25e8/s against 7.46e7/s: 41 products' time against 235.
 namespace ba_detail {
 
 typedef long long ba_i64;
@@ -312,8 +312,8 @@ FP_CALL fp_t fp_inv_batched(const fp_t& x)
 }
 
 // The inversion the batches use (fp_inv_binary when `binary` is set, to time the two side by
-// side; the flag is the same for the whole grid, so no warp diverges), per coordinate field: Fp2's through the norm,
-// 1 / (a0 + a1 u) = (a0 - a1 u) / (a0^2 + a1^2).
+// side; the flag is the same for the whole grid, so no warp diverges), per coordinate field:
+// Fp2's through the norm, 1 / (a0 + a1 u) = (a0 - a1 u) / (a0^2 + a1^2).
 FP_FN fp_t fp_inv_batch(const fp_t& a, unsigned int binary)
 {
     return binary ? fp_inv_binary(a) : fp_inv_batched(a);
