@@ -46,11 +46,23 @@ IMAD_PER_CLOCK_PER_SM = 64
 MULS_PER_MADD, MULS_PER_ADD = 10, 14
 TARGETS_MS = {("msm", 20): 8.0, ("msm", 22): 28.0, ("msm", 24): 100.0, ("batch_add", 24): 3.0}
 ANCHOR_MS = {("msm", 24): 109.0}  # the published G1 MSM 2^24 on a card of the H200's integer-multiply peak
-# The accumulation variants timed side by side: XYZZ additions only (rounds disabled), and the
-# affine rounds of kernels/batch_affine.cuh with the default rule.
-VARIANTS: dict[str, dict[str, float]] = {
-    "xyzz": {"MIN_PAIRS": 1 << 62, "MIN_PAIRS_G2": 1 << 62}, "affine": {},
-    "aff_deep": {"MIN_PAIRS": 1 << 19, "MIN_FRACTION": 0.1},  # G1 with G2's rule: more, smaller rounds
+# The accumulation variants timed side by side, each setting every switch it depends on:
+# XYZZ additions only (rounds disabled); the affine rounds of kernels/batch_affine.cuh with
+# the binary inversion (the code before the batched one); the default (batched inversion,
+# batch_add by compaction and rounds); the batched inversion with batch_add_local; and the
+# MSM with deeper rounds. The MSMs of `batched` and `local` are the same code: a repeat.
+_NEW = {"INVERSION": "batched", "BATCH_ADD": "local"}
+VARIANTS: dict[str, dict[str, Any]] = {
+    "xyzz": {"MIN_PAIRS": 1 << 62, "MIN_PAIRS_G2": 1 << 62, "INVERSION": "binary", "BATCH_ADD": "rounds"},
+    "affine": {"INVERSION": "binary", "BATCH_ADD": "rounds"},
+    "batched": {"INVERSION": "batched", "BATCH_ADD": "rounds"},
+    "local": _NEW,
+    "deep": {**_NEW, "MIN_PAIRS": 1 << 19, "MIN_FRACTION": 0.1, "K_MIN": 16},
+}
+# batch_add_local's shape, timed on batch_add alone: slice words, and the binary inversion.
+BATCH_VARIANTS: dict[str, dict[str, Any]] = {
+    "local_w2": {**_NEW, "LOCAL_WORDS": 2}, "local_w8": {**_NEW, "LOCAL_WORDS": 8},
+    "local_w16": {**_NEW, "LOCAL_WORDS": 16}, "local_bin": {**_NEW, "INVERSION": "binary"},
 }
 RATE_HEADER = '#include "g1.cuh"\n#include "batch_affine.cuh"\n'
 
@@ -63,11 +75,12 @@ extern "C" __global__ void fp_mul_rate(uint4* data, unsigned int iters)
     fp_store(data, 3 * i, fp_add(a, c));
 }
 
-extern "C" __global__ void inv_rate(uint4* data, unsigned int iters, unsigned int binary)
+extern "C" __global__ void inv_rate(uint4* data, unsigned int iters, unsigned int method)
 {
     const unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
     fp_t a = fp_load(data, i);
-    for (unsigned int k = 0; k < iters; ++k) a = fp_add(binary ? fp_inv_binary(a) : fp_inv(a), fp_one());
+    for (unsigned int k = 0; k < iters; ++k)
+        a = fp_add(method == 2 ? fp_inv_batched(a) : method ? fp_inv_binary(a) : fp_inv(a), fp_one());
     fp_store(data, i, a);
 }
 
@@ -145,7 +158,7 @@ def measure_rates(cupy: Any, info: dict[str, Any], points: gpu_msm.DevicePoints)
         rates[name] = blocks * 128 * madd_iters / (madd_ms / 1e3)
     inv = module.get_function("inv_rate")
     inv_threads = sms * 4 * 128
-    for name, binary in (("inv_fermat_per_s", 0), ("inv_binary_per_s", 1)):
+    for name, binary in (("inv_fermat_per_s", 0), ("inv_binary_per_s", 1), ("inv_batched_per_s", 2)):
         def launch_inv(b: int = binary) -> None:
             inv((sms * 4,), (128,), (data, np.uint32(4), np.uint32(b)))
 
@@ -156,9 +169,10 @@ def measure_rates(cupy: Any, info: dict[str, Any], points: gpu_msm.DevicePoints)
 
 @contextlib.contextmanager
 def variant(name: str) -> Iterator[None]:
-    """The affine-round settings of VARIANTS[name] for the duration."""
-    saved = {k: getattr(affine_rounds, k) for k in VARIANTS[name]}
-    for k, v in VARIANTS[name].items():
+    """The affine-round settings of VARIANTS[name] (or BATCH_VARIANTS[name]) for the duration."""
+    settings = {**VARIANTS, **BATCH_VARIANTS}[name]
+    saved = {k: getattr(affine_rounds, k) for k in settings}
+    for k, v in settings.items():
         setattr(affine_rounds, k, v)
     try:
         yield
@@ -249,6 +263,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--seed", type=int, default=20261129)
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--batch-variants", nargs="*", default=list(BATCH_VARIANTS),
+                        choices=list(BATCH_VARIANTS), help="batch_add_local shapes timed on batch_add only")
     args = parser.parse_args()
     cupy = kernels.require_cupy()
     info = device_info(cupy)
@@ -266,7 +282,7 @@ def main() -> None:
     results = [bench_msm(cupy, points, scalars, log2, rates, args, name)
                for log2 in args.sizes for name in args.variants]
     results += [bench_batch_add(cupy, points, args.batch_add_log2, rates, args, name)
-                for name in args.variants]
+                for name in [*args.variants, *args.batch_variants]]
     by_op: dict[tuple[str, int], set[str]] = {}
     for r in results:
         by_op.setdefault((r["op"], r["log2"]), set()).add(r["result"])
@@ -278,20 +294,21 @@ def main() -> None:
     print(f"{info['name']}: {info['sms']} SMs at {info['clock_ghz']:.2f} GHz; "
           f"fp_mul {rates['fp_mul_per_s']:.3g}/s, madd {rates['madd_per_s']:.3g}/s "
           f"(called {rates['madd_call_per_s']:.3g}/s); inv {rates['inv_fermat_per_s']:.3g}/s Fermat, "
-          f"{rates['inv_binary_per_s']:.3g}/s binary; "
+          f"{rates['inv_binary_per_s']:.3g}/s binary, {rates['inv_batched_per_s']:.3g}/s batched; "
           f"SRS gen 2^{top}: {t2 - t1:.2f} s device + {t1 - t0:.2f} s host")
     print(f"variants agree: {agree}")
-    print(f"{'op':10} {'variant':7} {'log2':>4} {'c':>3} {'median ms':>10} {'target':>7} {'imad floor':>10} "
-          f"{'x':>5} {'madd floor':>10} {'x':>5}  phases / check")
+    print(f"{'op':10} {'variant':9} {'log2':>4} {'c':>3} {'median ms':>10} {'target':>7} {'imad floor':>10} "
+          f"{'x':>5} {'madd floor':>10} {'x':>5} {'x tgt':>5}  phases / check")
     for r in results:
         extra = ""
         if r["op"] == "msm":
             extra = " ".join(f"{k}={v:.2f}" for k, v in r["phases_ms"].items())
             extra += f" quarters_ok={r['quarters_consistent']}"
-        print(f"{r['op']:10} {r['variant']:7} {r['log2']:>4} {r.get('window_bits', '-'):>3} "
+        print(f"{r['op']:10} {r['variant']:9} {r['log2']:>4} {r.get('window_bits', '-'):>3} "
               f"{r['median_ms']:>10.2f} "
               f"{r['target_ms'] or 0:>7.1f} {r['floors']['imad_ms']:>10.2f} {r['over_imad_floor']:>5.2f} "
-              f"{r['floors']['madd_ms']:>10.2f} {r['over_madd_floor']:>5.2f}  {extra}")
+              f"{r['floors']['madd_ms']:>10.2f} {r['over_madd_floor']:>5.2f} "
+              f"{r['over_target'] or 0:>5.2f}  {extra}")
 
 
 if __name__ == "__main__":

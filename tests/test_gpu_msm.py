@@ -289,35 +289,42 @@ def test_g2_batch_add_matches_library(rng: random.Random, log2: int):
 # ---------------------------------------------------------------- affine rounds (batch_affine.cuh)
 
 INV_TEST_KERNEL = r"""
-extern "C" __global__ void fp_binv(const uint4* a, uint4* out, unsigned long long n)
+extern "C" __global__ void fp_binv(const uint4* a, uint4* out, unsigned long long n, unsigned int binary)
 {
     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
          i += (unsigned long long)gridDim.x * blockDim.x)
-        fp_store(out, i, fp_inv_binary(fp_load(a, i)));
+        fp_store(out, i, fp_inv_batch(fp_load(a, i), binary));
 }
 """
 
 
-def test_binary_inversion_matches_python_ints(rng: random.Random):
+@pytest.mark.parametrize("binary", [1, 0], ids=["binary", "batched"])
+def test_batch_inversions_match_python_ints(rng: random.Random, binary: int):
+    """fp_inv_binary and fp_inv_batched on the device, with the batched one's hardest inputs:
+    powers of two (2^380 needs 26 of the 27 batches), P minus powers of two, values of few bits."""
     from workbench.gpu import kernels
 
     code = kernels.expand_includes('#include "batch_affine.cuh"\n' + INV_TEST_KERNEL)
     module = cupy.RawModule(code=code, options=("-std=c++17",))
     xs = [0, 1, 2, P - 1, P - 2, R384, 2**380, P - 2**32] + [rng.randrange(P) for _ in range(3000)]
+    xs += [1 << k for k in range(381)] + [P - (1 << k) for k in range(380)]
+    xs += [rng.randrange(1, 1 << rng.randrange(1, 381)) for _ in range(1000)]
     out = cupy.full((len(xs), 12), 0xFFFFFFFF, dtype=cupy.uint32)
-    module.get_function("fp_binv")((16,), (128,), (cupy.asarray(_fp_limbs(xs)), out, np.uint64(len(xs))))
+    module.get_function("fp_binv")((16,), (128,), (cupy.asarray(_fp_limbs(xs)), out, np.uint64(len(xs)),
+                                                   np.uint32(binary)))
     want = [0 if x == 0 else pow(x * R384_INV % P, -1, P) * R384 % P for x in xs]
     assert _fp_ints(out.get()) == want
 
 
 @pytest.fixture(params=["wide", "looping"])
 def forced_rounds(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Rounds on every MSM and batch addition, down to one point a bucket; "looping" leaves
-    fewer threads than chunks."""
+    """Rounds on every MSM and batch addition, down to one point a bucket, with the batched
+    inversion; "looping" leaves fewer threads than chunks, with the binary inversion."""
     from workbench.gpu import affine_rounds
 
     for name, value in (("MIN_PAIRS", 1), ("MIN_FRACTION", 0.0), ("MIN_PAIRS_G2", 1),
-                        ("MIN_FRACTION_G2", 0.0)):
+                        ("MIN_FRACTION_G2", 0.0), ("BATCH_ADD", "rounds"),
+                        ("INVERSION", "batched" if request.param == "wide" else "binary")):
         monkeypatch.setattr(affine_rounds, name, value)
     if request.param == "looping":
         monkeypatch.setattr(affine_rounds, "MAX_THREADS", 96)
@@ -386,7 +393,63 @@ def test_affine_rounds_agree_with_xyzz_at_scale(rng: random.Random, monkeypatch:
     bitmap = cupy.asarray(np.packbits(nprng.random(n) < 0.5, bitorder="little"))
     quarter = gpu_msm.views(dev, 4)
     _poison()
+    monkeypatch.setattr(affine_rounds, "INVERSION", "batched")
     affine = gpu_msm.msm(quarter[0], scalars[: 1 << 20]), gpu_msm.batch_add(dev, bitmap)
+    monkeypatch.setattr(affine_rounds, "BATCH_ADD", "local")  # its default shape at 2^22
+    _poison()
+    local = gpu_msm.batch_add(dev, bitmap)
+    monkeypatch.setattr(affine_rounds, "BATCH_ADD", "rounds")
     monkeypatch.setattr(affine_rounds, "MIN_PAIRS", 1 << 62)
     _poison()
     assert (gpu_msm.msm(quarter[0], scalars[: 1 << 20]), gpu_msm.batch_add(dev, bitmap)) == affine
+    assert local == affine[1]
+
+
+# ---------------------------------------------------------------- batch_add_local (batch_add.cu)
+
+
+@pytest.fixture(params=["one_word", "four_words"])
+def local_shape(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """batch_add_local on one-word slices, with threads looping over several slices; or on
+    four-word slices with 16 threads, each of two slices or one."""
+    from workbench.gpu import affine_rounds
+
+    words, threads = {"one_word": (1, 96), "four_words": (4, 16)}[request.param]
+    for name, value in (("BATCH_ADD", "local"), ("INVERSION", "batched"), ("LOCAL_WORDS", words),
+                        ("LOCAL_THREADS", threads)):
+        monkeypatch.setattr(affine_rounds, name, value)
+    return str(request.param)
+
+
+def test_batch_add_local(rng: random.Random, local_shape: str):
+    n = 6001
+    points = _points(rng, n)
+    xy = np.array(points.xy)
+    xy[::97] = 0  # points at infinity in the table
+    points = G1Points(xy)
+    dev = gpu_msm.DevicePoints.from_points(points)
+    nprng = np.random.default_rng(rng.randrange(2**32))
+    odd = np.zeros(n, bool)
+    odd[::3] = True
+    for mask in (nprng.random(n) < 0.5, np.ones(n, bool), odd):
+        _poison()
+        assert gpu_msm.batch_add(dev, cupy.asarray(np.packbits(mask, bitorder="little"))) == point_to_bytes(
+            batch_add(points, mask)), local_shape
+    p = G1Point() * Scalar(rng.randrange(1, R_MODULUS))
+    every = np.packbits(np.ones(1202, bool), bitorder="little")
+    cancel = gpu_msm.DevicePoints.from_points(G1Points.from_objects([p, -p] * 600 + [p, p]))
+    repeated = gpu_msm.DevicePoints.from_points(G1Points.from_objects([p] * 1202))
+    _poison()
+    assert gpu_msm.batch_add(cancel, every) == point_to_bytes(p + p)
+    assert gpu_msm.batch_add(repeated, every) == point_to_bytes(p * Scalar(1202))
+    g2 = _g2_points(rng, 1500)
+    sets = [_points(rng, 2048) for _ in range(3)]
+    joined = gpu_msm.concat([gpu_msm.DevicePoints.from_points(s) for s in sets])
+    g2_mask = nprng.random(1500) < 0.7
+    set_mask = nprng.random(2048) < 0.5
+    _poison()
+    g2_dev = gpu_msm.DevicePoints.from_points(g2)
+    assert gpu_msm.batch_add(g2_dev, np.packbits(g2_mask, bitorder="little")) == point_to_bytes(
+        batch_add(g2, g2_mask))
+    assert gpu_msm.batch_add_sets(joined, 3, np.packbits(set_mask, bitorder="little")) == [
+        point_to_bytes(batch_add(s, set_mask)) for s in sets]

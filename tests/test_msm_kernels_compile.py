@@ -111,6 +111,7 @@ int main() {
         else if (!strcmp(op, "mul")) show(fp_mul(x, y));
         else if (!strcmp(op, "inv")) show(fp_inv(x));
         else if (!strcmp(op, "binv")) show(fp_inv_binary(x));
+        else if (!strcmp(op, "finv")) show(fp_inv_batched(x));
         else if (!strcmp(op, "to_mont")) show(fp_to_mont(x));
         else if (!strcmp(op, "from_mont")) show(fp_from_mont(x));
         else {
@@ -178,7 +179,13 @@ def test_fp_matches_python_ints(harness: Path):
     # fp_inv works in Montgomery form: inv(xR) = x^-1 R.
     for x in values[:60]:
         want = 0 if x == 0 else pow(x * R384_INV % P, -1, P) * R384 % P
-        cases += [("inv", x, 0, want), ("binv", x, 0, want)]
+        cases += [("inv", x, 0, want), ("binv", x, 0, want), ("finv", x, 0, want)]
+    # fp_inv_batched's hardest inputs: a power of two (2^380 takes 26 of its 27 batches of 30 steps), P
+    # minus one, values of few bits (long runs of halvings and wrong approximate comparisons).
+    hard = [1 << k for k in range(0, 381, 7)] + [P - (1 << k) for k in range(0, 380, 11)] + [2**380, P - 1]
+    hard += [rng.randrange(1, 1 << rng.randrange(1, 381)) for _ in range(200)]
+    for x in hard:
+        cases.append(("finv", x, 0, pow(x * R384_INV % P, -1, P) * R384 % P))
     got = _ask(harness, [f"{op} {x:x} {y:x} 0 0\n" for op, x, y, _ in cases])
     assert len(got) == len(cases)
     bad = [(op, hex(x), hex(y)) for (op, x, y, w), g in zip(cases, got, strict=True) if g != w]
@@ -584,16 +591,17 @@ def test_point_sets_are_checked(backend: EmulatedBackend):
 # ---------------------------------------------------------------- affine rounds (batch_affine.cuh)
 
 # Shapes that make the rounds run on a few points: many threads of two to four outputs, and
-# fewer threads than chunks, so that each loops (the grid-stride and chunk loops both run).
-ROUND_SHAPES = {"many_threads": (2, 4, 4, 1 << 10), "looping": (2, 3, 2, 3)}
+# fewer threads than chunks, so that each loops (the grid-stride and chunk loops both run);
+# the first with the batched inversion, the second with the binary one.
+ROUND_SHAPES = {"many_threads": (2, 4, 4, 1 << 10, "batched"), "looping": (2, 3, 2, 3, "binary")}
 
 
 @pytest.fixture(params=sorted(ROUND_SHAPES))
 def forced_rounds(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    k_min, k_max, target, most = ROUND_SHAPES[request.param]
+    k_min, k_max, target, most, inversion = ROUND_SHAPES[request.param]
     for name, value in (("MIN_PAIRS", 1), ("MIN_FRACTION", 0.0), ("MIN_PAIRS_G2", 1),
                         ("MIN_FRACTION_G2", 0.0), ("K_MIN", k_min), ("K_MAX", k_max),
-                        ("TARGET_THREADS", target), ("MAX_THREADS", most)):
+                        ("TARGET_THREADS", target), ("MAX_THREADS", most), ("INVERSION", inversion)):
         monkeypatch.setattr(affine_rounds, name, value)
     return str(request.param)
 
@@ -644,7 +652,10 @@ def test_emulated_msm_with_affine_rounds(backend: EmulatedBackend, forced_rounds
 
 
 @pytest.mark.parametrize("case", ["half", "all", "repeated", "cancel", "infinity", "one"])
-def test_emulated_batch_add_with_affine_rounds(backend: EmulatedBackend, forced_rounds: str, case: str):
+def test_emulated_batch_add_with_affine_rounds(backend: EmulatedBackend, forced_rounds: str, case: str,
+                                               monkeypatch: pytest.MonkeyPatch):
+    """The method before batch_add_local: compaction, then rounds over all selected points."""
+    monkeypatch.setattr(affine_rounds, "BATCH_ADD", "rounds")
     seed = random.SystemRandom().randrange(2**32)
     rng = np.random.default_rng(seed)
     n = 83
@@ -674,7 +685,9 @@ def test_emulated_batch_add_with_affine_rounds(backend: EmulatedBackend, forced_
     assert got == point_to_bytes(batch_add(points, mask)), f"{case}, {forced_rounds}, seed {seed}"
 
 
-def test_emulated_affine_rounds_over_sets_and_g2(backend: EmulatedBackend, forced_rounds: str):
+def test_emulated_affine_rounds_over_sets_and_g2(backend: EmulatedBackend, forced_rounds: str,
+                                                 monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(affine_rounds, "BATCH_ADD", "rounds")
     seed = random.SystemRandom().randrange(2**32)
     rng = random.Random(seed)
     size = 29
@@ -695,3 +708,100 @@ def test_emulated_affine_rounds_over_sets_and_g2(backend: EmulatedBackend, force
     g2_mask = np.ones(23, bool)
     assert gpu_msm.batch_add(dev, np.packbits(g2_mask, bitorder="little")) == point_to_bytes(
         batch_add(g2, g2_mask)), f"seed {seed}"
+
+
+# ---------------------------------------------------------------- batch_add_local (batch_add.cu)
+
+# (words a slice, threads, inversion): one-word slices with two threads looping over them (their
+# XYZZ partials summed across slices); two-word slices; one-word slices with the binary inversion.
+LOCAL_SHAPES = {"one_word": (1, 2, "batched"), "two_words": (2, 4, "batched"), "binary": (1, 4, "binary")}
+
+
+@pytest.fixture(params=sorted(LOCAL_SHAPES))
+def local_shape(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    words, threads, inversion = LOCAL_SHAPES[request.param]
+    for name, value in (("BATCH_ADD", "local"), ("LOCAL_WORDS", words), ("LOCAL_THREADS", threads),
+                        ("INVERSION", inversion)):
+        monkeypatch.setattr(affine_rounds, name, value)
+    return str(request.param)
+
+
+def _local_mask(case: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    mask = rng.random(n) < 0.5
+    if case in ("all", "repeated", "cancel"):
+        mask[:] = True
+    elif case == "one":
+        mask[:] = False
+        mask[n - 2] = True
+    elif case == "none":
+        mask[:] = False
+    elif case == "odd":  # an odd count in every slice and every round
+        mask[:] = False
+        mask[::3] = True
+    return mask
+
+
+@pytest.mark.parametrize("case", ["half", "all", "odd", "repeated", "cancel", "infinity", "one", "none"])
+def test_emulated_batch_add_local(backend: EmulatedBackend, local_shape: str, case: str):
+    """Every slice halved inside its thread down to one point: P + P (one repeated point:
+    doublings in every round), P + (-P) (P, -P alternating: every first-round sum is infinity,
+    then sums of infinities), points at infinity in the table, odd counts, one and no point
+    selected. A wrong shared inversion or a slot overwritten too early changes the sum."""
+    seed = random.SystemRandom().randrange(2**32)
+    rng = np.random.default_rng(seed)
+    n = 200
+    points = _points(random.Random(seed), n)
+    if case == "repeated":
+        points = G1Points(np.repeat(points.xy[:1], n, axis=0))
+    elif case == "cancel":
+        neg = point_to_bytes(-G1Point.from_xy_bytes_unchecked_le(bytes(points.xy[0])))
+        xy = np.array(points.xy)
+        xy[1::2] = np.frombuffer(neg, np.uint8)
+        xy[0::2] = points.xy[0]
+        xy[-1] = points.xy[5]  # one survivor
+        points = G1Points(xy)
+    elif case == "infinity":
+        at = [0, 1, 2, 63, 64, 65, 130, n - 1]
+        points = _with_infinity(points, at)
+    mask = _local_mask(case, n, rng)
+    if case == "infinity":
+        mask[[0, 1, 2, 63, 64, 65, 130, n - 1]] = True
+    dev = gpu_msm.DevicePoints.from_points(points, backend=backend)
+    gpu_msm._workspace(backend).poison()
+    backend.launches.clear()
+    got = gpu_msm.batch_add(dev, np.packbits(mask, bitorder="little"))
+    assert "batch_add_local" in backend.launches
+    assert got == point_to_bytes(batch_add(points, mask)), f"{case}, {local_shape}, seed {seed}"
+
+
+def test_emulated_batch_add_local_over_sets_and_g2(backend: EmulatedBackend, local_shape: str):
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    size = 150
+    sets = [_points(rng, size) for _ in range(3)]
+    joined = gpu_msm.concat([gpu_msm.DevicePoints.from_points(p, backend=backend) for p in sets])
+    mask = np.random.default_rng(seed).random(size) < 0.6
+    gpu_msm._workspace(backend).poison()
+    got = gpu_msm.batch_add_sets(joined, 3, np.packbits(mask, bitorder="little"))
+    assert got == [point_to_bytes(batch_add(p, mask)) for p in sets], f"{local_shape}, seed {seed}"
+    g2 = _with_infinity(_g2_points(rng, 70), [4, 5])
+    dev = gpu_msm.DevicePoints.from_points(g2, backend=backend)
+    for g2_mask in (np.ones(70, bool), np.random.default_rng(seed).random(70) < 0.5):
+        gpu_msm._workspace(backend).poison()
+        assert gpu_msm.batch_add(dev, np.packbits(g2_mask, bitorder="little")) == point_to_bytes(
+            batch_add(g2, g2_mask)), f"{local_shape}, seed {seed}"
+
+
+@pytest.mark.parametrize("n", [1, 200, 1500])
+def test_emulated_batch_add_local_default_shape(backend: EmulatedBackend, monkeypatch: pytest.MonkeyPatch,
+                                                n: int):
+    """batch_add_local with its default slices: 1500 points make six slices of 256 bits, up to
+    128 pairs a thread in round 0."""
+    monkeypatch.setattr(affine_rounds, "BATCH_ADD", "local")
+    monkeypatch.setattr(affine_rounds, "INVERSION", "batched")
+    monkeypatch.setattr(affine_rounds, "LOCAL_THREADS", 8)  # few threads: the slices keep 4 words
+    seed = random.SystemRandom().randrange(2**32)
+    rng = np.random.default_rng(seed)
+    points = _points(random.Random(seed), n)
+    for mask, got in _emulated_batch_adds(backend, points, rng):
+        assert got == point_to_bytes(batch_add(points, mask)), f"seed {seed}"
