@@ -46,12 +46,28 @@ IMAD_PER_CLOCK_PER_SM = 64
 MULS_PER_MADD, MULS_PER_ADD = 10, 14
 TARGETS_MS = {("msm", 20): 8.0, ("msm", 22): 28.0, ("msm", 24): 100.0, ("batch_add", 24): 3.0}
 ANCHOR_MS = {("msm", 24): 109.0}  # the published G1 MSM 2^24 on a card of the H200's integer-multiply peak
-# The accumulation variants timed side by side: XYZZ additions only (rounds disabled), and the
-# affine rounds of kernels/batch_affine.cuh with the default rule.
-VARIANTS: dict[str, dict[str, float]] = {
-    "xyzz": {"MIN_PAIRS": 1 << 62, "MIN_PAIRS_G2": 1 << 62}, "affine": {},
-    "aff_deep": {"MIN_PAIRS": 1 << 19, "MIN_FRACTION": 0.1},  # G1 with G2's rule: more, smaller rounds
+# The variants timed side by side. Keys name a module attribute ("rounds." affine_rounds,
+# "msm." workbench.gpu.msm) set for the variant's duration, or "window_delta": c moved from
+# window_bits(n) by that much. "before" is the code before the local sort and the pending
+# reduction (affine rounds on), "sort" adds the local sort alone, "new" is the default;
+# "xyzz" the default with the affine rounds disabled.
+VARIANTS: dict[str, dict[str, Any]] = {
+    "before": {"msm.SORT": "atomics", "msm.REDUCE": "scaled"},
+    "sort": {"msm.REDUCE": "scaled"},
+    "new": {},
+    "xyzz": {"rounds.MIN_PAIRS": 1 << 62, "rounds.MIN_PAIRS_G2": 1 << 62},
+    "aff_deep": {"rounds.MIN_PAIRS": 1 << 19, "rounds.MIN_FRACTION": 0.1},  # G1 with G2's rule
+    "seg3": {"msm.REDUCE_FIRST_SEG_LOG2": 3},
+    "seg5": {"msm.REDUCE_FIRST_SEG_LOG2": 5},
+    "tail3": {"msm.REDUCE_SEG_LOG2": 3},
+    "c-2": {"window_delta": -2},
+    "c-1": {"window_delta": -1},
+    "c+1": {"window_delta": 1},
+    "c+2": {"window_delta": 2},
+    "c+3": {"window_delta": 3},
 }
+DEFAULT_VARIANTS = ["before", "sort", "new"]
+_MODULES = {"rounds": affine_rounds, "msm": gpu_msm}
 RATE_HEADER = '#include "g1.cuh"\n#include "batch_affine.cuh"\n'
 
 RATE_KERNELS = r"""
@@ -156,15 +172,22 @@ def measure_rates(cupy: Any, info: dict[str, Any], points: gpu_msm.DevicePoints)
 
 @contextlib.contextmanager
 def variant(name: str) -> Iterator[None]:
-    """The affine-round settings of VARIANTS[name] for the duration."""
-    saved = {k: getattr(affine_rounds, k) for k in VARIANTS[name]}
-    for k, v in VARIANTS[name].items():
-        setattr(affine_rounds, k, v)
+    """The module settings of VARIANTS[name] for the duration."""
+    targets = [(_MODULES[key.split(".")[0]], key.split(".")[1], v) for key, v in VARIANTS[name].items()
+               if key != "window_delta"]
+    saved = [(module, attr, getattr(module, attr)) for module, attr, _ in targets]
+    for module, attr, v in targets:
+        setattr(module, attr, v)
     try:
         yield
     finally:
-        for k, v in saved.items():
-            setattr(affine_rounds, k, v)
+        for module, attr, v in saved:
+            setattr(module, attr, v)
+
+
+def window_of(name: str, n: int) -> int:
+    """The window a variant runs an MSM of n scalars with."""
+    return min(20, gpu_msm.window_bits(n) + int(VARIANTS[name].get("window_delta", 0)))
 
 
 def _add(a: bytes, b: bytes) -> bytes:
@@ -176,8 +199,9 @@ def bench_msm(cupy: Any, points: gpu_msm.DevicePoints, scalars: Any, log2: int, 
     n = 1 << log2
     sub = gpu_msm.DevicePoints(data=points.data[:n], n=n, backend=points.backend)
     s = scalars[:n]
+    c = window_of(name, n)
     with variant(name):
-        times = time_events(cupy, lambda: gpu_msm.msm(sub, s), args.warmup, args.repeats)
+        times = time_events(cupy, lambda: gpu_msm.msm(sub, s, window=c), args.warmup, args.repeats)
         marks: list[tuple[str, Any]] = []
 
         def hook(phase: str) -> None:
@@ -187,19 +211,19 @@ def bench_msm(cupy: Any, points: gpu_msm.DevicePoints, scalars: Any, log2: int, 
 
         gpu_msm.phase_hook = hook
         try:
-            result = gpu_msm.msm(sub, s)
+            result = gpu_msm.msm(sub, s, window=c)
         finally:
             gpu_msm.phase_hook = None
         marks[-1][1].synchronize()
         phases = {a[0]: float(cupy.cuda.get_elapsed_time(a[1], b[1])) for a, b in itertools.pairwise(marks)}
         quarter = n // 4
         parts = [gpu_msm.msm(gpu_msm.DevicePoints(data=points.data[k * quarter:(k + 1) * quarter], n=quarter,
-                                                  backend=points.backend), s[k * quarter:(k + 1) * quarter])
+                                                  backend=points.backend), s[k * quarter:(k + 1) * quarter],
+                             window=window_of(name, quarter))
                  for k in range(4)]
     total = parts[0]
     for part in parts[1:]:
         total = _add(total, part)
-    c = gpu_msm.window_bits(n)
     windows = gpu_msm.window_count(c)
     buckets = windows * ((1 << (c - 1)) + 1)
     muls = n * windows * MULS_PER_MADD + buckets * 2 * MULS_PER_ADD
@@ -248,7 +272,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--seed", type=int, default=20261129)
-    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--variants", nargs="+", default=DEFAULT_VARIANTS, choices=list(VARIANTS))
+    parser.add_argument("--batch-add-variants", nargs="*", default=["new"], choices=list(VARIANTS))
     args = parser.parse_args()
     cupy = kernels.require_cupy()
     info = device_info(cupy)
@@ -266,7 +291,7 @@ def main() -> None:
     results = [bench_msm(cupy, points, scalars, log2, rates, args, name)
                for log2 in args.sizes for name in args.variants]
     results += [bench_batch_add(cupy, points, args.batch_add_log2, rates, args, name)
-                for name in args.variants]
+                for name in args.batch_add_variants]
     by_op: dict[tuple[str, int], set[str]] = {}
     for r in results:
         by_op.setdefault((r["op"], r["log2"]), set()).add(r["result"])

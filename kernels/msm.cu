@@ -122,6 +122,119 @@ extern "C" __global__ void msm_scatter(const uint4* scalars, const long long* in
     }
 }
 
+// The block-local counting sort (the default; msm_count / msm_scatter above are the one it
+// replaced, kept for the benchmark's side-by-side). A bucket g = w * (B + 1) + |d| is split
+// into a coarse bin g >> fine_log2 and a fine index g & (2^fine_log2 - 1), the host choosing
+// fine_log2 so that at most MSM_SORT_BINS coarse bins exist:
+//   1. msm_sort_count: row r of the histogram (scalars [r per_row, (r + 1) per_row)) counts
+//      its entries per coarse bin in shared memory and writes hist[bin * rows + r].
+//   2. host: an inclusive prefix sum over hist in that order; starts = scan - hist.
+//   3. msm_sort_stage: each row scatters (entry, fine index) pairs to its slots of each
+//      coarse bin, claimed with shared atomics from its start.
+//   4. msm_sort_buckets: one block a coarse bin counts its fine indices in shared memory,
+//      scans them into the bins' counts and inclusive ends (so no global prefix sum over the
+//      buckets is needed) and scatters the entries to their final slots.
+// No global atomics: at 2^24 (218M entries) the atomic count and scatter took 20 ms. The
+// loops use blockDim and gridDim only, so with one thread (the CPU build) they still cover
+// every row and bin; the shared arrays are then plain arrays.
+#define MSM_SORT_BINS 4096
+#define MSM_SORT_FINE 2048
+#define MSM_SORT_THREADS 256
+
+extern "C" __global__ void __launch_bounds__(MSM_SORT_THREADS)
+msm_sort_count(const uint4* scalars, unsigned int* hist, msm_u64 n, unsigned int c, unsigned int windows,
+               unsigned int fine_log2, unsigned int bins, msm_u64 rows, msm_u64 per_row)
+{
+    __shared__ unsigned int local[MSM_SORT_BINS];
+    const unsigned int stride = (1u << (c - 1)) + 1u;
+    for (msm_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
+        for (unsigned int j = threadIdx.x; j < bins; j += blockDim.x) local[j] = 0;
+        __syncthreads();
+        const msm_u64 begin = row * per_row, end = begin + per_row < n ? begin + per_row : n;
+        for (msm_u64 i = begin + threadIdx.x; i < end; i += blockDim.x)
+            msm_for_each_digit(msm_scalar(scalars, i), c, windows, [&](unsigned int w, unsigned int d, bool) {
+                atomicAdd(local + ((w * stride + d) >> fine_log2), 1u);
+            });
+        __syncthreads();
+        for (unsigned int j = threadIdx.x; j < bins; j += blockDim.x) hist[(msm_u64)j * rows + row] = local[j];
+        __syncthreads();
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(MSM_SORT_THREADS)
+msm_sort_stage(const uint4* scalars, const long long* indices, unsigned int has_indices,
+               const unsigned int* starts, uint2* staged, msm_u64 n, unsigned int c, unsigned int windows,
+               unsigned int fine_log2, unsigned int bins, msm_u64 rows, msm_u64 per_row)
+{
+    __shared__ unsigned int cursor[MSM_SORT_BINS];
+    const unsigned int stride = (1u << (c - 1)) + 1u, fine_mask = (1u << fine_log2) - 1u;
+    for (msm_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
+        for (unsigned int j = threadIdx.x; j < bins; j += blockDim.x) cursor[j] = starts[(msm_u64)j * rows + row];
+        __syncthreads();
+        const msm_u64 begin = row * per_row, end = begin + per_row < n ? begin + per_row : n;
+        for (msm_u64 i = begin + threadIdx.x; i < end; i += blockDim.x) {
+            const unsigned int point = has_indices ? (unsigned int)indices[i] : (unsigned int)i;
+            msm_for_each_digit(msm_scalar(scalars, i), c, windows,
+                               [&](unsigned int w, unsigned int d, bool negative) {
+                                   const unsigned int g = w * stride + d;
+                                   const unsigned int slot = atomicAdd(cursor + (g >> fine_log2), 1u);
+                                   staged[slot] = make_uint2(point | (negative ? MSM_SIGN_BIT : 0u),
+                                                             g & fine_mask);
+                               });
+        }
+        __syncthreads();
+    }
+}
+
+// scan: the inclusive prefix sum of hist (bin-major), so coarse bin b holds staged entries
+// [scan[b rows - 1], scan[b rows + rows - 1]).
+extern "C" __global__ void __launch_bounds__(MSM_SORT_THREADS)
+msm_sort_buckets(const uint2* staged, const unsigned int* scan, unsigned int* entries, unsigned int* counts,
+                 unsigned int* ends, msm_u64 buckets, unsigned int fine_log2, unsigned int bins, msm_u64 rows)
+{
+    __shared__ unsigned int fine[MSM_SORT_FINE];
+    __shared__ unsigned int partial[MSM_SORT_THREADS];
+    const unsigned int size = 1u << fine_log2, t = threadIdx.x;
+    const unsigned int per = (size + blockDim.x - 1) / blockDim.x;
+    const unsigned int lo = t * per < size ? t * per : size, hi = lo + per < size ? lo + per : size;
+    for (msm_u64 bin = blockIdx.x; bin < bins; bin += gridDim.x) {
+        const msm_u64 begin = bin ? scan[bin * rows - 1] : 0, end = scan[bin * rows + rows - 1];
+        for (unsigned int j = t; j < size; j += blockDim.x) fine[j] = 0;
+        __syncthreads();
+        for (msm_u64 e = begin + t; e < end; e += blockDim.x) atomicAdd(fine + staged[e].y, 1u);
+        __syncthreads();
+        // Exclusive scan of fine[]: each thread sums its run [lo, hi), a scan of those sums
+        // over the block (Hillis-Steele), then the thread's run again.
+        unsigned int sum = 0;
+        for (unsigned int j = lo; j < hi; ++j) sum += fine[j];
+        partial[t] = sum;
+        __syncthreads();
+        for (unsigned int off = 1; off < blockDim.x; off <<= 1) {
+            const unsigned int v = t >= off ? partial[t - off] : 0u;
+            __syncthreads();
+            partial[t] += v;
+            __syncthreads();
+        }
+        unsigned int run = partial[t] - sum;
+        for (unsigned int j = lo; j < hi; ++j) {
+            const unsigned int count = fine[j];
+            const msm_u64 g = (bin << fine_log2) + j;
+            if (g < buckets) {
+                counts[g] = count;
+                ends[g] = (unsigned int)(begin + run + count);
+            }
+            fine[j] = run;
+            run += count;
+        }
+        __syncthreads();
+        for (msm_u64 e = begin + t; e < end; e += blockDim.x) {
+            const uint2 s = staged[e];
+            entries[begin + atomicAdd(fine + s.y, 1u)] = s.x;
+        }
+        __syncthreads();
+    }
+}
+
 // Entries per thread: at least k0 (the host picks about twice the mean bucket load) and at
 // least ceil(sqrt(largest)), which keeps the sum of a bucket's pieces short.
 FP_FN msm_u64 msm_slice_size(unsigned int largest, unsigned int k0)
@@ -246,6 +359,39 @@ EC_KERNEL_BODY void msm_reduce_level_body(const uint4* x_in, const uint4* a_in, 
     }
 }
 
+// The same level with the scale kept pending instead of applied to every A: the input
+// invariant is total = sum A + 2^pending * WS(X), so a level emits
+//   A'_s = sum_j A_{sL+j} + 2^pending * Aw_s   and   X'_s = 2^pending * U_s,
+// and the next level's pending scale is this level's seg_log2. Each output then doubles
+// 2 * pending times (at most 8) instead of the cumulative scale (up to c - 1 = 19 at the last
+// levels), and these levels run few threads, so each serial doubling costs its full
+// latency. The running sums' additions are inlined (no call spills in the hot loop).
+template <class F>
+EC_KERNEL_BODY void msm_reduce_step_body(const uint4* x_in, const uint4* a_in, unsigned int has_a,
+                                         uint4* u_out, uint4* a_out, msm_u64 windows, msm_u64 m_in,
+                                         msm_u64 m_out, unsigned int seg_log2, unsigned int pending_log2)
+{
+    const msm_u64 seg = 1ull << seg_log2;
+    MSM_GRID_STRIDE(idx, windows * m_out) {
+        const msm_u64 w = idx / m_out, s = idx % m_out;
+        const msm_u64 row = w * m_in, first = s * seg;
+        ec_xyzz<F> running = ec_infinity<F>(), weighted = running, plain = running;
+        // One loop for all seg inputs (the weighted sum skips j = 0), so that the two inlined
+        // additions appear once in the code.
+#pragma unroll 1
+        for (msm_u64 j = seg; j-- > 0;) {
+            if (first + j < m_in) {
+                running = ec_add_inline(running, ec_xyzz_load<F>(x_in, row + first + j));
+                if (has_a) plain = ec_add(plain, ec_xyzz_load<F>(a_in, row + first + j));
+            }
+            if (j >= 1) weighted = ec_add_inline(weighted, running);
+        }
+        weighted = ec_add(plain, ec_dbl_n(weighted, pending_log2));
+        ec_xyzz_store(u_out, w * m_out + s, ec_dbl_n(running, pending_log2));
+        ec_xyzz_store(a_out, w * m_out + s, weighted);
+    }
+}
+
 // The kernels of each group: G1 under the plain names, G2 with the suffix _g2.
 #define MSM_KERNELS(suffix, F)                                                                     \
     extern "C" __global__ void __launch_bounds__(128) msm_accumulate##suffix(                      \
@@ -270,6 +416,14 @@ EC_KERNEL_BODY void msm_reduce_level_body(const uint4* x_in, const uint4* a_in, 
     {                                                                                              \
         msm_reduce_level_body<F>(x_in, a_in, has_a, u_out, a_out, windows, m_in, m_out, seg_log2,  \
                                  scale_log2);                                                      \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(128) msm_reduce_step##suffix(                     \
+        const uint4* x_in, const uint4* a_in, unsigned int has_a, uint4* u_out, uint4* a_out,      \
+        msm_u64 windows, msm_u64 m_in, msm_u64 m_out, unsigned int seg_log2,                       \
+        unsigned int pending_log2)                                                                 \
+    {                                                                                              \
+        msm_reduce_step_body<F>(x_in, a_in, has_a, u_out, a_out, windows, m_in, m_out, seg_log2,   \
+                                pending_log2);                                                     \
     }
 
 MSM_KERNELS(, fp_t)

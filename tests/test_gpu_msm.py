@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import require_cuda_device
+from digit_cases import carry_scalars
 
 cupy = require_cuda_device()
 
@@ -243,6 +244,26 @@ def test_msm_with_the_windows_of_large_sizes(rng: random.Random, window: int):
     n = 4096
     points = _points(rng, n)
     scalars = _mont_scalars([rng.randrange(R_MODULUS) for _ in range(n)])
+    dev = gpu_msm.DevicePoints.from_points(points)
+    _poison()
+    assert gpu_msm.msm(dev, scalars, window=window) == point_to_bytes(msm(points, scalars))
+
+
+@pytest.mark.parametrize("window", [13, 16, 20])
+@pytest.mark.parametrize(("sort", "reduce"), [("local", "pending"), ("atomics", "scaled")])
+def test_msm_signed_digit_carries(rng: random.Random, monkeypatch: pytest.MonkeyPatch, window: int, sort: str,
+                                  reduce: str):
+    """Scalars whose signed digits carry through every window and into the top one, sit at
+    half a window and one past it, or put P and -P in one bucket (tests/digit_cases.py),
+    among random ones, on the windows the tails, 2^20..2^22 and 2^24 get: a dropped carry or
+    a missed negation changes the sum. Both sorts and reductions (the benchmarks' variants)."""
+    monkeypatch.setattr(gpu_msm, "SORT", sort)
+    monkeypatch.setattr(gpu_msm, "REDUCE", reduce)
+    cases = carry_scalars(window, rng)
+    n = 2048
+    values = [rng.choice(cases) if rng.random() < 0.5 else rng.randrange(R_MODULUS) for _ in range(n)]
+    points = _points(rng, n)
+    scalars = _mont_scalars(values)
     dev = gpu_msm.DevicePoints.from_points(points)
     _poison()
     assert gpu_msm.msm(dev, scalars, window=window) == point_to_bytes(msm(points, scalars))

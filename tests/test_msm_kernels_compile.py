@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from digit_cases import carry_scalars
 from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
 from workbench.gpu import affine_rounds, srs_gen
@@ -43,7 +44,8 @@ needs_cxx = pytest.mark.skipif(CXX is None or CUDA_INCLUDE is None,
                                reason="host C++ compiler or CUDA headers (vector_types.h) not found")
 
 # Stands in for the CUDA front end: one block of one thread, so a grid-stride loop covers
-# all the work in one call; atomics are plain read-modify-writes.
+# all the work in one call; atomics are plain read-modify-writes, a block's shared memory is
+# a plain array and its barrier does nothing.
 PRELUDE = r"""
 #include <vector_types.h>
 #include <vector_functions.h>
@@ -54,6 +56,8 @@ static const emu_dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
 #define __global__
 #define __launch_bounds__(...)
 template <class T> inline T atomicAdd(T* p, T v) { T old = *p; *p = old + v; return old; }
+#define __shared__ static
+inline void __syncthreads() {}
 """
 
 # Hex in and out of an Fp element, for the harnesses below (they read lines of hex numbers).
@@ -387,6 +391,30 @@ def test_emulated_msm_window_sizes_of_large_inputs(backend: EmulatedBackend, win
     scalars = _mont(values)
     got = gpu_msm.msm(dev, scalars, window=window)
     assert got == point_to_bytes(msm(points, scalars)), f"c = {window}, seed {seed}"
+
+
+@pytest.mark.parametrize("window", [3, 8, 13, 16, 20])
+@pytest.mark.parametrize(("sort", "reduce"), [("local", "pending"), ("atomics", "scaled")])
+def test_emulated_msm_signed_digit_carries(backend: EmulatedBackend, monkeypatch: pytest.MonkeyPatch,
+                                           window: int, sort: str, reduce: str):
+    """Scalars whose digits carry through every window, into the top one, at exactly half
+    and one past it, and P with s and 2^c - s (opposite signs in one bucket): a dropped carry
+    or a missed negation changes the sum. Both sorts and both reductions (the benchmarks'
+    side-by-side variants) are checked."""
+    monkeypatch.setattr(gpu_msm, "SORT", sort)
+    monkeypatch.setattr(gpu_msm, "REDUCE", reduce)
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    values = carry_scalars(window, rng)
+    points = _points(rng, len(values))
+    dev = gpu_msm.DevicePoints.from_points(points, backend=backend)
+    scalars = _mont(values)
+    gpu_msm._workspace(backend).poison()
+    assert gpu_msm.msm(dev, scalars, window=window) == point_to_bytes(msm(points, scalars)), f"seed {seed}"
+    # One point under all of them: every window's buckets hold P and -P together.
+    same = G1Points(np.repeat(points.xy[:1], len(values), axis=0))
+    dev = gpu_msm.DevicePoints.from_points(same, backend=backend)
+    assert gpu_msm.msm(dev, scalars, window=window) == point_to_bytes(msm(same, scalars)), f"seed {seed}"
 
 
 # ---------------------------------------------------------------- G2 (Fp2 coordinates)

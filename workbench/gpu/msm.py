@@ -75,6 +75,20 @@ _GROUP = 16  # partials per thread in each later pass
 _BATCH_THREADS = 1 << 16  # first-pass threads batch_add aims for (see _batch_chunk)
 _MAX_BLOCKS = 1 << 20
 
+SORT = "local"
+"""How the entries are sorted by bucket: "local", the block-local counting sort of
+kernels/msm.cu (msm_sort_*), or "atomics", the two passes of global atomics it replaced
+(msm_count, msm_scatter; kept so that benchmarks can time both in one sitting)."""
+
+REDUCE = "pending"
+"""The bucket reduction's levels: "pending" (msm_reduce_step: inlined additions, each level's
+scale left to the next) or "scaled" (msm_reduce_level, which it replaced)."""
+
+REDUCE_FIRST_SEG_LOG2, REDUCE_SEG_LOG2 = 4, 2  # buckets a thread folds at the first level, and after
+
+_SORT_ROWS = 1024  # histogram rows (one block each) of the local sort: about one wave of 256 threads
+_SORT_BINS_LOG2, _SORT_FINE_LOG2 = 12, 11  # kernels/msm.cu: MSM_SORT_BINS, MSM_SORT_FINE
+
 phase_hook: Any = None
 """Called with a phase name at each MSM phase boundary when set (benchmarks record device
 events there); None costs nothing."""
@@ -511,16 +525,20 @@ def _msm(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int, sc
     digit_args = (np.uint64(m), np.uint32(c), np.uint32(windows))
 
     _phase("sort")
+    has_indices = np.uint32(indices is not None)
     counts = ws.buffer("counts", np.uint32, buckets)
-    counts.fill(0)
-    be.launch("msm", "msm_count", m, (scalars_dev, counts, *digit_args), threads=256)
     ends = ws.buffer("ends", np.uint32, buckets)
-    xp.cumsum(counts, dtype=np.uint32, out=ends)
-    cursor = ws.buffer("cursor", np.uint32, buckets)
-    xp.subtract(ends, counts, out=cursor)
     entries = ws.buffer("entries", np.uint32, m * windows)
-    be.launch("msm", "msm_scatter", m, (scalars_dev, indices_dev, np.uint32(indices is not None), cursor,
-                                       entries, *digit_args), threads=256)
+    if SORT == "local":
+        _sort_local(be, ws, scalars_dev, indices_dev, has_indices, digit_args, buckets, entries, counts, ends)
+    else:
+        counts.fill(0)
+        be.launch("msm", "msm_count", m, (scalars_dev, counts, *digit_args), threads=256)
+        xp.cumsum(counts, dtype=np.uint32, out=ends)
+        cursor = ws.buffer("cursor", np.uint32, buckets)
+        xp.subtract(ends, counts, out=cursor)
+        be.launch("msm", "msm_scatter", m, (scalars_dev, indices_dev, has_indices, cursor, entries,
+                                           *digit_args), threads=256)
     most_entries = m * windows
     if sets > 1:
         # Set q's sorted entries are set 0's with q * size added to the point index (below the
@@ -567,22 +585,56 @@ def _msm(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int, sc
     return [WindowSums(window_sums[q], c, group) for q in range(sets)]
 
 
+def _sort_local(be: Any, ws: _Workspace, scalars: Any, indices: Any, has_indices: np.uint32,
+                digit_args: tuple[np.uint64, np.uint32, np.uint32], buckets: int, entries: Any, counts: Any,
+                ends: Any) -> None:
+    """The entries sorted by bucket with block-local counting (kernels/msm.cu, msm_sort_*):
+    coarse bins of 2^fine_log2 buckets, at most 2^12 of them, so that a block counts them all
+    in shared memory; then one block per bin sorts it by its fine index."""
+    xp, m = be.xp, int(digit_args[0])
+    fine_log2 = max(0, (buckets - 1).bit_length() - _SORT_BINS_LOG2)
+    if fine_log2 > _SORT_FINE_LOG2:
+        bits = _SORT_BINS_LOG2 + _SORT_FINE_LOG2
+        raise ValueError(f"{buckets} buckets are past the local sort's {bits} bits")
+    bins = -(-buckets // (1 << fine_log2))
+    per_row = max(256, -(-m // _SORT_ROWS))
+    rows = -(-m // per_row)
+    shape = (np.uint32(fine_log2), np.uint32(bins), np.uint64(rows), np.uint64(per_row))
+    hist = ws.buffer("sort_hist", np.uint32, bins * rows)
+    be.launch("msm", "msm_sort_count", rows * 256, (scalars, hist, *digit_args, *shape), threads=256)
+    scan = ws.buffer("sort_scan", np.uint32, bins * rows)
+    xp.cumsum(hist, dtype=np.uint32, out=scan)
+    starts = ws.buffer("sort_starts", np.uint32, bins * rows)
+    xp.subtract(scan, hist, out=starts)
+    staged = ws.buffer("sort_staged", np.uint32, 2 * int(entries.size))
+    be.launch("msm", "msm_sort_stage", rows * 256,
+              (scalars, indices, has_indices, starts, staged, *digit_args, *shape), threads=256)
+    be.launch("msm", "msm_sort_buckets", bins * 256,
+              (staged, scan, entries, counts, ends, np.uint64(buckets), np.uint32(fine_log2), np.uint32(bins),
+               np.uint64(rows)), threads=256)
+
+
 def _reduce_windows(be: Any, ws: _Workspace, group: Group, sums: Any, windows: int, rows: int) -> Any:
-    """Per window, sum_j j * S_j over its row of bucket sums (msm_reduce_level in msm.cu)."""
+    """Per window, sum_j j * S_j over its row of bucket sums (msm_reduce_step, or
+    msm_reduce_level, in msm.cu)."""
+    pending = REDUCE == "pending"
+    kernel = group.kernel("msm_reduce_step" if pending else "msm_reduce_level")
     x, a = sums, None
     m_in, scale, parity = rows, 0, 0
     while m_in > 1:
         # Wide segments where the rows are long (fewer outputs); then short ones, which
         # shorten each thread's serial chain once there are too few rows to fill the GPU.
-        seg_log2 = 4 if a is None else 2
+        seg_log2 = REDUCE_FIRST_SEG_LOG2 if a is None else REDUCE_SEG_LOG2
         m_out = -(-m_in // (1 << seg_log2))
         u_out = ws.buffer(f"level_u{parity}", np.uint32, windows * m_out * group.xyzz_words)
         a_out = ws.buffer(f"level_a{parity}", np.uint32, windows * m_out * group.xyzz_words)
-        be.launch("msm", group.kernel("msm_reduce_level"), windows * m_out,
+        be.launch("msm", kernel, windows * m_out,
                   (x, x if a is None else a, np.uint32(a is not None), u_out, a_out, np.uint64(windows),
                    np.uint64(m_in), np.uint64(m_out), np.uint32(seg_log2), np.uint32(scale)))
         x, a = u_out, a_out
-        m_in, scale, parity = m_out, scale + seg_log2, parity ^ 1
+        # The step kernel's last argument is the pending scale (the level before's segment),
+        # the level kernel's the whole scale so far.
+        m_in, scale, parity = m_out, seg_log2 if pending else scale + seg_log2, parity ^ 1
     assert a is not None  # rows >= 2, so at least one level ran
     return a
 
