@@ -48,23 +48,26 @@ TARGETS_MS = {("msm", 20): 8.0, ("msm", 22): 28.0, ("msm", 24): 100.0, ("batch_a
 ANCHOR_MS = {("msm", 24): 109.0}  # the published G1 MSM 2^24 on a card of the H200's integer-multiply peak
 # The variants timed side by side. Keys name a module attribute ("rounds." affine_rounds,
 # "msm." workbench.gpu.msm) set for the variant's duration, or "window_delta": c moved from
-# window_bits(n) by that much. "before" is the code before the local sort and the pending
-# reduction (affine rounds on), "sort" adds the local sort alone, "new" is the default;
-# "xyzz" the default with the affine rounds disabled.
+# window_bits(n) by that much. "before" is the global-atomic sort and the scaled reduction,
+# "sort" adds the block-local sort alone, "new" both it and the pending reduction; the
+# tuning variants (segments, windows) are "new" with one setting changed. "xyzz" is "before"
+# with the affine rounds disabled.
+BEFORE = {"msm.SORT": "atomics", "msm.REDUCE": "scaled"}
+NEW = {"msm.SORT": "local", "msm.REDUCE": "pending"}
 VARIANTS: dict[str, dict[str, Any]] = {
-    "before": {"msm.SORT": "atomics", "msm.REDUCE": "scaled"},
-    "sort": {"msm.REDUCE": "scaled"},
-    "new": {},
-    "xyzz": {"rounds.MIN_PAIRS": 1 << 62, "rounds.MIN_PAIRS_G2": 1 << 62},
-    "aff_deep": {"rounds.MIN_PAIRS": 1 << 19, "rounds.MIN_FRACTION": 0.1},  # G1 with G2's rule
-    "seg3": {"msm.REDUCE_FIRST_SEG_LOG2": 3},
-    "seg5": {"msm.REDUCE_FIRST_SEG_LOG2": 5},
-    "tail3": {"msm.REDUCE_SEG_LOG2": 3},
-    "c-2": {"window_delta": -2},
-    "c-1": {"window_delta": -1},
-    "c+1": {"window_delta": 1},
-    "c+2": {"window_delta": 2},
-    "c+3": {"window_delta": 3},
+    "before": BEFORE,
+    "sort": {**BEFORE, "msm.SORT": "local"},
+    "new": NEW,
+    "xyzz": {**BEFORE, "rounds.MIN_PAIRS": 1 << 62, "rounds.MIN_PAIRS_G2": 1 << 62},
+    "aff_deep": {**BEFORE, "rounds.MIN_PAIRS": 1 << 19, "rounds.MIN_FRACTION": 0.1},  # G1 with G2's rule
+    "seg3": {**NEW, "msm.REDUCE_FIRST_SEG_LOG2": 3},
+    "seg5": {**NEW, "msm.REDUCE_FIRST_SEG_LOG2": 5},
+    "tail3": {**NEW, "msm.REDUCE_SEG_LOG2": 3},
+    "c-2": {**NEW, "window_delta": -2},
+    "c-1": {**NEW, "window_delta": -1},
+    "c+1": {**NEW, "window_delta": 1},
+    "c+2": {**NEW, "window_delta": 2},
+    "c+3": {**NEW, "window_delta": 3},
 }
 DEFAULT_VARIANTS = ["before", "sort", "new"]
 _MODULES = {"rounds": affine_rounds, "msm": gpu_msm}

@@ -2,238 +2,43 @@
 // the host side needs (to and from Montgomery form; fixed-base multiplication is in fixed_base.cu).
 //
 // Pipeline for sum_i s_i * P_i with c-bit windows (workbench/gpu/msm.py drives it):
-//   1. msm_count: each scalar (Montgomery Fr, converted here) is recoded into W = ceil(256/c)
-//      signed digits in (-2^(c-1), 2^(c-1)]; a nonzero digit d of window w is bucket
-//      w * (B + 1) + |d| with B = 2^(c-1), counted with one atomic each. Signed digits halve
-//      the buckets (P and -P share one, the sign travels with the entry). Bucket |d| = 0 of
-//      each window stays empty; keeping it makes the bucket index equal the digit's weight.
-//   2. host: ends = inclusive prefix sum of counts; cursor = ends - counts.
-//   3. msm_scatter: recodes again and writes (point index | sign << 31) at an atomically
-//      claimed slot of its bucket: a counting sort by bucket. Order inside a bucket varies
-//      from run to run; the sum does not.
-//   3b. affine_round (batch_affine.cuh), repeated while the host's rule says it pays: each
+//   1. msm_sort.cuh: each scalar (Montgomery Fr, converted there) is recoded into
+//      W = ceil(256/c) signed digits in (-2^(c-1), 2^(c-1)]; a nonzero digit d of window w is
+//      bucket w * (B + 1) + |d| with B = 2^(c-1). Signed digits halve the buckets (P and -P
+//      share one, the sign travels with the entry). Bucket |d| = 0 of each window stays
+//      empty; keeping it makes the bucket index equal the digit's weight. The entries
+//      (point index | sign << 31) are sorted by bucket by a counting sort, which also gives
+//      each bucket's count and inclusive end.
+//   2. affine_round (batch_affine.cuh), repeated while the host's rule says it pays: each
 //      bucket's points are added in pairs in affine coordinates, a thread's batch of k sums
 //      sharing one inversion, which halves every bucket; the first round reads the table
 //      through the entries, the later ones the previous round's output, and after the last
 //      the entries simply count 0, 1, ... over that output.
-//   4. msm_accumulate: thread t adds the affine points of sorted entries [t K, t K + K) into
+//   3. msm_accumulate: thread t adds the affine points of sorted entries [t K, t K + K) into
 //      XYZZ sums, whatever buckets they fall in, so every thread does the same K additions
 //      (cutting per bucket instead left ~30% of each warp idle: bucket sizes vary). A bucket
 //      wholly inside a slice is stored as it is; the pieces at a slice's two ends go aside.
-//   5. msm_bucket_sum: one thread per bucket adds its pieces, at most K_max / K + 1 of them.
+//   4. msm_bucket_sum: one thread per bucket adds its pieces, at most K_max / K + 1 of them.
 //      K = max(k0, ceil(sqrt(largest bucket))) bounds that serial chain to about sqrt(n)
 //      when one bucket holds every point (all scalars equal, say).
-//   6. msm_reduce_level, repeated: per window, sum_j j * S_j over the buckets, as a segmented
-//      running sum (see the kernel).
-//   7. host: the W window sums are combined as sum_w 2^(c w) * T_w. That chain of 255
+//   5. msm_reduce_step (or msm_reduce_level, the one it is to replace), repeated: per window,
+//      sum_j j * S_j over the buckets, as a segmented running sum (see the kernels).
+//   6. host: the W window sums are combined as sum_w 2^(c w) * T_w. That chain of 255
 //      doublings is inherently serial; one GPU thread runs it slower than the host does.
 //
 // At 2^24 (c = 20, 13 windows, mean 32 entries a bucket) the rounds take the buckets down to one
-// or two points each, so step 4 adds a few million points instead of 218 million.
+// or two points each, so step 3 adds a few million points instead of 218 million.
 //
-// Every kernel is a grid-stride loop with no shared memory, barriers or warp intrinsics, so
-// any grid is correct, and the whole pipeline also runs on the CPU with a grid of one thread
-// (the CI tests compile this file with a host compiler and run it that way).
+// Every kernel is a grid-stride loop (over rows or bins of the sort, blocks of threads there,
+// with shared memory and barriers), with no warp intrinsics, so any grid is correct, and the
+// whole pipeline also runs on the CPU with a grid of one thread (the CI tests compile this
+// file with a host compiler and run it that way; the sort also runs there with blocks of
+// real threads).
 #include "fr.cuh"
 #include "g1.cuh"
 #include "g2.cuh"
 #include "batch_affine.cuh"
-
-typedef unsigned long long msm_u64;
-
-#define MSM_GRID_STRIDE(i, n) \
-    for (msm_u64 i = blockIdx.x * (msm_u64)blockDim.x + threadIdx.x; i < (n); \
-         i += (msm_u64)gridDim.x * blockDim.x)
-
-#define MSM_SIGN_BIT 0x80000000u
-
-// Limb k of a scalar without indexing its array at run time (which would move it to local
-// memory).
-FP_FN unsigned int msm_limb(const fr_t& s, unsigned int k)
-{
-    unsigned int v = 0;
-#pragma unroll
-    for (unsigned int j = 0; j < 8; ++j) v = j == k ? s.l[j] : v;
-    return v;
-}
-
-// Bits [lo, lo + c) of a 256-bit scalar, c <= 31.
-FP_FN unsigned int msm_bits(const fr_t& s, unsigned int lo, unsigned int c)
-{
-    const unsigned int k = lo >> 5;
-    const msm_u64 pair = msm_limb(s, k) | ((msm_u64)msm_limb(s, k + 1) << 32);
-    return (unsigned int)(pair >> (lo & 31)) & ((1u << c) - 1u);
-}
-
-// Calls f(window, magnitude, negative) for each nonzero signed digit of canonical s < 2^255.
-// W * c >= 256 keeps the top window's digit (its raw bits plus the carry) at most B, so it
-// is never recoded and no carry is lost.
-template <class F>
-FP_FN void msm_for_each_digit(const fr_t& s, unsigned int c, unsigned int windows, F f)
-{
-    const unsigned int half = 1u << (c - 1);
-    unsigned int carry = 0;
-#pragma unroll 1
-    for (unsigned int w = 0; w < windows; ++w) {
-        unsigned int d = msm_bits(s, w * c, c) + carry;
-        bool negative = false;
-        carry = 0;
-        if (d > half && w + 1 < windows) {
-            d = (1u << c) - d;
-            negative = true;
-            carry = 1;
-        }
-        if (d != 0) f(w, d, negative);
-    }
-}
-
-FP_FN fr_t msm_scalar(const uint4* scalars, msm_u64 i)
-{
-    return fr_from_mont(fr_load(scalars, i));
-}
-
-extern "C" __global__ void msm_count(const uint4* scalars, unsigned int* counts, msm_u64 n,
-                                     unsigned int c, unsigned int windows)
-{
-    const unsigned int stride = (1u << (c - 1)) + 1u;
-    MSM_GRID_STRIDE(i, n) {
-        msm_for_each_digit(msm_scalar(scalars, i), c, windows,
-                           [&](unsigned int w, unsigned int d, bool) {
-                               atomicAdd(counts + (msm_u64)w * stride + d, 1u);
-                           });
-    }
-}
-
-// indices (int64) maps scalar i to its point when has_indices; otherwise point i.
-extern "C" __global__ void msm_scatter(const uint4* scalars, const long long* indices,
-                                       unsigned int has_indices, unsigned int* cursor,
-                                       unsigned int* entries, msm_u64 n, unsigned int c,
-                                       unsigned int windows)
-{
-    const unsigned int stride = (1u << (c - 1)) + 1u;
-    MSM_GRID_STRIDE(i, n) {
-        const unsigned int point = has_indices ? (unsigned int)indices[i] : (unsigned int)i;
-        msm_for_each_digit(msm_scalar(scalars, i), c, windows,
-                           [&](unsigned int w, unsigned int d, bool negative) {
-                               const unsigned int slot =
-                                   atomicAdd(cursor + (msm_u64)w * stride + d, 1u);
-                               entries[slot] = point | (negative ? MSM_SIGN_BIT : 0u);
-                           });
-    }
-}
-
-// The block-local counting sort (the default; msm_count / msm_scatter above are the one it
-// replaced, kept for the benchmark's side-by-side). A bucket g = w * (B + 1) + |d| is split
-// into a coarse bin g >> fine_log2 and a fine index g & (2^fine_log2 - 1), the host choosing
-// fine_log2 so that at most MSM_SORT_BINS coarse bins exist:
-//   1. msm_sort_count: row r of the histogram (scalars [r per_row, (r + 1) per_row)) counts
-//      its entries per coarse bin in shared memory and writes hist[bin * rows + r].
-//   2. host: an inclusive prefix sum over hist in that order; starts = scan - hist.
-//   3. msm_sort_stage: each row scatters (entry, fine index) pairs to its slots of each
-//      coarse bin, claimed with shared atomics from its start.
-//   4. msm_sort_buckets: one block a coarse bin counts its fine indices in shared memory,
-//      scans them into the bins' counts and inclusive ends (so no global prefix sum over the
-//      buckets is needed) and scatters the entries to their final slots.
-// No global atomics: at 2^24 (218M entries) the atomic count and scatter took 20 ms. The
-// loops use blockDim and gridDim only, so with one thread (the CPU build) they still cover
-// every row and bin; the shared arrays are then plain arrays.
-#define MSM_SORT_BINS 4096
-#define MSM_SORT_FINE 2048
-#define MSM_SORT_THREADS 256
-
-extern "C" __global__ void __launch_bounds__(MSM_SORT_THREADS)
-msm_sort_count(const uint4* scalars, unsigned int* hist, msm_u64 n, unsigned int c, unsigned int windows,
-               unsigned int fine_log2, unsigned int bins, msm_u64 rows, msm_u64 per_row)
-{
-    __shared__ unsigned int local[MSM_SORT_BINS];
-    const unsigned int stride = (1u << (c - 1)) + 1u;
-    for (msm_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
-        for (unsigned int j = threadIdx.x; j < bins; j += blockDim.x) local[j] = 0;
-        __syncthreads();
-        const msm_u64 begin = row * per_row, end = begin + per_row < n ? begin + per_row : n;
-        for (msm_u64 i = begin + threadIdx.x; i < end; i += blockDim.x)
-            msm_for_each_digit(msm_scalar(scalars, i), c, windows, [&](unsigned int w, unsigned int d, bool) {
-                atomicAdd(local + ((w * stride + d) >> fine_log2), 1u);
-            });
-        __syncthreads();
-        for (unsigned int j = threadIdx.x; j < bins; j += blockDim.x) hist[(msm_u64)j * rows + row] = local[j];
-        __syncthreads();
-    }
-}
-
-extern "C" __global__ void __launch_bounds__(MSM_SORT_THREADS)
-msm_sort_stage(const uint4* scalars, const long long* indices, unsigned int has_indices,
-               const unsigned int* starts, uint2* staged, msm_u64 n, unsigned int c, unsigned int windows,
-               unsigned int fine_log2, unsigned int bins, msm_u64 rows, msm_u64 per_row)
-{
-    __shared__ unsigned int cursor[MSM_SORT_BINS];
-    const unsigned int stride = (1u << (c - 1)) + 1u, fine_mask = (1u << fine_log2) - 1u;
-    for (msm_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
-        for (unsigned int j = threadIdx.x; j < bins; j += blockDim.x) cursor[j] = starts[(msm_u64)j * rows + row];
-        __syncthreads();
-        const msm_u64 begin = row * per_row, end = begin + per_row < n ? begin + per_row : n;
-        for (msm_u64 i = begin + threadIdx.x; i < end; i += blockDim.x) {
-            const unsigned int point = has_indices ? (unsigned int)indices[i] : (unsigned int)i;
-            msm_for_each_digit(msm_scalar(scalars, i), c, windows,
-                               [&](unsigned int w, unsigned int d, bool negative) {
-                                   const unsigned int g = w * stride + d;
-                                   const unsigned int slot = atomicAdd(cursor + (g >> fine_log2), 1u);
-                                   staged[slot] = make_uint2(point | (negative ? MSM_SIGN_BIT : 0u),
-                                                             g & fine_mask);
-                               });
-        }
-        __syncthreads();
-    }
-}
-
-// scan: the inclusive prefix sum of hist (bin-major), so coarse bin b holds staged entries
-// [scan[b rows - 1], scan[b rows + rows - 1]).
-extern "C" __global__ void __launch_bounds__(MSM_SORT_THREADS)
-msm_sort_buckets(const uint2* staged, const unsigned int* scan, unsigned int* entries, unsigned int* counts,
-                 unsigned int* ends, msm_u64 buckets, unsigned int fine_log2, unsigned int bins, msm_u64 rows)
-{
-    __shared__ unsigned int fine[MSM_SORT_FINE];
-    __shared__ unsigned int partial[MSM_SORT_THREADS];
-    const unsigned int size = 1u << fine_log2, t = threadIdx.x;
-    const unsigned int per = (size + blockDim.x - 1) / blockDim.x;
-    const unsigned int lo = t * per < size ? t * per : size, hi = lo + per < size ? lo + per : size;
-    for (msm_u64 bin = blockIdx.x; bin < bins; bin += gridDim.x) {
-        const msm_u64 begin = bin ? scan[bin * rows - 1] : 0, end = scan[bin * rows + rows - 1];
-        for (unsigned int j = t; j < size; j += blockDim.x) fine[j] = 0;
-        __syncthreads();
-        for (msm_u64 e = begin + t; e < end; e += blockDim.x) atomicAdd(fine + staged[e].y, 1u);
-        __syncthreads();
-        // Exclusive scan of fine[]: each thread sums its run [lo, hi), a scan of those sums
-        // over the block (Hillis-Steele), then the thread's run again.
-        unsigned int sum = 0;
-        for (unsigned int j = lo; j < hi; ++j) sum += fine[j];
-        partial[t] = sum;
-        __syncthreads();
-        for (unsigned int off = 1; off < blockDim.x; off <<= 1) {
-            const unsigned int v = t >= off ? partial[t - off] : 0u;
-            __syncthreads();
-            partial[t] += v;
-            __syncthreads();
-        }
-        unsigned int run = partial[t] - sum;
-        for (unsigned int j = lo; j < hi; ++j) {
-            const unsigned int count = fine[j];
-            const msm_u64 g = (bin << fine_log2) + j;
-            if (g < buckets) {
-                counts[g] = count;
-                ends[g] = (unsigned int)(begin + run + count);
-            }
-            fine[j] = run;
-            run += count;
-        }
-        __syncthreads();
-        for (msm_u64 e = begin + t; e < end; e += blockDim.x) {
-            const uint2 s = staged[e];
-            entries[begin + atomicAdd(fine + s.y, 1u)] = s.x;
-        }
-        __syncthreads();
-    }
-}
+#include "msm_sort.cuh"
 
 // Entries per thread: at least k0 (the host picks about twice the mean bucket load) and at
 // least ceil(sqrt(largest)), which keeps the sum of a bucket's pieces short.

@@ -75,14 +75,18 @@ _GROUP = 16  # partials per thread in each later pass
 _BATCH_THREADS = 1 << 16  # first-pass threads batch_add aims for (see _batch_chunk)
 _MAX_BLOCKS = 1 << 20
 
-SORT = "local"
-"""How the entries are sorted by bucket: "local", the block-local counting sort of
-kernels/msm.cu (msm_sort_*), or "atomics", the two passes of global atomics it replaced
-(msm_count, msm_scatter; kept so that benchmarks can time both in one sitting)."""
+SORT = "atomics"
+"""How the entries are sorted by bucket: "atomics", two passes of global atomics (msm_count,
+msm_scatter), or "local", the block-local counting sort of kernels/msm.cu (msm_sort_*) built
+to replace it. "local" passes the CPU build's tests but has not run on a GPU yet (no device
+was lent when it was written), so the measured path stays the default until
+benchmarks/msm_gpu.py has timed both and the GPU tests have passed."""
 
-REDUCE = "pending"
-"""The bucket reduction's levels: "pending" (msm_reduce_step: inlined additions, each level's
-scale left to the next) or "scaled" (msm_reduce_level, which it replaced)."""
+REDUCE = "scaled"
+"""The bucket reduction's levels: "scaled" (msm_reduce_level, every level's A scaled by the
+whole scale so far, additions called) or "pending" (msm_reduce_step: the scale left to the
+next level, the running sums' additions inlined); "pending" waits for the GPU as SORT's
+"local" does."""
 
 REDUCE_FIRST_SEG_LOG2, REDUCE_SEG_LOG2 = 4, 2  # buckets a thread folds at the first level, and after
 
@@ -585,20 +589,26 @@ def _msm(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int, sc
     return [WindowSums(window_sums[q], c, group) for q in range(sets)]
 
 
-def _sort_local(be: Any, ws: _Workspace, scalars: Any, indices: Any, has_indices: np.uint32,
-                digit_args: tuple[np.uint64, np.uint32, np.uint32], buckets: int, entries: Any, counts: Any,
-                ends: Any) -> None:
-    """The entries sorted by bucket with block-local counting (kernels/msm.cu, msm_sort_*):
-    coarse bins of 2^fine_log2 buckets, at most 2^12 of them, so that a block counts them all
-    in shared memory; then one block per bin sorts it by its fine index."""
-    xp, m = be.xp, int(digit_args[0])
+def sort_shape(m: int, buckets: int) -> tuple[int, int, int, int]:
+    """(fine_log2, bins, rows, per_row) of the local sort of m scalars' entries over `buckets`
+    buckets: coarse bins of 2^fine_log2 buckets, at most 2^12 of them (a block's shared
+    histogram), and histogram rows of per_row scalars each."""
     fine_log2 = max(0, (buckets - 1).bit_length() - _SORT_BINS_LOG2)
     if fine_log2 > _SORT_FINE_LOG2:
         bits = _SORT_BINS_LOG2 + _SORT_FINE_LOG2
         raise ValueError(f"{buckets} buckets are past the local sort's {bits} bits")
-    bins = -(-buckets // (1 << fine_log2))
     per_row = max(256, -(-m // _SORT_ROWS))
-    rows = -(-m // per_row)
+    return fine_log2, -(-buckets // (1 << fine_log2)), -(-m // per_row), per_row
+
+
+def _sort_local(be: Any, ws: _Workspace, scalars: Any, indices: Any, has_indices: np.uint32,
+                digit_args: tuple[np.uint64, np.uint32, np.uint32], buckets: int, entries: Any, counts: Any,
+                ends: Any) -> None:
+    """The entries sorted by bucket with block-local counting (kernels/msm.cu, msm_sort_*):
+    each histogram row counts its entries per coarse bin in shared memory and stages them in
+    its slots of each bin; then one block per bin sorts it by its fine index."""
+    xp = be.xp
+    fine_log2, bins, rows, per_row = sort_shape(int(digit_args[0]), buckets)
     shape = (np.uint32(fine_log2), np.uint32(bins), np.uint64(rows), np.uint64(per_row))
     hist = ws.buffer("sort_hist", np.uint32, bins * rows)
     be.launch("msm", "msm_sort_count", rows * 256, (scalars, hist, *digit_args, *shape), threads=256)
