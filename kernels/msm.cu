@@ -170,7 +170,14 @@ EC_KERNEL_BODY void msm_reduce_level_body(const uint4* x_in, const uint4* a_in, 
 // and the next level's pending scale is this level's seg_log2. Each output then doubles
 // 2 * pending times (at most 8) instead of the cumulative scale (up to c - 1 = 19 at the last
 // levels), and these levels run few threads, so each serial doubling costs its full
-// latency. The running sums' additions are inlined (no call spills in the hot loop).
+// latency. G1's running-sum additions are inlined (no call spills in the hot loop).
+// The running sums' addition: inlined for G1; a call for G2, whose inlined form spills (ptxas
+// for sm_90: 2.7 KB of spill stores a thread, against none for G1's).
+template <class F>
+FP_FN ec_xyzz<F> msm_running_add(const ec_xyzz<F>& p, const ec_xyzz<F>& q) { return ec_add_inline(p, q); }
+template <>
+FP_FN ec_xyzz<fp2_t> msm_running_add(const ec_xyzz<fp2_t>& p, const ec_xyzz<fp2_t>& q) { return ec_add(p, q); }
+
 template <class F>
 EC_KERNEL_BODY void msm_reduce_step_body(const uint4* x_in, const uint4* a_in, unsigned int has_a,
                                          uint4* u_out, uint4* a_out, msm_u64 windows, msm_u64 m_in,
@@ -186,10 +193,10 @@ EC_KERNEL_BODY void msm_reduce_step_body(const uint4* x_in, const uint4* a_in, u
 #pragma unroll 1
         for (msm_u64 j = seg; j-- > 0;) {
             if (first + j < m_in) {
-                running = ec_add_inline(running, ec_xyzz_load<F>(x_in, row + first + j));
+                running = msm_running_add(running, ec_xyzz_load<F>(x_in, row + first + j));
                 if (has_a) plain = ec_add(plain, ec_xyzz_load<F>(a_in, row + first + j));
             }
-            if (j >= 1) weighted = ec_add_inline(weighted, running);
+            if (j >= 1) weighted = msm_running_add(weighted, running);
         }
         weighted = ec_add(plain, ec_dbl_n(weighted, pending_log2));
         ec_xyzz_store(u_out, w * m_out + s, ec_dbl_n(running, pending_log2));
