@@ -198,9 +198,8 @@ EC_KERNEL_BODY void msm_reduce_step_body(const uint4* x_in, const uint4* a_in, u
             }
             if (j >= 1) weighted = msm_running_add(weighted, running);
         }
-        weighted = ec_add(plain, ec_dbl_n(weighted, pending_log2));
-        ec_xyzz_store(u_out, w * m_out + s, ec_dbl_n(running, pending_log2));
-        ec_xyzz_store(a_out, w * m_out + s, weighted);
+        ec_xyzz_store(u_out, w * m_out + s, ec_dbl_n(running, pending_log2));  // running is dead after
+        ec_xyzz_store(a_out, w * m_out + s, ec_add(plain, ec_dbl_n(weighted, pending_log2)));
     }
 }
 
