@@ -68,7 +68,6 @@ P_MODULUS = 0x1A0111EA397FE69A4B1BA7B6434BACD764774B84F38512BF6730D2A0F6B0F6241E
 IDENTITY_BYTES = bytes(96)
 """The encoding of the point at infinity."""
 
-_R_INV = pow(1 << 384, -1, P_MODULUS)
 _MAX_WINDOW_BITS = 20  # 13 windows x 2^19 buckets x 192 bytes = 1.3 GB of G1 bucket sums
 _BATCH_CHUNK = 256  # points per thread in batch_add's first pass: 2^16 threads at 2^24, one full wave
 _GROUP = 16  # partials per thread in each later pass
@@ -205,17 +204,18 @@ Fp2 = tuple[int, int]  # c0 + c1 u
 Affine2 = tuple[Fp2, Fp2] | None
 
 
-def _canonical_fp(rows: np.ndarray) -> list[int]:
+def _montgomery_fp(rows: np.ndarray) -> list[int]:
     raw = np.ascontiguousarray(rows, dtype="<u4").tobytes()
-    return [int.from_bytes(raw[i : i + 48], "little") * _R_INV % P_MODULUS for i in range(0, len(raw), 48)]
+    return [int.from_bytes(raw[i : i + 48], "little") for i in range(0, len(raw), 48)]
 
 
 def xyzz_rows_to_affine(rows: np.ndarray) -> list[Affine]:
     """G1 XYZZ points as the kernels store them ((k, 48) uint32, Montgomery form) -> affine
     ints, with one inversion for all of them (x = X / ZZ, y = Y / ZZZ; t = 1 / (ZZ ZZZ)
-    gives both, and a running product shares one inversion among the rows)."""
+    gives both, and a running product shares one inversion among the rows). The quotients
+    are taken of the Montgomery forms as they are: the factor R of each coordinate cancels."""
     p = P_MODULUS
-    coords = _canonical_fp(rows)
+    coords = _montgomery_fp(rows)
     points = [tuple(coords[k : k + 4]) for k in range(0, len(coords), 4)]
     prefix, running = [], 1
     for _, _, zz, zzz in points:
@@ -246,8 +246,9 @@ def _fp2_inv(a: Fp2) -> Fp2:
 
 def xyzz_rows_to_affine_g2(rows: np.ndarray) -> list[Affine2]:
     """G2 XYZZ points ((k, 96) uint32, Montgomery form) -> affine Fp2 pairs. The rows are
-    a window's few sums, so each gets its own inversion."""
-    flat = _canonical_fp(rows)
+    a window's few sums, so each gets its own inversion; as in G1's, the Montgomery factor
+    cancels in the quotients."""
+    flat = _montgomery_fp(rows)
     out: list[Affine2] = []
     for k in range(0, len(flat), 8):
         x, y, zz, zzz = ((flat[k + 2 * j], flat[k + 2 * j + 1]) for j in range(4))
