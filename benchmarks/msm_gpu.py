@@ -49,8 +49,9 @@ ANCHOR_MS = {("msm", 24): 109.0}  # the published G1 MSM 2^24 on a card of the H
 # The variants timed side by side. Keys name a module attribute ("rounds." affine_rounds,
 # "msm." workbench.gpu.msm) set for the variant's duration, or "window_delta": c moved from
 # window_bits(n) by that much. "before" is the global-atomic sort and the scaled reduction,
-# "sort" adds the block-local sort alone, "new" both it and the pending reduction; the
-# tuning variants (segments, windows) are "new" with one setting changed. "xyzz" is "before"
+# "sort" adds the block-local sort alone, "new" both it and the pending reduction, "scan"
+# the local sort and the scan reduction; the tuning variants (segments, windows) are "new"
+# with one setting changed. "xyzz" is "before"
 # with the affine rounds disabled.
 BEFORE = {"msm.SORT": "atomics", "msm.REDUCE": "scaled"}
 NEW = {"msm.SORT": "local", "msm.REDUCE": "pending"}
@@ -60,6 +61,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "new": NEW,
     "xyzz": {**BEFORE, "rounds.MIN_PAIRS": 1 << 62, "rounds.MIN_PAIRS_G2": 1 << 62},
     "aff_deep": {**BEFORE, "rounds.MIN_PAIRS": 1 << 19, "rounds.MIN_FRACTION": 0.1},  # G1 with G2's rule
+    "scan": {**NEW, "msm.REDUCE": "scan"},
+    "scan1k": {**NEW, "msm.REDUCE": "scan", "msm.SCAN_ROWS": 1024},
+    "seg2": {**NEW, "msm.REDUCE_FIRST_SEG_LOG2": 2},
     "seg3": {**NEW, "msm.REDUCE_FIRST_SEG_LOG2": 3},
     "seg5": {**NEW, "msm.REDUCE_FIRST_SEG_LOG2": 5},
     "tail3": {**NEW, "msm.REDUCE_SEG_LOG2": 3},
@@ -69,7 +73,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "c+2": {**NEW, "window_delta": 2},
     "c+3": {**NEW, "window_delta": 3},
 }
-DEFAULT_VARIANTS = ["before", "sort", "new"]
+DEFAULT_VARIANTS = ["before", "sort", "new", "scan"]
 _MODULES = {"rounds": affine_rounds, "msm": gpu_msm}
 RATE_HEADER = '#include "g1.cuh"\n#include "batch_affine.cuh"\n'
 

@@ -203,6 +203,50 @@ EC_KERNEL_BODY void msm_reduce_step_body(const uint4* x_in, const uint4* a_in, u
     }
 }
 
+// The last levels as a scan (REDUCE = "scan"): once a row of X is short (m points), per
+// window WS(X) = sum_{j >= 1} S_j with S_j = sum_{i >= j} X_i, the suffix sums, which a
+// Hillis-Steele scan gives in log2(m) steps of one addition each (msm_suffix_step), with no
+// doubling; then T_j = A_j + 2^pending S_j (S_0 left out; msm_scan_terms) and a tree of group
+// sums (msm_sum_groups) give total = sum_j T_j. The levels' serial chain (3 L additions and
+// the doublings a level) is what these few-thread passes cost, so depth is their time: at
+// m = 2049 about 12 + pending + 3 * 6 operations against 6 levels of about 16.
+template <class F>
+EC_KERNEL_BODY void msm_suffix_step_body(const uint4* in, uint4* out, msm_u64 windows, msm_u64 m, msm_u64 off)
+{
+    MSM_GRID_STRIDE(idx, windows * m) {
+        ec_xyzz<F> s = ec_xyzz_load<F>(in, idx);
+        if (idx % m + off < m) s = ec_add(s, ec_xyzz_load<F>(in, idx + off));
+        ec_xyzz_store(out, idx, s);
+    }
+}
+
+template <class F>
+EC_KERNEL_BODY void msm_scan_terms_body(const uint4* suffix, const uint4* a_in, unsigned int has_a, uint4* out,
+                                        msm_u64 windows, msm_u64 m, unsigned int pending_log2)
+{
+    MSM_GRID_STRIDE(idx, windows * m) {
+        ec_xyzz<F> t = ec_infinity<F>();
+        if (idx % m) t = ec_dbl_n(ec_xyzz_load<F>(suffix, idx), pending_log2);
+        if (has_a) t = ec_add(t, ec_xyzz_load<F>(a_in, idx));
+        ec_xyzz_store(out, idx, t);
+    }
+}
+
+// out[w m_out + q] = the sum of row w's points [q group, (q + 1) group) of in.
+template <class F>
+EC_KERNEL_BODY void msm_sum_groups_body(const uint4* in, uint4* out, msm_u64 windows, msm_u64 m_in,
+                                        msm_u64 m_out, unsigned int group)
+{
+    MSM_GRID_STRIDE(idx, windows * m_out) {
+        const msm_u64 w = idx / m_out, first = (idx % m_out) * group;
+        ec_xyzz<F> acc = ec_infinity<F>();
+#pragma unroll 1
+        for (msm_u64 k = first; k < first + group && k < m_in; ++k)
+            acc = ec_add(acc, ec_xyzz_load<F>(in, w * m_in + k));
+        ec_xyzz_store(out, idx, acc);
+    }
+}
+
 // The kernels of each group: G1 under the plain names, G2 with the suffix _g2.
 #define MSM_KERNELS(suffix, F)                                                                     \
     extern "C" __global__ void __launch_bounds__(128) msm_accumulate##suffix(                      \
@@ -235,6 +279,23 @@ EC_KERNEL_BODY void msm_reduce_step_body(const uint4* x_in, const uint4* a_in, u
     {                                                                                              \
         msm_reduce_step_body<F>(x_in, a_in, has_a, u_out, a_out, windows, m_in, m_out, seg_log2,   \
                                 pending_log2);                                                     \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(128) msm_suffix_step##suffix(                     \
+        const uint4* in, uint4* out, msm_u64 windows, msm_u64 m, msm_u64 off)                      \
+    {                                                                                              \
+        msm_suffix_step_body<F>(in, out, windows, m, off);                                         \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(128) msm_scan_terms##suffix(                      \
+        const uint4* suffix_sums, const uint4* a_in, unsigned int has_a, uint4* out,               \
+        msm_u64 windows, msm_u64 m, unsigned int pending_log2)                                     \
+    {                                                                                              \
+        msm_scan_terms_body<F>(suffix_sums, a_in, has_a, out, windows, m, pending_log2);           \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(128) msm_sum_groups##suffix(                      \
+        const uint4* in, uint4* out, msm_u64 windows, msm_u64 m_in, msm_u64 m_out,                 \
+        unsigned int group)                                                                        \
+    {                                                                                              \
+        msm_sum_groups_body<F>(in, out, windows, m_in, m_out, group);                              \
     }
 
 MSM_KERNELS(, fp_t)

@@ -44,11 +44,11 @@ needs_cxx = pytest.mark.skipif(CXX is None or CUDA_INCLUDE is None,
                                reason="host C++ compiler or CUDA headers (vector_types.h) not found")
 
 
-# The MSM's two sorts and two reductions: the measured defaults, and the block-local sort
-# with the pending reduction, which are to replace them once timed on a GPU. Named in full, so
-# that the tests stay right when the defaults change.
+# The MSM's sorts and reductions: the measured defaults, and the block-local sort and the
+# pending and scan reductions, which are to replace them once timed on a GPU. Named in full,
+# so that the tests stay right when the defaults change.
 MSM_PATHS = {"measured": {"SORT": "atomics", "REDUCE": "scaled"},
-             "new": {"SORT": "local", "REDUCE": "pending"}}
+             "new": {"SORT": "local", "REDUCE": "pending"}, "scan": {"SORT": "local", "REDUCE": "scan"}}
 
 
 @pytest.fixture(params=sorted(MSM_PATHS))

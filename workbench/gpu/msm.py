@@ -83,11 +83,14 @@ benchmarks/msm_gpu.py has timed both and the GPU tests have passed."""
 
 REDUCE = "scaled"
 """The bucket reduction's levels: "scaled" (msm_reduce_level, every level's A scaled by the
-whole scale so far, additions called) or "pending" (msm_reduce_step: the scale left to the
-next level, the running sums' additions inlined); "pending" waits for the GPU as SORT's
-"local" does."""
+whole scale so far, additions called), "pending" (msm_reduce_step: the scale left to the
+next level, G1's running sums' additions inlined), or "scan" ("pending" while rows are
+longer than SCAN_ROWS, then a suffix scan and a tree of sums: msm_suffix_step and after).
+The last two wait for the GPU as SORT's "local" does."""
 
 REDUCE_FIRST_SEG_LOG2, REDUCE_SEG_LOG2 = 4, 2  # buckets a thread folds at the first level, and after
+SCAN_ROWS = 4096  # REDUCE = "scan": rows at most that the scan finishes (its work is m log2 m a row)
+SCAN_GROUP = 4  # points a thread sums in the scan's tree
 
 _SORT_ROWS = 1024  # histogram rows (one block each) of the local sort: about one wave of 256 threads
 _SORT_BINS_LOG2, _SORT_FINE_LOG2 = 12, 11  # kernels/msm.cu: MSM_SORT_BINS, MSM_SORT_FINE
@@ -628,11 +631,11 @@ def _sort_local(be: Any, ws: _Workspace, scalars: Any, indices: Any, has_indices
 def _reduce_windows(be: Any, ws: _Workspace, group: Group, sums: Any, windows: int, rows: int) -> Any:
     """Per window, sum_j j * S_j over its row of bucket sums (msm_reduce_step, or
     msm_reduce_level, in msm.cu)."""
-    pending = REDUCE == "pending"
+    pending, scan = REDUCE in ("pending", "scan"), REDUCE == "scan"
     kernel = group.kernel("msm_reduce_step" if pending else "msm_reduce_level")
     x, a = sums, None
     m_in, scale, parity = rows, 0, 0
-    while m_in > 1:
+    while m_in > (SCAN_ROWS if scan else 1):
         # Wide segments where the rows are long (fewer outputs); then short ones, which
         # shorten each thread's serial chain once there are too few rows to fill the GPU.
         seg_log2 = REDUCE_FIRST_SEG_LOG2 if a is None else REDUCE_SEG_LOG2
@@ -646,8 +649,35 @@ def _reduce_windows(be: Any, ws: _Workspace, group: Group, sums: Any, windows: i
         # The step kernel's last argument is the pending scale (the level before's segment),
         # the level kernel's the whole scale so far.
         m_in, scale, parity = m_out, seg_log2 if pending else scale + seg_log2, parity ^ 1
+    if scan:
+        return _scan_windows(be, ws, group, x, a, windows, m_in, scale)
     assert a is not None  # rows >= 2, so at least one level ran
     return a
+
+
+def _scan_windows(be: Any, ws: _Workspace, group: Group, x: Any, a: Any, windows: int, m: int,
+                  pending: int) -> Any:
+    """total = sum A + 2^pending * WS(X) over rows of m points (msm.cu: msm_suffix_step, the
+    suffix sums of X by doubling steps; msm_scan_terms; msm_sum_groups). `a` None: no A yet."""
+    words = group.xyzz_words
+    current, parity, off = x, 0, 1
+    while off < m:
+        out = ws.buffer(f"scan{parity}", np.uint32, windows * m * words)
+        be.launch("msm", group.kernel("msm_suffix_step"), windows * m,
+                  (current, out, np.uint64(windows), np.uint64(m), np.uint64(off)))
+        current, parity, off = out, parity ^ 1, 2 * off
+    terms = ws.buffer(f"scan{parity}", np.uint32, windows * m * words)
+    be.launch("msm", group.kernel("msm_scan_terms"), windows * m,
+              (current, x if a is None else a, np.uint32(a is not None), terms, np.uint64(windows),
+               np.uint64(m), np.uint32(pending)))
+    current, parity = terms, parity ^ 1
+    while m > 1:
+        m_out = -(-m // SCAN_GROUP)
+        out = ws.buffer(f"scan{parity}", np.uint32, windows * m_out * words)
+        be.launch("msm", group.kernel("msm_sum_groups"), windows * m_out,
+                  (current, out, np.uint64(windows), np.uint64(m), np.uint64(m_out), np.uint32(SCAN_GROUP)))
+        current, m, parity = out, m_out, parity ^ 1
+    return current
 
 
 def batch_add(points: DevicePoints, bitmap: Any, stream: Any = None) -> bytes:
