@@ -46,9 +46,9 @@ IMAD_PER_CLOCK_PER_SM = 64
 MULS_PER_MADD, MULS_PER_ADD = 10, 14
 TARGETS_MS = {("msm", 20): 8.0, ("msm", 22): 28.0, ("msm", 24): 100.0, ("batch_add", 24): 3.0}
 ANCHOR_MS = {("msm", 24): 109.0}  # the published G1 MSM 2^24 on a card of the H200's integer-multiply peak
-# The variants timed side by side. Keys name a module attribute ("rounds." affine_rounds,
-# "msm." workbench.gpu.msm) set for the variant's duration, or "window_delta": c moved from
-# window_bits(n) by that much. "before" is the global-atomic sort and the scaled reduction,
+# The variants timed side by side. Keys name a module attribute set for the variant's
+# duration (affine_rounds', or with "msm." workbench.gpu.msm's), or "window_delta": c moved
+# from window_bits(n) by that much. "before" is the global-atomic sort and the scaled reduction,
 # "sort" adds the block-local sort alone, "new" both it and the pending reduction, "scan"
 # the local sort and the scan reduction; the tuning variants (segments, windows) are "new"
 # with one setting changed. "xyzz" is "before"
@@ -59,8 +59,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "before": BEFORE,
     "sort": {**BEFORE, "msm.SORT": "local"},
     "new": NEW,
-    "xyzz": {**BEFORE, "rounds.MIN_PAIRS": 1 << 62, "rounds.MIN_PAIRS_G2": 1 << 62},
-    "aff_deep": {**BEFORE, "rounds.MIN_PAIRS": 1 << 19, "rounds.MIN_FRACTION": 0.1},  # G1 with G2's rule
+    "xyzz": {**BEFORE, "MIN_PAIRS": 1 << 62, "MIN_PAIRS_G2": 1 << 62},
+    "aff_deep": {**BEFORE, "MIN_PAIRS": 1 << 19, "MIN_FRACTION": 0.1},  # G1 with G2's rule
     "scan": {**NEW, "msm.REDUCE": "scan"},
     "scan1k": {**NEW, "msm.REDUCE": "scan", "msm.SCAN_ROWS": 1024},
     "seg2": {**NEW, "msm.REDUCE_FIRST_SEG_LOG2": 2},
@@ -74,7 +74,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "c+3": {**NEW, "window_delta": 3},
 }
 DEFAULT_VARIANTS = ["before", "sort", "new", "scan"]
-_MODULES = {"rounds": affine_rounds, "msm": gpu_msm}
 RATE_HEADER = '#include "g1.cuh"\n#include "batch_affine.cuh"\n'
 
 RATE_KERNELS = r"""
@@ -180,8 +179,8 @@ def measure_rates(cupy: Any, info: dict[str, Any], points: gpu_msm.DevicePoints)
 @contextlib.contextmanager
 def variant(name: str) -> Iterator[None]:
     """The module settings of VARIANTS[name] for the duration."""
-    targets = [(_MODULES[key.split(".")[0]], key.split(".")[1], v) for key, v in VARIANTS[name].items()
-               if key != "window_delta"]
+    targets = [(gpu_msm, key[4:], v) if key.startswith("msm.") else (affine_rounds, key, v)
+               for key, v in VARIANTS[name].items() if key != "window_delta"]
     saved = [(module, attr, getattr(module, attr)) for module, attr, _ in targets]
     for module, attr, v in targets:
         setattr(module, attr, v)
