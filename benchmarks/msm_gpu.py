@@ -46,24 +46,43 @@ IMAD_PER_CLOCK_PER_SM = 64
 MULS_PER_MADD, MULS_PER_ADD = 10, 14
 TARGETS_MS = {("msm", 20): 8.0, ("msm", 22): 28.0, ("msm", 24): 100.0, ("batch_add", 24): 3.0}
 ANCHOR_MS = {("msm", 24): 109.0}  # the published G1 MSM 2^24 on a card of the H200's integer-multiply peak
-# The accumulation variants timed side by side, each setting every switch it depends on:
-# XYZZ additions only (rounds disabled); the affine rounds of kernels/batch_affine.cuh with
-# the binary inversion (the code before the batched one); the default (batched inversion,
-# batch_add by compaction and rounds); the batched inversion with batch_add_local; and the
-# MSM with deeper rounds. The MSMs of `batched` and `local` are the same code: a repeat.
-_NEW = {"INVERSION": "batched", "BATCH_ADD": "local"}
+# The variants timed side by side. Keys name a module attribute set for the variant's
+# duration (affine_rounds', or with "msm." workbench.gpu.msm's), or "window_delta": c moved
+# from window_bits(n) by that much. "binary" is the code before this round's work (the binary
+# inversion, the global-atomic sort, the scaled reduction); "before" the same with the batched
+# inversion (the default); "sort" adds the block-local sort alone, "new" both it and the pending
+# reduction, "scan" the local sort and the scan reduction; the tuning variants (segments,
+# windows) are "new" with one setting changed. "xyzz" is "before" with the affine rounds
+# disabled; "local" batch_add by batch_add_local.
+BEFORE = {"msm.SORT": "atomics", "msm.REDUCE": "scaled", "INVERSION": "batched", "BATCH_ADD": "rounds"}
+NEW = {**BEFORE, "msm.SORT": "local", "msm.REDUCE": "pending"}
 VARIANTS: dict[str, dict[str, Any]] = {
-    "xyzz": {"MIN_PAIRS": 1 << 62, "MIN_PAIRS_G2": 1 << 62, "INVERSION": "binary", "BATCH_ADD": "rounds"},
-    "affine": {"INVERSION": "binary", "BATCH_ADD": "rounds"},
-    "batched": {"INVERSION": "batched", "BATCH_ADD": "rounds"},
-    "local": _NEW,
-    "deep": {**_NEW, "MIN_PAIRS": 1 << 19, "MIN_FRACTION": 0.1, "K_MIN": 16},
+    "binary": {**BEFORE, "INVERSION": "binary"},
+    "before": BEFORE,
+    "sort": {**BEFORE, "msm.SORT": "local"},
+    "new": NEW,
+    "xyzz": {**BEFORE, "MIN_PAIRS": 1 << 62, "MIN_PAIRS_G2": 1 << 62},
+    "aff_deep": {**BEFORE, "MIN_PAIRS": 1 << 19, "MIN_FRACTION": 0.1, "K_MIN": 16},  # G1 with G2's rule
+    "local": {**BEFORE, "BATCH_ADD": "local"},
+    "scan": {**NEW, "msm.REDUCE": "scan"},
+    "scan1k": {**NEW, "msm.REDUCE": "scan", "msm.SCAN_ROWS": 1024},
+    "seg2": {**NEW, "msm.REDUCE_FIRST_SEG_LOG2": 2},
+    "seg3": {**NEW, "msm.REDUCE_FIRST_SEG_LOG2": 3},
+    "seg5": {**NEW, "msm.REDUCE_FIRST_SEG_LOG2": 5},
+    "tail3": {**NEW, "msm.REDUCE_SEG_LOG2": 3},
+    "c-2": {**NEW, "window_delta": -2},
+    "c-1": {**NEW, "window_delta": -1},
+    "c+1": {**NEW, "window_delta": 1},
+    "c+2": {**NEW, "window_delta": 2},
+    "c+3": {**NEW, "window_delta": 3},
 }
 # batch_add_local's shape, timed on batch_add alone: slice words, and the binary inversion.
+_LOCAL = VARIANTS["local"]
 BATCH_VARIANTS: dict[str, dict[str, Any]] = {
-    "local_w2": {**_NEW, "LOCAL_WORDS": 2}, "local_w8": {**_NEW, "LOCAL_WORDS": 8},
-    "local_w16": {**_NEW, "LOCAL_WORDS": 16}, "local_bin": {**_NEW, "INVERSION": "binary"},
+    "local_w2": {**_LOCAL, "LOCAL_WORDS": 2}, "local_w8": {**_LOCAL, "LOCAL_WORDS": 8},
+    "local_w16": {**_LOCAL, "LOCAL_WORDS": 16}, "local_bin": {**_LOCAL, "INVERSION": "binary"},
 }
+DEFAULT_VARIANTS = ["binary", "before", "sort", "new", "scan"]
 RATE_HEADER = '#include "g1.cuh"\n#include "batch_affine.cuh"\n'
 
 RATE_KERNELS = r"""
@@ -169,16 +188,22 @@ def measure_rates(cupy: Any, info: dict[str, Any], points: gpu_msm.DevicePoints)
 
 @contextlib.contextmanager
 def variant(name: str) -> Iterator[None]:
-    """The affine-round settings of VARIANTS[name] (or BATCH_VARIANTS[name]) for the duration."""
-    settings = {**VARIANTS, **BATCH_VARIANTS}[name]
-    saved = {k: getattr(affine_rounds, k) for k in settings}
-    for k, v in settings.items():
-        setattr(affine_rounds, k, v)
+    """The module settings of VARIANTS[name] (or BATCH_VARIANTS[name]) for the duration."""
+    targets = [(gpu_msm, key[4:], v) if key.startswith("msm.") else (affine_rounds, key, v)
+               for key, v in {**VARIANTS, **BATCH_VARIANTS}[name].items() if key != "window_delta"]
+    saved = [(module, attr, getattr(module, attr)) for module, attr, _ in targets]
+    for module, attr, v in targets:
+        setattr(module, attr, v)
     try:
         yield
     finally:
-        for k, v in saved.items():
-            setattr(affine_rounds, k, v)
+        for module, attr, v in saved:
+            setattr(module, attr, v)
+
+
+def window_of(name: str, n: int) -> int:
+    """The window a variant runs an MSM of n scalars with."""
+    return min(20, gpu_msm.window_bits(n) + int({**VARIANTS, **BATCH_VARIANTS}[name].get("window_delta", 0)))
 
 
 def _add(a: bytes, b: bytes) -> bytes:
@@ -190,8 +215,9 @@ def bench_msm(cupy: Any, points: gpu_msm.DevicePoints, scalars: Any, log2: int, 
     n = 1 << log2
     sub = gpu_msm.DevicePoints(data=points.data[:n], n=n, backend=points.backend)
     s = scalars[:n]
+    c = window_of(name, n)
     with variant(name):
-        times = time_events(cupy, lambda: gpu_msm.msm(sub, s), args.warmup, args.repeats)
+        times = time_events(cupy, lambda: gpu_msm.msm(sub, s, window=c), args.warmup, args.repeats)
         marks: list[tuple[str, Any]] = []
 
         def hook(phase: str) -> None:
@@ -201,19 +227,19 @@ def bench_msm(cupy: Any, points: gpu_msm.DevicePoints, scalars: Any, log2: int, 
 
         gpu_msm.phase_hook = hook
         try:
-            result = gpu_msm.msm(sub, s)
+            result = gpu_msm.msm(sub, s, window=c)
         finally:
             gpu_msm.phase_hook = None
         marks[-1][1].synchronize()
         phases = {a[0]: float(cupy.cuda.get_elapsed_time(a[1], b[1])) for a, b in itertools.pairwise(marks)}
         quarter = n // 4
         parts = [gpu_msm.msm(gpu_msm.DevicePoints(data=points.data[k * quarter:(k + 1) * quarter], n=quarter,
-                                                  backend=points.backend), s[k * quarter:(k + 1) * quarter])
+                                                  backend=points.backend), s[k * quarter:(k + 1) * quarter],
+                             window=window_of(name, quarter))
                  for k in range(4)]
     total = parts[0]
     for part in parts[1:]:
         total = _add(total, part)
-    c = gpu_msm.window_bits(n)
     windows = gpu_msm.window_count(c)
     buckets = windows * ((1 << (c - 1)) + 1)
     muls = n * windows * MULS_PER_MADD + buckets * 2 * MULS_PER_ADD
@@ -262,9 +288,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--seed", type=int, default=20261129)
-    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
-    parser.add_argument("--batch-variants", nargs="*", default=list(BATCH_VARIANTS),
-                        choices=list(BATCH_VARIANTS), help="batch_add_local shapes timed on batch_add only")
+    parser.add_argument("--variants", nargs="+", default=DEFAULT_VARIANTS, choices=list(VARIANTS))
+    parser.add_argument("--batch-add-variants", nargs="*", default=["binary", "before", "new"],
+                        choices=[*VARIANTS, *BATCH_VARIANTS])
     args = parser.parse_args()
     cupy = kernels.require_cupy()
     info = device_info(cupy)
@@ -282,7 +308,7 @@ def main() -> None:
     results = [bench_msm(cupy, points, scalars, log2, rates, args, name)
                for log2 in args.sizes for name in args.variants]
     results += [bench_batch_add(cupy, points, args.batch_add_log2, rates, args, name)
-                for name in [*args.variants, *args.batch_variants]]
+                for name in args.batch_add_variants]
     by_op: dict[tuple[str, int], set[str]] = {}
     for r in results:
         by_op.setdefault((r["op"], r["log2"]), set()).add(r["result"])
