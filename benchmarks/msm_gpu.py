@@ -50,15 +50,18 @@ ANCHOR_MS = {("msm", 24): 109.0}  # the published G1 MSM 2^24 on a card of the H
 # duration (affine_rounds', or with "msm." workbench.gpu.msm's), or "window_delta": c moved
 # from window_bits(n) by that much. "binary" is the code before this round's work (the binary
 # inversion, the global-atomic sort, the scaled reduction); "before" the same with the batched
-# inversion (the default); "sort" adds the block-local sort alone, "new" both it and the pending
+# inversion; "scanned" the default (that, and the scan reduction); "sort" adds the
+# block-local sort alone, "new" both it and the pending
 # reduction, "scan" the local sort and the scan reduction; the tuning variants (segments,
 # windows) are "new" with one setting changed. "xyzz" is "before" with the affine rounds
 # disabled; "local" batch_add by batch_add_local.
 BEFORE = {"msm.SORT": "atomics", "msm.REDUCE": "scaled", "INVERSION": "batched", "BATCH_ADD": "rounds"}
+SCANNED = {**BEFORE, "msm.REDUCE": "scan"}  # the default: the atomic sort and the scan reduction
 NEW = {**BEFORE, "msm.SORT": "local", "msm.REDUCE": "pending"}
 VARIANTS: dict[str, dict[str, Any]] = {
     "binary": {**BEFORE, "INVERSION": "binary"},
     "before": BEFORE,
+    "scanned": SCANNED,
     "sort": {**BEFORE, "msm.SORT": "local"},
     "new": NEW,
     "xyzz": {**BEFORE, "MIN_PAIRS": 1 << 62, "MIN_PAIRS_G2": 1 << 62},
@@ -82,7 +85,7 @@ BATCH_VARIANTS: dict[str, dict[str, Any]] = {
     "local_w2": {**_LOCAL, "LOCAL_WORDS": 2}, "local_w8": {**_LOCAL, "LOCAL_WORDS": 8},
     "local_w16": {**_LOCAL, "LOCAL_WORDS": 16}, "local_bin": {**_LOCAL, "INVERSION": "binary"},
 }
-DEFAULT_VARIANTS = ["binary", "before", "sort", "new", "scan"]
+DEFAULT_VARIANTS = ["binary", "before", "scanned", "scan"]
 RATE_HEADER = '#include "g1.cuh"\n#include "batch_affine.cuh"\n'
 
 RATE_KERNELS = r"""

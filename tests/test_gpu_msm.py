@@ -33,11 +33,12 @@ MONT_R256 = (1 << 256) % R_MODULUS
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"
 
 
-# The MSM's sorts and reductions: the measured defaults, and the block-local sort and the
-# pending and scan reductions, which are to replace them once timed on a GPU. Named in full,
-# so that the tests stay right when the defaults change.
-MSM_PATHS = {"measured": {"SORT": "atomics", "REDUCE": "scaled"},
-             "new": {"SORT": "local", "REDUCE": "pending"}, "scan": {"SORT": "local", "REDUCE": "scan"}}
+# The MSM's sorts and reductions, named in full so that the tests stay right when the
+# defaults change: the default (atomic sort, scan reduction), the code before the scan, and
+# the block-local sort with the pending reduction (the scan's long-row levels).
+MSM_PATHS = {"default": {"SORT": "atomics", "REDUCE": "scan"},
+             "scaled": {"SORT": "atomics", "REDUCE": "scaled"},
+             "local": {"SORT": "local", "REDUCE": "pending"}}
 
 
 @pytest.fixture(params=sorted(MSM_PATHS))

@@ -76,17 +76,17 @@ _MAX_BLOCKS = 1 << 20
 
 SORT = "atomics"
 """How the entries are sorted by bucket: "atomics", two passes of global atomics (msm_count,
-msm_scatter), or "local", the block-local counting sort of kernels/msm.cu (msm_sort_*) built
-to replace it. "local" passes the CPU build's tests but has not run on a GPU yet (no device
-was lent when it was written), so the measured path stays the default until
-benchmarks/msm_gpu.py has timed both and the GPU tests have passed."""
+msm_scatter), or "local", the block-local counting sort of kernels/msm.cu (msm_sort_*). On the
+H200 "local" was slower at every size (2^20 1.33 against 0.83 ms, 2^24 27.8 against 20.4;
+kernels/NOTES_msm.md row 4), so the atomics stay."""
 
-REDUCE = "scaled"
+REDUCE = "scan"
 """The bucket reduction's levels: "scaled" (msm_reduce_level, every level's A scaled by the
 whole scale so far, additions called), "pending" (msm_reduce_step: the scale left to the
 next level, G1's running sums' additions inlined), or "scan" ("pending" while rows are
 longer than SCAN_ROWS, then a suffix scan and a tree of sums: msm_suffix_step and after).
-The last two wait for the GPU as SORT's "local" does."""
+"scan" won at every size on the H200 (2^20 3.7 against 6.3 ms, 2^24 25.3 against 30.4;
+NOTES_msm.md rows 4a, 4b)."""
 
 REDUCE_FIRST_SEG_LOG2, REDUCE_SEG_LOG2 = 4, 2  # buckets a thread folds at the first level, and after
 SCAN_ROWS = 4096  # REDUCE = "scan": rows at most that the scan finishes (its work is m log2 m a row)
