@@ -46,12 +46,46 @@ IMAD_PER_CLOCK_PER_SM = 64
 MULS_PER_MADD, MULS_PER_ADD = 10, 14
 TARGETS_MS = {("msm", 20): 8.0, ("msm", 22): 28.0, ("msm", 24): 100.0, ("batch_add", 24): 3.0}
 ANCHOR_MS = {("msm", 24): 109.0}  # the published G1 MSM 2^24 on a card of the H200's integer-multiply peak
-# The accumulation variants timed side by side: XYZZ additions only (rounds disabled), and the
-# affine rounds of kernels/batch_affine.cuh with the default rule.
-VARIANTS: dict[str, dict[str, float]] = {
-    "xyzz": {"MIN_PAIRS": 1 << 62, "MIN_PAIRS_G2": 1 << 62}, "affine": {},
-    "aff_deep": {"MIN_PAIRS": 1 << 19, "MIN_FRACTION": 0.1},  # G1 with G2's rule: more, smaller rounds
+# The variants timed side by side. Keys name a module attribute set for the variant's
+# duration (affine_rounds', or with "msm." workbench.gpu.msm's), or "window_delta": c moved
+# from window_bits(n) by that much. "binary" is the code before this round's work (the binary
+# inversion, the global-atomic sort, the scaled reduction); "before" the same with the batched
+# inversion; "scanned" the default (that, and the scan reduction); "sort" adds the
+# block-local sort alone, "new" both it and the pending
+# reduction, "scan" the local sort and the scan reduction; the tuning variants (segments,
+# windows) are "new" with one setting changed. "xyzz" is "before" with the affine rounds
+# disabled; "local" batch_add by batch_add_local.
+BEFORE = {"msm.SORT": "atomics", "msm.REDUCE": "scaled", "INVERSION": "batched", "BATCH_ADD": "rounds"}
+SCANNED = {**BEFORE, "msm.REDUCE": "scan"}  # the default: the atomic sort and the scan reduction
+NEW = {**BEFORE, "msm.SORT": "local", "msm.REDUCE": "pending"}
+VARIANTS: dict[str, dict[str, Any]] = {
+    "binary": {**BEFORE, "INVERSION": "binary"},
+    "before": BEFORE,
+    "scanned": SCANNED,
+    "sort": {**BEFORE, "msm.SORT": "local"},
+    "new": NEW,
+    "xyzz": {**BEFORE, "MIN_PAIRS": 1 << 62, "MIN_PAIRS_G2": 1 << 62},
+    "aff_deep": {**BEFORE, "MIN_PAIRS": 1 << 19, "MIN_FRACTION": 0.1, "K_MIN": 16},  # G1 with G2's rule
+    "local": {**BEFORE, "BATCH_ADD": "local"},
+    "scan": {**NEW, "msm.REDUCE": "scan"},
+    "scan1k": {**NEW, "msm.REDUCE": "scan", "msm.SCAN_ROWS": 1024},
+    "seg2": {**NEW, "msm.REDUCE_FIRST_SEG_LOG2": 2},
+    "seg3": {**NEW, "msm.REDUCE_FIRST_SEG_LOG2": 3},
+    "seg5": {**NEW, "msm.REDUCE_FIRST_SEG_LOG2": 5},
+    "tail3": {**NEW, "msm.REDUCE_SEG_LOG2": 3},
+    "c-2": {**NEW, "window_delta": -2},
+    "c-1": {**NEW, "window_delta": -1},
+    "c+1": {**NEW, "window_delta": 1},
+    "c+2": {**NEW, "window_delta": 2},
+    "c+3": {**NEW, "window_delta": 3},
 }
+# batch_add_local's shape, timed on batch_add alone: slice words, and the binary inversion.
+_LOCAL = VARIANTS["local"]
+BATCH_VARIANTS: dict[str, dict[str, Any]] = {
+    "local_w2": {**_LOCAL, "LOCAL_WORDS": 2}, "local_w8": {**_LOCAL, "LOCAL_WORDS": 8},
+    "local_w16": {**_LOCAL, "LOCAL_WORDS": 16}, "local_bin": {**_LOCAL, "INVERSION": "binary"},
+}
+DEFAULT_VARIANTS = ["binary", "before", "scanned", "scan"]
 RATE_HEADER = '#include "g1.cuh"\n#include "batch_affine.cuh"\n'
 
 RATE_KERNELS = r"""
@@ -63,11 +97,12 @@ extern "C" __global__ void fp_mul_rate(uint4* data, unsigned int iters)
     fp_store(data, 3 * i, fp_add(a, c));
 }
 
-extern "C" __global__ void inv_rate(uint4* data, unsigned int iters, unsigned int binary)
+extern "C" __global__ void inv_rate(uint4* data, unsigned int iters, unsigned int method)
 {
     const unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
     fp_t a = fp_load(data, i);
-    for (unsigned int k = 0; k < iters; ++k) a = fp_add(binary ? fp_inv_binary(a) : fp_inv(a), fp_one());
+    for (unsigned int k = 0; k < iters; ++k)
+        a = fp_add(method == 2 ? fp_inv_batched(a) : method ? fp_inv_binary(a) : fp_inv(a), fp_one());
     fp_store(data, i, a);
 }
 
@@ -145,7 +180,7 @@ def measure_rates(cupy: Any, info: dict[str, Any], points: gpu_msm.DevicePoints)
         rates[name] = blocks * 128 * madd_iters / (madd_ms / 1e3)
     inv = module.get_function("inv_rate")
     inv_threads = sms * 4 * 128
-    for name, binary in (("inv_fermat_per_s", 0), ("inv_binary_per_s", 1)):
+    for name, binary in (("inv_fermat_per_s", 0), ("inv_binary_per_s", 1), ("inv_batched_per_s", 2)):
         def launch_inv(b: int = binary) -> None:
             inv((sms * 4,), (128,), (data, np.uint32(4), np.uint32(b)))
 
@@ -156,15 +191,22 @@ def measure_rates(cupy: Any, info: dict[str, Any], points: gpu_msm.DevicePoints)
 
 @contextlib.contextmanager
 def variant(name: str) -> Iterator[None]:
-    """The affine-round settings of VARIANTS[name] for the duration."""
-    saved = {k: getattr(affine_rounds, k) for k in VARIANTS[name]}
-    for k, v in VARIANTS[name].items():
-        setattr(affine_rounds, k, v)
+    """The module settings of VARIANTS[name] (or BATCH_VARIANTS[name]) for the duration."""
+    targets = [(gpu_msm, key[4:], v) if key.startswith("msm.") else (affine_rounds, key, v)
+               for key, v in {**VARIANTS, **BATCH_VARIANTS}[name].items() if key != "window_delta"]
+    saved = [(module, attr, getattr(module, attr)) for module, attr, _ in targets]
+    for module, attr, v in targets:
+        setattr(module, attr, v)
     try:
         yield
     finally:
-        for k, v in saved.items():
-            setattr(affine_rounds, k, v)
+        for module, attr, v in saved:
+            setattr(module, attr, v)
+
+
+def window_of(name: str, n: int) -> int:
+    """The window a variant runs an MSM of n scalars with."""
+    return min(20, gpu_msm.window_bits(n) + int({**VARIANTS, **BATCH_VARIANTS}[name].get("window_delta", 0)))
 
 
 def _add(a: bytes, b: bytes) -> bytes:
@@ -176,8 +218,9 @@ def bench_msm(cupy: Any, points: gpu_msm.DevicePoints, scalars: Any, log2: int, 
     n = 1 << log2
     sub = gpu_msm.DevicePoints(data=points.data[:n], n=n, backend=points.backend)
     s = scalars[:n]
+    c = window_of(name, n)
     with variant(name):
-        times = time_events(cupy, lambda: gpu_msm.msm(sub, s), args.warmup, args.repeats)
+        times = time_events(cupy, lambda: gpu_msm.msm(sub, s, window=c), args.warmup, args.repeats)
         marks: list[tuple[str, Any]] = []
 
         def hook(phase: str) -> None:
@@ -187,19 +230,19 @@ def bench_msm(cupy: Any, points: gpu_msm.DevicePoints, scalars: Any, log2: int, 
 
         gpu_msm.phase_hook = hook
         try:
-            result = gpu_msm.msm(sub, s)
+            result = gpu_msm.msm(sub, s, window=c)
         finally:
             gpu_msm.phase_hook = None
         marks[-1][1].synchronize()
         phases = {a[0]: float(cupy.cuda.get_elapsed_time(a[1], b[1])) for a, b in itertools.pairwise(marks)}
         quarter = n // 4
         parts = [gpu_msm.msm(gpu_msm.DevicePoints(data=points.data[k * quarter:(k + 1) * quarter], n=quarter,
-                                                  backend=points.backend), s[k * quarter:(k + 1) * quarter])
+                                                  backend=points.backend), s[k * quarter:(k + 1) * quarter],
+                             window=window_of(name, quarter))
                  for k in range(4)]
     total = parts[0]
     for part in parts[1:]:
         total = _add(total, part)
-    c = gpu_msm.window_bits(n)
     windows = gpu_msm.window_count(c)
     buckets = windows * ((1 << (c - 1)) + 1)
     muls = n * windows * MULS_PER_MADD + buckets * 2 * MULS_PER_ADD
@@ -248,7 +291,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--seed", type=int, default=20261129)
-    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--variants", nargs="+", default=DEFAULT_VARIANTS, choices=list(VARIANTS))
+    parser.add_argument("--batch-add-variants", nargs="*", default=["binary", "before", "new"],
+                        choices=[*VARIANTS, *BATCH_VARIANTS])
     args = parser.parse_args()
     cupy = kernels.require_cupy()
     info = device_info(cupy)
@@ -266,7 +311,7 @@ def main() -> None:
     results = [bench_msm(cupy, points, scalars, log2, rates, args, name)
                for log2 in args.sizes for name in args.variants]
     results += [bench_batch_add(cupy, points, args.batch_add_log2, rates, args, name)
-                for name in args.variants]
+                for name in args.batch_add_variants]
     by_op: dict[tuple[str, int], set[str]] = {}
     for r in results:
         by_op.setdefault((r["op"], r["log2"]), set()).add(r["result"])
@@ -278,20 +323,21 @@ def main() -> None:
     print(f"{info['name']}: {info['sms']} SMs at {info['clock_ghz']:.2f} GHz; "
           f"fp_mul {rates['fp_mul_per_s']:.3g}/s, madd {rates['madd_per_s']:.3g}/s "
           f"(called {rates['madd_call_per_s']:.3g}/s); inv {rates['inv_fermat_per_s']:.3g}/s Fermat, "
-          f"{rates['inv_binary_per_s']:.3g}/s binary; "
+          f"{rates['inv_binary_per_s']:.3g}/s binary, {rates['inv_batched_per_s']:.3g}/s batched; "
           f"SRS gen 2^{top}: {t2 - t1:.2f} s device + {t1 - t0:.2f} s host")
     print(f"variants agree: {agree}")
-    print(f"{'op':10} {'variant':7} {'log2':>4} {'c':>3} {'median ms':>10} {'target':>7} {'imad floor':>10} "
-          f"{'x':>5} {'madd floor':>10} {'x':>5}  phases / check")
+    print(f"{'op':10} {'variant':9} {'log2':>4} {'c':>3} {'median ms':>10} {'target':>7} {'imad floor':>10} "
+          f"{'x':>5} {'madd floor':>10} {'x':>5} {'x tgt':>5}  phases / check")
     for r in results:
         extra = ""
         if r["op"] == "msm":
             extra = " ".join(f"{k}={v:.2f}" for k, v in r["phases_ms"].items())
             extra += f" quarters_ok={r['quarters_consistent']}"
-        print(f"{r['op']:10} {r['variant']:7} {r['log2']:>4} {r.get('window_bits', '-'):>3} "
+        print(f"{r['op']:10} {r['variant']:9} {r['log2']:>4} {r.get('window_bits', '-'):>3} "
               f"{r['median_ms']:>10.2f} "
               f"{r['target_ms'] or 0:>7.1f} {r['floors']['imad_ms']:>10.2f} {r['over_imad_floor']:>5.2f} "
-              f"{r['floors']['madd_ms']:>10.2f} {r['over_madd_floor']:>5.2f}  {extra}")
+              f"{r['floors']['madd_ms']:>10.2f} {r['over_madd_floor']:>5.2f} "
+              f"{r['over_target'] or 0:>5.2f}  {extra}")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from msm_gpu import VARIANTS, time_events, variant
+from msm_gpu import DEFAULT_VARIANTS, VARIANTS, time_events, variant, window_of
 
 from workbench.gpu import kernels, srs_gen
 from workbench.gpu import msm as gpu_msm
@@ -52,6 +52,8 @@ def main() -> None:
     parser.add_argument("--log2", type=int, default=22)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--variants", nargs="+", default=DEFAULT_VARIANTS, choices=list(VARIANTS))
+    parser.add_argument("--ops", nargs="+", default=["g1_tails", "g1_batch_add", "g2_tail", "g2_batch_add"])
     args = parser.parse_args()
     cupy = kernels.require_cupy()
     from workbench.prover.circuit import SyntheticCircuit
@@ -74,21 +76,28 @@ def main() -> None:
     bitmap = cupy.asarray(prepared.ones_bitmap)
     scalars, indices = cupy.asarray(prepared.tail_scalars), cupy.asarray(prepared.tail_indices)
     sets = len(QUERIES)
-    ops = {
-        "g1_tails": lambda: [s.combine() for s in gpu_msm.msm_windows_sets(g1, sets, scalars, indices)],
-        "g1_batch_add": lambda: gpu_msm.batch_add_sets(g1, sets, bitmap),
-        "g2_tail": lambda: [gpu_msm.msm(g2, scalars, indices)],
-        "g2_batch_add": lambda: [gpu_msm.batch_add(g2, bitmap)],
-    }
+    m = int(scalars.shape[0])
+
+    def ops(name: str) -> dict[str, Any]:
+        c = window_of(name, m)
+        return {
+            "g1_tails": lambda: [s.combine() for s in gpu_msm.msm_windows_sets(g1, sets, scalars, indices,
+                                                                               window=c)],
+            "g1_batch_add": lambda: gpu_msm.batch_add_sets(g1, sets, bitmap),
+            "g2_tail": lambda: [gpu_msm.msm(g2, scalars, indices, window=c)],
+            "g2_batch_add": lambda: [gpu_msm.batch_add(g2, bitmap)],
+        }
+
     rows = []
-    for op, fn in ops.items():
+    for op in args.ops:
         results = set()
-        for name in VARIANTS:
+        for name in args.variants:
+            fn = ops(name)[op]
             with variant(name):
                 times = time_events(cupy, fn, 1, args.repeats)
                 results.add(tuple(fn()))
-            rows.append({"op": op, "variant": name, "median_ms": statistics.median(times),
-                         "min_ms": min(times), "times_ms": times})
+            rows.append({"op": op, "variant": name, "window_bits": window_of(name, m),
+                         "median_ms": statistics.median(times), "min_ms": min(times), "times_ms": times})
         rows[-1]["variants_agree"] = len(results) == 1
     report = {"log2": args.log2, "tail_scalars": prepared.n_tail, "ones": prepared.n_one,
               "g2_distinct_points": min(n, G2_DISTINCT), "synthesis_s": t1 - t0, "tables_s": t2 - t1,
@@ -97,7 +106,8 @@ def main() -> None:
     print(f"2^{args.log2} partition: {prepared.n_tail} tail scalars, {prepared.n_one} ones; "
           f"median of {args.repeats} (ms)")
     for r in rows:
-        print(f"  {r['op']:13} {r['variant']:7} {r['median_ms']:9.2f}  {r.get('variants_agree', '')}")
+        print(f"  {r['op']:13} {r['variant']:8} c={r['window_bits']:<3} {r['median_ms']:9.2f}  "
+              f"{r.get('variants_agree', '')}")
 
 
 if __name__ == "__main__":

@@ -11,10 +11,19 @@
 // inv *= d_j (two products each). Six products an addition, against ten for the mixed XYZZ
 // addition of curve.cuh, plus the thread's inversion shared by its k additions.
 //
-// The inversion is a binary extended Euclid (fe_inv_batch below): on the H200 it takes the
-// time of about 240 products, a third of Fermat's a^(p-2) (381 squarings and 229 products,
-// about 710), so a round pays only with k of 32 or more, and the host runs rounds only
-// while they are large (workbench/gpu/affine_rounds.py).
+// The inversion is a binary extended Euclid (fe_inv_batch below), in one of two forms that
+// the launch picks (workbench/gpu/affine_rounds.py, INVERSION): fp_inv_binary, one full-width
+// step at a time, which takes the time of about 240 products on the H200, a third of Fermat's
+// a^(p-2) (381 squarings and 229 products, about 710), so that a round pays only with k of 32
+// or more and the host runs rounds only while they are large; or fp_inv_batched (the
+// default), the same steps 30 at a time on 64-bit approximations, 5.7 times the rate
+// (about 41 products' time).
+//
+// Why not one inversion per block, shared by all its threads: a warp's inversion is serial
+// work of one warp (SIMT: the lanes of one warp sharing it gain nothing), about 0.23 ms of one
+// scheduler's issue for fp_inv_binary at the measured product rate, during which the block's
+// other warps wait at the barrier; a round of a block at k = 8 computes for less than that.
+// A cheaper inversion per thread avoids the wait altogether.
 //
 // The special sums that the generic formula divides by zero on are decided per pair: either
 // side at infinity (the other is the sum), P + P (lambda = 3 x^2 / 2 y: the denominator 2y
@@ -130,12 +139,189 @@ FP_CALL fp_t fp_inv_binary(const fp_t& x)
     return fp_mul(x2, r3);
 }
 
-// The inversion the batches use, per coordinate field: Fp2's through the norm,
-// 1 / (a0 + a1 u) = (a0 - a1 u) / (a0^2 + a1^2).
-FP_FN fp_t fe_inv_batch(const fp_t& a) { return fp_inv_binary(a); }
-FP_FN fp2_t fe_inv_batch(const fp2_t& a)
+// x^-1 for x in Montgomery form (0 for 0), by the same binary GCD run 30 steps at a time on
+// 64-bit approximations of (u, v) (the low 30 bits, exact, and the top 34 bits below the
+// longer one's length), the 30 steps' effect kept as a 2 x 2 matrix of signed factors
+// (|f| + |g| <= 2^30) and applied to the full values once: (u, v) <- (f0 u + g0 v, f1 u + g1 v)
+// / 2^30. When an approximate comparison picked the wrong side, a value comes out negative
+// and is negated with its factors. The coefficients (x1, x2 of fp_inv_binary) get the same
+// matrix, the division by 2^30 done mod p as a one-word Montgomery step. The exact algorithm
+// ends within 2 * 381 - 1 = 761 steps; of ~30k inputs run through a Python model of this one
+// when it was written (powers of two, p minus powers of two, values of few bits, random), the
+// longest needed 26 batches (2^380 and its like; the tests run them), and 27 batches, 810
+// steps, leave a margin for extra steps after a wrong approximate comparison. Batches after u
+// reaches 0 change nothing (v = 1 stays, x2 too). About 52k PTX instructions (27 batches of
+// ~1900: 30 steps of 27 on the approximations, four 12-limb combinations, two Montgomery
+// steps), against 319k for fp_inv_binary's 762 steps of 419 (nvcc 13.0, sm_90). On the H200
+// 4.25e8/s against 7.46e7/s: 41 products' time against 235.
+namespace ba_detail {
+
+typedef long long ba_i64;
+#define BA_BATCH_STEPS 30
+#define BA_BATCHES 27
+#define BA_LOW30 0x3fffffffu
+
+FP_FN fp_t modulus()
 {
-    const fp_t t = fp_inv_binary(fp_add(fp_sqr(a.c0), fp_sqr(a.c1)));
+    fp_t p;
+#pragma unroll
+    for (int j = 0; j < FP_LIMBS; ++j) p.l[j] = fp_modulus_limb(j);
+    return p;
+}
+
+FP_FN unsigned int clz32(unsigned int x)  // x != 0
+{
+#if defined(__CUDA_ARCH__)
+    return __clz(x);
+#else
+    return __builtin_clz(x);
+#endif
+}
+
+// f x + g y as 13 limbs of two's complement; |f| + |g| <= 2^30 keeps each limb's sum in 63 bits.
+FP_FN void lin_comb(unsigned int t[FP_LIMBS + 1], int f, const fp_t& x, int g, const fp_t& y)
+{
+    ba_i64 carry = 0;
+#pragma unroll
+    for (int j = 0; j < FP_LIMBS; ++j) {
+        const ba_i64 s = (ba_i64)f * (ba_i64)x.l[j] + (ba_i64)g * (ba_i64)y.l[j] + carry;
+        t[j] = (unsigned int)s;
+        carry = s >> 32;
+    }
+    t[FP_LIMBS] = (unsigned int)carry;
+}
+
+// t / 2^30 (t a multiple of 2^30, |t / 2^30| < 2^384): the low 12 limbs; the sign mask out.
+FP_FN fp_t shift30(const unsigned int t[FP_LIMBS + 1], unsigned int& sign)
+{
+    fp_t r;
+#pragma unroll
+    for (int j = 0; j < FP_LIMBS; ++j) r.l[j] = (t[j] >> 30) | (t[j + 1] << 2);
+    sign = 0u - (t[FP_LIMBS] >> 31);
+    return r;
+}
+
+// |r| from its two's complement and sign mask (r = (r ^ mask) - mask).
+FP_FN fp_t abs_by(const fp_t& r, unsigned int sign)
+{
+    using namespace fp_cc;
+    fp_t a;
+    a.l[0] = add_cc(r.l[0] ^ sign, sign & 1u);
+#pragma unroll
+    for (int j = 1; j < FP_LIMBS - 1; ++j) a.l[j] = addc_cc(r.l[j] ^ sign, 0u);
+    a.l[FP_LIMBS - 1] = addc(r.l[FP_LIMBS - 1] ^ sign, 0u);
+    return a;
+}
+
+// (f x + g y) / 2^30 mod p for x, y < p: m p added to clear the low 30 bits, the quotient in
+// (-p, 2p), then p added or subtracted once.
+FP_FN fp_t lin_comb_mod(int f, const fp_t& x, int g, const fp_t& y)
+{
+    using namespace fp_cc;
+    unsigned int t[FP_LIMBS + 1];
+    lin_comb(t, f, x, g, y);
+    const unsigned int m = (t[0] * FP_NINV) & BA_LOW30;
+    t[0] = mad_lo_cc(m, fp_modulus_limb(0), t[0]);
+#pragma unroll
+    for (int j = 1; j < FP_LIMBS; ++j) t[j] = madc_lo_cc(m, fp_modulus_limb(j), t[j]);
+    t[FP_LIMBS] = addc(t[FP_LIMBS], 0u);
+    t[1] = mad_hi_cc(m, fp_modulus_limb(0), t[1]);
+#pragma unroll
+    for (int j = 1; j < FP_LIMBS - 1; ++j) t[j + 1] = madc_hi_cc(m, fp_modulus_limb(j), t[j + 1]);
+    t[FP_LIMBS] = madc_hi(m, fp_modulus_limb(FP_LIMBS - 1), t[FP_LIMBS]);
+    unsigned int negative;
+    const fp_t r = shift30(t, negative);
+    fp_t plus, minus;  // r + p (r negative), r - p (r >= p)
+    plus.l[0] = add_cc(r.l[0], fp_modulus_limb(0));
+#pragma unroll
+    for (int j = 1; j < FP_LIMBS - 1; ++j) plus.l[j] = addc_cc(r.l[j], fp_modulus_limb(j));
+    plus.l[FP_LIMBS - 1] = addc(r.l[FP_LIMBS - 1], fp_modulus_limb(FP_LIMBS - 1));
+    unsigned int below;
+    minus = sub_wrap(r, modulus(), below);
+    return select(negative, plus, select(below, r, minus));
+}
+
+// Bits [s, s + 34) of x, for 30 <= s <= 350 (w = s / 32 chosen by selects: a run-time index
+// into the limbs would put them in local memory).
+FP_FN ba_u64 top34(const fp_t& x, unsigned int s)
+{
+    const unsigned int w = s >> 5, r = s & 31u;
+    unsigned int x0 = 0, x1 = 0, x2 = 0;
+#pragma unroll
+    for (int j = 0; j < FP_LIMBS; ++j) {
+        x0 = (unsigned int)j == w ? x.l[j] : x0;
+        x1 = (unsigned int)j == w + 1 ? x.l[j] : x1;
+        x2 = (unsigned int)j == w + 2 ? x.l[j] : x2;
+    }
+    const ba_u64 low = (((ba_u64)x1 << 32) | x0) >> r;
+    const ba_u64 high = r ? (ba_u64)x2 << (64 - r) : 0;
+    return (low | high) & ((1ull << 34) - 1);
+}
+
+}  // namespace ba_detail
+
+FP_CALL fp_t fp_inv_batched(const fp_t& x)
+{
+    using namespace ba_detail;
+    fp_t u = x, v = modulus(), x1 = fp_zero(), x2 = fp_zero();
+    x1.l[0] = 1;
+#pragma unroll 1
+    for (int batch = 0; batch < BA_BATCHES; ++batch) {
+        // The length of the longer of u, v, at least 64; the approximations' top bits from there.
+        unsigned int top = 0, word = 0;
+#pragma unroll
+        for (int j = 0; j < FP_LIMBS; ++j) {
+            const unsigned int c = u.l[j] | v.l[j];
+            top = c ? (unsigned int)j : top;
+            word = c ? c : word;
+        }
+        unsigned int len = word ? 32 * top + 32 - clz32(word) : 0;
+        len = len < 64 ? 64 : len;
+        ba_u64 a = (u.l[0] & BA_LOW30) | (top34(u, len - 34) << 30);
+        ba_u64 b = (v.l[0] & BA_LOW30) | (top34(v, len - 34) << 30);
+        unsigned int f0 = 1, g0 = 0, f1 = 0, g1 = 1;  // two's complement
+#pragma unroll 6
+        for (int step = 0; step < BA_BATCH_STEPS; ++step) {
+            const ba_u64 odd = 0ull - (a & 1ull);
+            const ba_u64 swap = odd & (0ull - (ba_u64)(a < b));
+            const ba_u64 t = (a ^ b) & swap;
+            a ^= t; b ^= t;
+            const unsigned int sw = (unsigned int)swap, od = (unsigned int)odd;
+            const unsigned int tf = (f0 ^ f1) & sw, tg = (g0 ^ g1) & sw;
+            f0 ^= tf; f1 ^= tf; g0 ^= tg; g1 ^= tg;
+            a -= b & odd; f0 -= f1 & od; g0 -= g1 & od;
+            a >>= 1; f1 <<= 1; g1 <<= 1;
+        }
+        unsigned int t[FP_LIMBS + 1], su, sv;
+        lin_comb(t, (int)f0, u, (int)g0, v);
+        const fp_t nu = shift30(t, su);
+        lin_comb(t, (int)f1, u, (int)g1, v);
+        const fp_t nv = shift30(t, sv);
+        u = abs_by(nu, su);
+        v = abs_by(nv, sv);
+        f0 = (f0 ^ su) - su; g0 = (g0 ^ su) - su;
+        f1 = (f1 ^ sv) - sv; g1 = (g1 ^ sv) - sv;
+        const fp_t n1 = lin_comb_mod((int)f0, x1, (int)g0, x2);
+        x2 = lin_comb_mod((int)f1, x1, (int)g1, x2);
+        x1 = n1;
+    }
+    fp_t r3;
+#pragma unroll
+    for (int j = 0; j < FP_LIMBS; ++j) r3.l[j] = r3_limb(j);
+    return fp_mul(x2, r3);
+}
+
+// The inversion the batches use (fp_inv_binary when `binary` is set, to time the two side by
+// side; the flag is the same for the whole grid, so no warp diverges), per coordinate field:
+// Fp2's through the norm, 1 / (a0 + a1 u) = (a0 - a1 u) / (a0^2 + a1^2).
+FP_FN fp_t fp_inv_batch(const fp_t& a, unsigned int binary)
+{
+    return binary ? fp_inv_binary(a) : fp_inv_batched(a);
+}
+FP_FN fp_t fe_inv_batch(const fp_t& a, unsigned int binary) { return fp_inv_batch(a, binary); }
+FP_FN fp2_t fe_inv_batch(const fp2_t& a, unsigned int binary)
+{
+    const fp_t t = fp_inv_batch(fp_add(fp_sqr(a.c0), fp_sqr(a.c1)), binary);
     return fp2_make(fp_mul(a.c0, t), fp_neg(fp_mul(a.c1, t)));
 }
 
@@ -174,23 +360,60 @@ FP_FN F ba_denominator(const ec_affine<F>& p, const ec_affine<F>& q, int kind)
     return fe_one<F>();
 }
 
-// The denominator of output q in the first pass, reading the y coordinates only where the x
-// coordinates leave the case open (equal x, or a point that may be infinity): a third less
-// memory traffic than loading both points, for the same decision as ba_classify.
+// The denominator of the pair (i0, i1) of an affine array, reading the y coordinates only
+// where the x coordinates leave the case open (equal x, or a point that may be infinity): a
+// third less memory traffic than loading both points, for the same decision as ba_classify.
+template <class F>
+FP_FN F ba_pair_denominator(const uint4* points, ba_u64 i0, ba_u64 i1)
+{
+    const F px = fe_load<F>(points, 2 * i0), qx = fe_load<F>(points, 2 * i1);
+    const F dx = fe_sub(qx, px);
+    if (!fe_is_zero(px) && !fe_is_zero(qx) && !fe_is_zero(dx)) return dx;  // the usual case
+    const ec_affine<F> p = ec_affine_load<F>(points, i0), q = ec_affine_load<F>(points, i1);
+    return ba_denominator(p, q, ba_classify(p, q, true));
+}
+
+// The same for output q of a round's first pass (its inputs read through the entries, if any).
 template <class F>
 FP_FN F ba_first_denominator(const uint4* points, const unsigned int* entries, unsigned int has_entries,
                              ba_u64 first, bool has_q)
 {
     if (!has_q) return fe_one<F>();
-    const unsigned int e0 = has_entries ? entries[first] : 0u, e1 = has_entries ? entries[first + 1] : 0u;
-    const ba_u64 i0 = has_entries ? (ba_u64)(e0 & ~BA_SIGN_BIT) : first;
-    const ba_u64 i1 = has_entries ? (ba_u64)(e1 & ~BA_SIGN_BIT) : first + 1;
-    const F px = fe_load<F>(points, 2 * i0), qx = fe_load<F>(points, 2 * i1);
+    if (!has_entries) return ba_pair_denominator<F>(points, first, first + 1);
+    const unsigned int e0 = entries[first], e1 = entries[first + 1];
+    const F px = fe_load<F>(points, 2 * (ba_u64)(e0 & ~BA_SIGN_BIT));
+    const F qx = fe_load<F>(points, 2 * (ba_u64)(e1 & ~BA_SIGN_BIT));
     const F dx = fe_sub(qx, px);
-    if (!fe_is_zero(px) && !fe_is_zero(qx) && !fe_is_zero(dx)) return dx;  // the usual case
+    if (!fe_is_zero(px) && !fe_is_zero(qx) && !fe_is_zero(dx)) return dx;
     const ec_affine<F> p = ba_input<F>(points, entries, has_entries, first);
     const ec_affine<F> q = ba_input<F>(points, entries, has_entries, first + 1);
     return ba_denominator(p, q, ba_classify(p, q, true));
+}
+
+// p + r of the kind ba_classify gave, den_inv the inverse of its denominator.
+template <class F>
+FP_FN ec_affine<F> ba_pair_sum(const ec_affine<F>& p, const ec_affine<F>& r, int kind, const F& den_inv)
+{
+    ec_affine<F> s;
+    if (kind == BA_FIRST) {
+        s = p;
+    } else if (kind == BA_SECOND) {
+        s = r;
+    } else if (kind == BA_INFINITY) {
+        s.x = fe_zero<F>(); s.y = s.x;
+    } else {
+        F num;
+        if (kind == BA_SUM) {
+            num = fe_sub(r.y, p.y);
+        } else {
+            const F x2 = fe_sqr(p.x);
+            num = fe_add(fe_dbl(x2), x2);
+        }
+        const F lambda = fe_mul(num, den_inv);
+        s.x = fe_sub(fe_sub(fe_sqr(lambda), p.x), r.x);
+        s.y = fe_sub(fe_mul(lambda, fe_sub(p.x, s.x)), p.y);
+    }
+    return s;
 }
 
 // The run of output q: the first b with out_ends[b] > q, searched from b.
@@ -204,7 +427,8 @@ template <class F>
 EC_KERNEL_BODY void affine_round_body(const uint4* points, const unsigned int* entries,
                                       unsigned int has_entries, const unsigned int* in_ends,
                                       const unsigned int* out_ends, ba_u64 runs, uint4* out,
-                                      uint4* prefix, unsigned int* picks, ba_u64 threads, unsigned int k)
+                                      uint4* prefix, unsigned int* picks, ba_u64 threads, unsigned int k,
+                                      unsigned int binary)
 {
     const ba_u64 total_out = out_ends[runs - 1];
     for (ba_u64 t = blockIdx.x * (ba_u64)blockDim.x + threadIdx.x; t < threads;
@@ -230,7 +454,7 @@ EC_KERNEL_BODY void affine_round_body(const uint4* points, const unsigned int* e
                 acc = fe_mul(acc, ba_first_denominator<F>(points, entries, has_entries, first, has_q));
                 fe_store(prefix, slot, acc);
             }
-            F inv = fe_inv_batch(acc);
+            F inv = fe_inv_batch(acc, binary);
 #pragma unroll 1
             for (ba_u64 q = q1; q-- > q0;) {
                 const ba_u64 slot = (q - q0) * threads + t;
@@ -245,25 +469,7 @@ EC_KERNEL_BODY void affine_round_body(const uint4* points, const unsigned int* e
                 // 1 / den = inv * (the product of the denominators before it).
                 const F den_inv = q == q0 ? inv : fe_mul(inv, fe_load<F>(prefix, slot - threads));
                 inv = fe_mul(inv, den);
-                ec_affine<F> s;
-                if (kind == BA_FIRST) {
-                    s = p;
-                } else if (kind == BA_SECOND) {
-                    s = r;
-                } else if (kind == BA_INFINITY) {
-                    s.x = fe_zero<F>(); s.y = s.x;
-                } else {
-                    F num;
-                    if (kind == BA_SUM) {
-                        num = fe_sub(r.y, p.y);
-                    } else {
-                        const F x2 = fe_sqr(p.x);
-                        num = fe_add(fe_dbl(x2), x2);
-                    }
-                    const F lambda = fe_mul(num, den_inv);
-                    s.x = fe_sub(fe_sub(fe_sqr(lambda), p.x), r.x);
-                    s.y = fe_sub(fe_mul(lambda, fe_sub(p.x, s.x)), p.y);
-                }
+                const ec_affine<F> s = ba_pair_sum(p, r, kind, den_inv);
                 ec_affine_store(out, q, s);
             }
         }
@@ -294,10 +500,10 @@ EC_KERNEL_BODY void affine_chunk_sums_body(const uint4* points, uint4* partials,
     extern "C" __global__ void __launch_bounds__(128) affine_round##suffix(                        \
         const uint4* points, const unsigned int* entries, unsigned int has_entries,                \
         const unsigned int* in_ends, const unsigned int* out_ends, ba_u64 runs, uint4* out,        \
-        uint4* prefix, unsigned int* picks, ba_u64 threads, unsigned int k)                        \
+        uint4* prefix, unsigned int* picks, ba_u64 threads, unsigned int k, unsigned int binary)    \
     {                                                                                              \
         affine_round_body<F>(points, entries, has_entries, in_ends, out_ends, runs, out, prefix,    \
-                             picks, threads, k);                                                   \
+                             picks, threads, k, binary);                                           \
     }
 
 #define BA_CHUNK_KERNEL(suffix, F)                                                                 \

@@ -177,9 +177,10 @@ FP_CALL ec_xyzz<F> ec_add_affine(const ec_xyzz<F>& p, const ec_affine<F>& q)
     return ec_add_affine_inline(p, q);
 }
 
-// P + Q ("add-2008-s").
+// P + Q ("add-2008-s"). Inlined where it is a kernel's inner loop (the bucket reduction's
+// running sums), as ec_add_affine_inline is.
 template <class F>
-FP_CALL ec_xyzz<F> ec_add(const ec_xyzz<F>& p, const ec_xyzz<F>& q)
+FP_FN ec_xyzz<F> ec_add_inline(const ec_xyzz<F>& p, const ec_xyzz<F>& q)
 {
     if (ec_is_infinity(q)) return p;
     if (ec_is_infinity(p)) return q;
@@ -199,6 +200,12 @@ FP_CALL ec_xyzz<F> ec_add(const ec_xyzz<F>& p, const ec_xyzz<F>& q)
     r.zz = fe_mul(fe_mul(p.zz, q.zz), pp);
     r.zzz = fe_mul(fe_mul(p.zzz, q.zzz), ppp);
     return r;
+}
+
+template <class F>
+FP_CALL ec_xyzz<F> ec_add(const ec_xyzz<F>& p, const ec_xyzz<F>& q)
+{
+    return ec_add_inline(p, q);
 }
 
 // (X / ZZ, Y / ZZZ) with one inversion: t = 1 / (ZZ * ZZZ) gives both denominators.

@@ -2,125 +2,43 @@
 // the host side needs (to and from Montgomery form; fixed-base multiplication is in fixed_base.cu).
 //
 // Pipeline for sum_i s_i * P_i with c-bit windows (workbench/gpu/msm.py drives it):
-//   1. msm_count: each scalar (Montgomery Fr, converted here) is recoded into W = ceil(256/c)
-//      signed digits in (-2^(c-1), 2^(c-1)]; a nonzero digit d of window w is bucket
-//      w * (B + 1) + |d| with B = 2^(c-1), counted with one atomic each. Signed digits halve
-//      the buckets (P and -P share one, the sign travels with the entry). Bucket |d| = 0 of
-//      each window stays empty; keeping it makes the bucket index equal the digit's weight.
-//   2. host: ends = inclusive prefix sum of counts; cursor = ends - counts.
-//   3. msm_scatter: recodes again and writes (point index | sign << 31) at an atomically
-//      claimed slot of its bucket: a counting sort by bucket. Order inside a bucket varies
-//      from run to run; the sum does not.
-//   3b. affine_round (batch_affine.cuh), repeated while the host's rule says it pays: each
+//   1. msm_sort.cuh: each scalar (Montgomery Fr, converted there) is recoded into
+//      W = ceil(256/c) signed digits in (-2^(c-1), 2^(c-1)]; a nonzero digit d of window w is
+//      bucket w * (B + 1) + |d| with B = 2^(c-1). Signed digits halve the buckets (P and -P
+//      share one, the sign travels with the entry). Bucket |d| = 0 of each window stays
+//      empty; keeping it makes the bucket index equal the digit's weight. The entries
+//      (point index | sign << 31) are sorted by bucket by a counting sort, which also gives
+//      each bucket's count and inclusive end.
+//   2. affine_round (batch_affine.cuh), repeated while the host's rule says it pays: each
 //      bucket's points are added in pairs in affine coordinates, a thread's batch of k sums
 //      sharing one inversion, which halves every bucket; the first round reads the table
 //      through the entries, the later ones the previous round's output, and after the last
 //      the entries simply count 0, 1, ... over that output.
-//   4. msm_accumulate: thread t adds the affine points of sorted entries [t K, t K + K) into
+//   3. msm_accumulate: thread t adds the affine points of sorted entries [t K, t K + K) into
 //      XYZZ sums, whatever buckets they fall in, so every thread does the same K additions
 //      (cutting per bucket instead left ~30% of each warp idle: bucket sizes vary). A bucket
 //      wholly inside a slice is stored as it is; the pieces at a slice's two ends go aside.
-//   5. msm_bucket_sum: one thread per bucket adds its pieces, at most K_max / K + 1 of them.
+//   4. msm_bucket_sum: one thread per bucket adds its pieces, at most K_max / K + 1 of them.
 //      K = max(k0, ceil(sqrt(largest bucket))) bounds that serial chain to about sqrt(n)
 //      when one bucket holds every point (all scalars equal, say).
-//   6. msm_reduce_level, repeated: per window, sum_j j * S_j over the buckets, as a segmented
-//      running sum (see the kernel).
-//   7. host: the W window sums are combined as sum_w 2^(c w) * T_w. That chain of 255
+//   5. msm_reduce_step (or msm_reduce_level, the one it is to replace), repeated: per window,
+//      sum_j j * S_j over the buckets, as a segmented running sum (see the kernels).
+//   6. host: the W window sums are combined as sum_w 2^(c w) * T_w. That chain of 255
 //      doublings is inherently serial; one GPU thread runs it slower than the host does.
 //
 // At 2^24 (c = 20, 13 windows, mean 32 entries a bucket) the rounds take the buckets down to one
-// or two points each, so step 4 adds a few million points instead of 218 million.
+// or two points each, so step 3 adds a few million points instead of 218 million.
 //
-// Every kernel is a grid-stride loop with no shared memory, barriers or warp intrinsics, so
-// any grid is correct, and the whole pipeline also runs on the CPU with a grid of one thread
-// (the CI tests compile this file with a host compiler and run it that way).
+// Every kernel is a grid-stride loop (over rows or bins of the sort, blocks of threads there,
+// with shared memory and barriers), with no warp intrinsics, so any grid is correct, and the
+// whole pipeline also runs on the CPU with a grid of one thread (the CI tests compile this
+// file with a host compiler and run it that way; the sort also runs there with blocks of
+// real threads).
 #include "fr.cuh"
 #include "g1.cuh"
 #include "g2.cuh"
 #include "batch_affine.cuh"
-
-typedef unsigned long long msm_u64;
-
-#define MSM_GRID_STRIDE(i, n) \
-    for (msm_u64 i = blockIdx.x * (msm_u64)blockDim.x + threadIdx.x; i < (n); \
-         i += (msm_u64)gridDim.x * blockDim.x)
-
-#define MSM_SIGN_BIT 0x80000000u
-
-// Limb k of a scalar without indexing its array at run time (which would move it to local
-// memory).
-FP_FN unsigned int msm_limb(const fr_t& s, unsigned int k)
-{
-    unsigned int v = 0;
-#pragma unroll
-    for (unsigned int j = 0; j < 8; ++j) v = j == k ? s.l[j] : v;
-    return v;
-}
-
-// Bits [lo, lo + c) of a 256-bit scalar, c <= 31.
-FP_FN unsigned int msm_bits(const fr_t& s, unsigned int lo, unsigned int c)
-{
-    const unsigned int k = lo >> 5;
-    const msm_u64 pair = msm_limb(s, k) | ((msm_u64)msm_limb(s, k + 1) << 32);
-    return (unsigned int)(pair >> (lo & 31)) & ((1u << c) - 1u);
-}
-
-// Calls f(window, magnitude, negative) for each nonzero signed digit of canonical s < 2^255.
-// W * c >= 256 keeps the top window's digit (its raw bits plus the carry) at most B, so it
-// is never recoded and no carry is lost.
-template <class F>
-FP_FN void msm_for_each_digit(const fr_t& s, unsigned int c, unsigned int windows, F f)
-{
-    const unsigned int half = 1u << (c - 1);
-    unsigned int carry = 0;
-#pragma unroll 1
-    for (unsigned int w = 0; w < windows; ++w) {
-        unsigned int d = msm_bits(s, w * c, c) + carry;
-        bool negative = false;
-        carry = 0;
-        if (d > half && w + 1 < windows) {
-            d = (1u << c) - d;
-            negative = true;
-            carry = 1;
-        }
-        if (d != 0) f(w, d, negative);
-    }
-}
-
-FP_FN fr_t msm_scalar(const uint4* scalars, msm_u64 i)
-{
-    return fr_from_mont(fr_load(scalars, i));
-}
-
-extern "C" __global__ void msm_count(const uint4* scalars, unsigned int* counts, msm_u64 n,
-                                     unsigned int c, unsigned int windows)
-{
-    const unsigned int stride = (1u << (c - 1)) + 1u;
-    MSM_GRID_STRIDE(i, n) {
-        msm_for_each_digit(msm_scalar(scalars, i), c, windows,
-                           [&](unsigned int w, unsigned int d, bool) {
-                               atomicAdd(counts + (msm_u64)w * stride + d, 1u);
-                           });
-    }
-}
-
-// indices (int64) maps scalar i to its point when has_indices; otherwise point i.
-extern "C" __global__ void msm_scatter(const uint4* scalars, const long long* indices,
-                                       unsigned int has_indices, unsigned int* cursor,
-                                       unsigned int* entries, msm_u64 n, unsigned int c,
-                                       unsigned int windows)
-{
-    const unsigned int stride = (1u << (c - 1)) + 1u;
-    MSM_GRID_STRIDE(i, n) {
-        const unsigned int point = has_indices ? (unsigned int)indices[i] : (unsigned int)i;
-        msm_for_each_digit(msm_scalar(scalars, i), c, windows,
-                           [&](unsigned int w, unsigned int d, bool negative) {
-                               const unsigned int slot =
-                                   atomicAdd(cursor + (msm_u64)w * stride + d, 1u);
-                               entries[slot] = point | (negative ? MSM_SIGN_BIT : 0u);
-                           });
-    }
-}
+#include "msm_sort.cuh"
 
 // Entries per thread: at least k0 (the host picks about twice the mean bucket load) and at
 // least ceil(sqrt(largest)), which keeps the sum of a bucket's pieces short.
@@ -246,6 +164,89 @@ EC_KERNEL_BODY void msm_reduce_level_body(const uint4* x_in, const uint4* a_in, 
     }
 }
 
+// The same level with the scale kept pending instead of applied to every A: the input
+// invariant is total = sum A + 2^pending * WS(X), so a level emits
+//   A'_s = sum_j A_{sL+j} + 2^pending * Aw_s   and   X'_s = 2^pending * U_s,
+// and the next level's pending scale is this level's seg_log2. Each output then doubles
+// 2 * pending times (at most 8) instead of the cumulative scale (up to c - 1 = 19 at the last
+// levels), and these levels run few threads, so each serial doubling costs its full
+// latency. G1's running-sum additions are inlined (no call spills in the hot loop).
+// The running sums' addition: inlined for G1; a call for G2, whose inlined form spills (ptxas
+// for sm_90: 2.7 KB of spill stores a thread, against none for G1's).
+template <class F>
+FP_FN ec_xyzz<F> msm_running_add(const ec_xyzz<F>& p, const ec_xyzz<F>& q) { return ec_add_inline(p, q); }
+template <>
+FP_FN ec_xyzz<fp2_t> msm_running_add(const ec_xyzz<fp2_t>& p, const ec_xyzz<fp2_t>& q) { return ec_add(p, q); }
+
+template <class F>
+EC_KERNEL_BODY void msm_reduce_step_body(const uint4* x_in, const uint4* a_in, unsigned int has_a,
+                                         uint4* u_out, uint4* a_out, msm_u64 windows, msm_u64 m_in,
+                                         msm_u64 m_out, unsigned int seg_log2, unsigned int pending_log2)
+{
+    const msm_u64 seg = 1ull << seg_log2;
+    MSM_GRID_STRIDE(idx, windows * m_out) {
+        const msm_u64 w = idx / m_out, s = idx % m_out;
+        const msm_u64 row = w * m_in, first = s * seg;
+        ec_xyzz<F> running = ec_infinity<F>(), weighted = running, plain = running;
+        // One loop for all seg inputs (the weighted sum skips j = 0), so that the two inlined
+        // additions appear once in the code.
+#pragma unroll 1
+        for (msm_u64 j = seg; j-- > 0;) {
+            if (first + j < m_in) {
+                running = msm_running_add(running, ec_xyzz_load<F>(x_in, row + first + j));
+                if (has_a) plain = ec_add(plain, ec_xyzz_load<F>(a_in, row + first + j));
+            }
+            if (j >= 1) weighted = msm_running_add(weighted, running);
+        }
+        ec_xyzz_store(u_out, w * m_out + s, ec_dbl_n(running, pending_log2));  // running is dead after
+        ec_xyzz_store(a_out, w * m_out + s, ec_add(plain, ec_dbl_n(weighted, pending_log2)));
+    }
+}
+
+// The last levels as a scan (REDUCE = "scan"): once a row of X is short (m points), per
+// window WS(X) = sum_{j >= 1} S_j with S_j = sum_{i >= j} X_i, the suffix sums, which a
+// Hillis-Steele scan gives in log2(m) steps of one addition each (msm_suffix_step), with no
+// doubling; then T_j = A_j + 2^pending S_j (S_0 left out; msm_scan_terms) and a tree of group
+// sums (msm_sum_groups) give total = sum_j T_j. The levels' serial chain (3 L additions and
+// the doublings a level) is what these few-thread passes cost, so depth is their time: at
+// m = 2049 about 12 + pending + 3 * 6 operations against 6 levels of about 16.
+template <class F>
+EC_KERNEL_BODY void msm_suffix_step_body(const uint4* in, uint4* out, msm_u64 windows, msm_u64 m, msm_u64 off)
+{
+    MSM_GRID_STRIDE(idx, windows * m) {
+        ec_xyzz<F> s = ec_xyzz_load<F>(in, idx);
+        if (idx % m + off < m) s = ec_add(s, ec_xyzz_load<F>(in, idx + off));
+        ec_xyzz_store(out, idx, s);
+    }
+}
+
+template <class F>
+EC_KERNEL_BODY void msm_scan_terms_body(const uint4* suffix, const uint4* a_in, unsigned int has_a, uint4* out,
+                                        msm_u64 windows, msm_u64 m, unsigned int pending_log2)
+{
+    MSM_GRID_STRIDE(idx, windows * m) {
+        ec_xyzz<F> t = ec_infinity<F>();
+        if (idx % m) t = ec_dbl_n(ec_xyzz_load<F>(suffix, idx), pending_log2);
+        if (has_a) t = ec_add(t, ec_xyzz_load<F>(a_in, idx));
+        ec_xyzz_store(out, idx, t);
+    }
+}
+
+// out[w m_out + q] = the sum of row w's points [q group, (q + 1) group) of in.
+template <class F>
+EC_KERNEL_BODY void msm_sum_groups_body(const uint4* in, uint4* out, msm_u64 windows, msm_u64 m_in,
+                                        msm_u64 m_out, unsigned int group)
+{
+    MSM_GRID_STRIDE(idx, windows * m_out) {
+        const msm_u64 w = idx / m_out, first = (idx % m_out) * group;
+        ec_xyzz<F> acc = ec_infinity<F>();
+#pragma unroll 1
+        for (msm_u64 k = first; k < first + group && k < m_in; ++k)
+            acc = ec_add(acc, ec_xyzz_load<F>(in, w * m_in + k));
+        ec_xyzz_store(out, idx, acc);
+    }
+}
+
 // The kernels of each group: G1 under the plain names, G2 with the suffix _g2.
 #define MSM_KERNELS(suffix, F)                                                                     \
     extern "C" __global__ void __launch_bounds__(128) msm_accumulate##suffix(                      \
@@ -270,6 +271,31 @@ EC_KERNEL_BODY void msm_reduce_level_body(const uint4* x_in, const uint4* a_in, 
     {                                                                                              \
         msm_reduce_level_body<F>(x_in, a_in, has_a, u_out, a_out, windows, m_in, m_out, seg_log2,  \
                                  scale_log2);                                                      \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(128) msm_reduce_step##suffix(                     \
+        const uint4* x_in, const uint4* a_in, unsigned int has_a, uint4* u_out, uint4* a_out,      \
+        msm_u64 windows, msm_u64 m_in, msm_u64 m_out, unsigned int seg_log2,                       \
+        unsigned int pending_log2)                                                                 \
+    {                                                                                              \
+        msm_reduce_step_body<F>(x_in, a_in, has_a, u_out, a_out, windows, m_in, m_out, seg_log2,   \
+                                pending_log2);                                                     \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(128) msm_suffix_step##suffix(                     \
+        const uint4* in, uint4* out, msm_u64 windows, msm_u64 m, msm_u64 off)                      \
+    {                                                                                              \
+        msm_suffix_step_body<F>(in, out, windows, m, off);                                         \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(128) msm_scan_terms##suffix(                      \
+        const uint4* suffix_sums, const uint4* a_in, unsigned int has_a, uint4* out,               \
+        msm_u64 windows, msm_u64 m, unsigned int pending_log2)                                     \
+    {                                                                                              \
+        msm_scan_terms_body<F>(suffix_sums, a_in, has_a, out, windows, m, pending_log2);           \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(128) msm_sum_groups##suffix(                      \
+        const uint4* in, uint4* out, msm_u64 windows, msm_u64 m_in, msm_u64 m_out,                 \
+        unsigned int group)                                                                        \
+    {                                                                                              \
+        msm_sum_groups_body<F>(in, out, windows, m_in, m_out, group);                              \
     }
 
 MSM_KERNELS(, fp_t)

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import require_cuda_device
+from digit_cases import carry_scalars
 
 cupy = require_cuda_device()
 
@@ -30,6 +31,21 @@ P = gpu_msm.P_MODULUS
 R384, R384_INV = (1 << 384) % P, pow(1 << 384, -1, P)
 MONT_R256 = (1 << 256) % R_MODULUS
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"
+
+
+# The MSM's sorts and reductions, named in full so that the tests stay right when the
+# defaults change: the default (atomic sort, scan reduction), the code before the scan, and
+# the block-local sort with the pending reduction (the scan's long-row levels).
+MSM_PATHS = {"default": {"SORT": "atomics", "REDUCE": "scan"},
+             "scaled": {"SORT": "atomics", "REDUCE": "scaled"},
+             "local": {"SORT": "local", "REDUCE": "pending"}}
+
+
+@pytest.fixture(params=sorted(MSM_PATHS))
+def msm_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    for name, value in MSM_PATHS[request.param].items():
+        monkeypatch.setattr(gpu_msm, name, value)
+    return str(request.param)
 
 
 
@@ -138,7 +154,7 @@ def test_msm_device_scalars_on_a_stream(rng: random.Random):
 
 @pytest.mark.parametrize("case", ["zero", "one", "r_minus_1", "repeated", "cancel", "single", "odd_size",
                                   "indices", "small"])
-def test_msm_edge_cases(rng: random.Random, case: str):
+def test_msm_edge_cases(rng: random.Random, msm_path: str, case: str):
     n = 3001
     points = _points(rng, n)
     values = [rng.randrange(R_MODULUS) for _ in range(n)]
@@ -170,7 +186,7 @@ def test_msm_edge_cases(rng: random.Random, case: str):
         assert got == gpu_msm.IDENTITY_BYTES
 
 
-def test_msm_one_bucket_holds_every_point(rng: random.Random):
+def test_msm_one_bucket_holds_every_point(rng: random.Random, msm_path: str):
     """All scalars 1 at 2^16: every point lands in one bucket, which is cut between threads."""
     n = 1 << 16
     points = _points(rng, n)
@@ -193,7 +209,8 @@ def test_batch_add_matches_library(rng: random.Random, log2: int):
 
 
 @pytest.mark.parametrize("log2", [12, 15])
-def test_msm_and_batch_add_over_point_sets_match_one_per_set(rng: random.Random, log2: int):
+def test_msm_and_batch_add_over_point_sets_match_one_per_set(rng: random.Random, msm_path: str,
+                                                            log2: int):
     """The G1 queries' path: three tables joined, one sort and each kernel once for all three
     (a tenth of the scalars, as a 0.9 boolean witness leaves for the tails)."""
     n = 1 << log2
@@ -248,6 +265,22 @@ def test_msm_with_the_windows_of_large_sizes(rng: random.Random, window: int):
     assert gpu_msm.msm(dev, scalars, window=window) == point_to_bytes(msm(points, scalars))
 
 
+@pytest.mark.parametrize("window", [13, 16, 20])
+def test_msm_signed_digit_carries(rng: random.Random, msm_path: str, window: int):
+    """Scalars whose signed digits carry through every window and into the top one, sit at
+    half a window and one past it, or put P and -P in one bucket (tests/digit_cases.py),
+    among random ones, on the windows the tails, 2^20..2^22 and 2^24 get: a dropped carry or
+    a missed negation changes the sum."""
+    cases = carry_scalars(window, rng)
+    n = 2048
+    values = [rng.choice(cases) if rng.random() < 0.5 else rng.randrange(R_MODULUS) for _ in range(n)]
+    points = _points(rng, n)
+    scalars = _mont_scalars(values)
+    dev = gpu_msm.DevicePoints.from_points(points)
+    _poison()
+    assert gpu_msm.msm(dev, scalars, window=window) == point_to_bytes(msm(points, scalars))
+
+
 # ---------------------------------------------------------------- G2
 
 
@@ -259,7 +292,7 @@ def _g2_points(rng: random.Random, n: int) -> G2Points:
 
 
 @pytest.mark.parametrize("log2", [8, 12, 15])
-def test_g2_msm_matches_library(rng: random.Random, log2: int):
+def test_g2_msm_matches_library(rng: random.Random, msm_path: str, log2: int):
     n = (1 << log2) + 5
     points = _g2_points(rng, n)
     values = [rng.randrange(R_MODULUS) for _ in range(n - 3)] + [0, 1, R_MODULUS - 1]
@@ -289,35 +322,42 @@ def test_g2_batch_add_matches_library(rng: random.Random, log2: int):
 # ---------------------------------------------------------------- affine rounds (batch_affine.cuh)
 
 INV_TEST_KERNEL = r"""
-extern "C" __global__ void fp_binv(const uint4* a, uint4* out, unsigned long long n)
+extern "C" __global__ void fp_binv(const uint4* a, uint4* out, unsigned long long n, unsigned int binary)
 {
     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
          i += (unsigned long long)gridDim.x * blockDim.x)
-        fp_store(out, i, fp_inv_binary(fp_load(a, i)));
+        fp_store(out, i, fp_inv_batch(fp_load(a, i), binary));
 }
 """
 
 
-def test_binary_inversion_matches_python_ints(rng: random.Random):
+@pytest.mark.parametrize("binary", [1, 0], ids=["binary", "batched"])
+def test_batch_inversions_match_python_ints(rng: random.Random, binary: int):
+    """fp_inv_binary and fp_inv_batched on the device, with the batched one's hardest inputs:
+    powers of two (2^380 needs 26 of the 27 batches), P minus powers of two, values of few bits."""
     from workbench.gpu import kernels
 
     code = kernels.expand_includes('#include "batch_affine.cuh"\n' + INV_TEST_KERNEL)
     module = cupy.RawModule(code=code, options=("-std=c++17",))
     xs = [0, 1, 2, P - 1, P - 2, R384, 2**380, P - 2**32] + [rng.randrange(P) for _ in range(3000)]
+    xs += [1 << k for k in range(381)] + [P - (1 << k) for k in range(380)]
+    xs += [rng.randrange(1, 1 << rng.randrange(1, 381)) for _ in range(1000)]
     out = cupy.full((len(xs), 12), 0xFFFFFFFF, dtype=cupy.uint32)
-    module.get_function("fp_binv")((16,), (128,), (cupy.asarray(_fp_limbs(xs)), out, np.uint64(len(xs))))
+    module.get_function("fp_binv")((16,), (128,), (cupy.asarray(_fp_limbs(xs)), out, np.uint64(len(xs)),
+                                                   np.uint32(binary)))
     want = [0 if x == 0 else pow(x * R384_INV % P, -1, P) * R384 % P for x in xs]
     assert _fp_ints(out.get()) == want
 
 
 @pytest.fixture(params=["wide", "looping"])
 def forced_rounds(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Rounds on every MSM and batch addition, down to one point a bucket; "looping" leaves
-    fewer threads than chunks."""
+    """Rounds on every MSM and batch addition, down to one point a bucket, with the batched
+    inversion; "looping" leaves fewer threads than chunks, with the binary inversion."""
     from workbench.gpu import affine_rounds
 
     for name, value in (("MIN_PAIRS", 1), ("MIN_FRACTION", 0.0), ("MIN_PAIRS_G2", 1),
-                        ("MIN_FRACTION_G2", 0.0)):
+                        ("MIN_FRACTION_G2", 0.0), ("BATCH_ADD", "rounds"),
+                        ("INVERSION", "batched" if request.param == "wide" else "binary")):
         monkeypatch.setattr(affine_rounds, name, value)
     if request.param == "looping":
         monkeypatch.setattr(affine_rounds, "MAX_THREADS", 96)
@@ -325,7 +365,7 @@ def forced_rounds(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
 
 
 @pytest.mark.parametrize("case", ["random", "one", "repeated", "cancel", "infinity", "indices"])
-def test_msm_with_affine_rounds(rng: random.Random, forced_rounds: str, case: str):
+def test_msm_with_affine_rounds(rng: random.Random, msm_path: str, forced_rounds: str, case: str):
     n = 5000
     points = _points(rng, n)
     values = [rng.randrange(R_MODULUS) for _ in range(n)]
@@ -386,7 +426,63 @@ def test_affine_rounds_agree_with_xyzz_at_scale(rng: random.Random, monkeypatch:
     bitmap = cupy.asarray(np.packbits(nprng.random(n) < 0.5, bitorder="little"))
     quarter = gpu_msm.views(dev, 4)
     _poison()
+    monkeypatch.setattr(affine_rounds, "INVERSION", "batched")
     affine = gpu_msm.msm(quarter[0], scalars[: 1 << 20]), gpu_msm.batch_add(dev, bitmap)
+    monkeypatch.setattr(affine_rounds, "BATCH_ADD", "local")  # its default shape at 2^22
+    _poison()
+    local = gpu_msm.batch_add(dev, bitmap)
+    monkeypatch.setattr(affine_rounds, "BATCH_ADD", "rounds")
     monkeypatch.setattr(affine_rounds, "MIN_PAIRS", 1 << 62)
     _poison()
     assert (gpu_msm.msm(quarter[0], scalars[: 1 << 20]), gpu_msm.batch_add(dev, bitmap)) == affine
+    assert local == affine[1]
+
+
+# ---------------------------------------------------------------- batch_add_local (batch_add.cu)
+
+
+@pytest.fixture(params=["one_word", "four_words"])
+def local_shape(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """batch_add_local on one-word slices, with threads looping over several slices; or on
+    four-word slices with 16 threads, each of two slices or one."""
+    from workbench.gpu import affine_rounds
+
+    words, threads = {"one_word": (1, 96), "four_words": (4, 16)}[request.param]
+    for name, value in (("BATCH_ADD", "local"), ("INVERSION", "batched"), ("LOCAL_WORDS", words),
+                        ("LOCAL_THREADS", threads)):
+        monkeypatch.setattr(affine_rounds, name, value)
+    return str(request.param)
+
+
+def test_batch_add_local(rng: random.Random, local_shape: str):
+    n = 6001
+    points = _points(rng, n)
+    xy = np.array(points.xy)
+    xy[::97] = 0  # points at infinity in the table
+    points = G1Points(xy)
+    dev = gpu_msm.DevicePoints.from_points(points)
+    nprng = np.random.default_rng(rng.randrange(2**32))
+    odd = np.zeros(n, bool)
+    odd[::3] = True
+    for mask in (nprng.random(n) < 0.5, np.ones(n, bool), odd):
+        _poison()
+        assert gpu_msm.batch_add(dev, cupy.asarray(np.packbits(mask, bitorder="little"))) == point_to_bytes(
+            batch_add(points, mask)), local_shape
+    p = G1Point() * Scalar(rng.randrange(1, R_MODULUS))
+    every = np.packbits(np.ones(1202, bool), bitorder="little")
+    cancel = gpu_msm.DevicePoints.from_points(G1Points.from_objects([p, -p] * 600 + [p, p]))
+    repeated = gpu_msm.DevicePoints.from_points(G1Points.from_objects([p] * 1202))
+    _poison()
+    assert gpu_msm.batch_add(cancel, every) == point_to_bytes(p + p)
+    assert gpu_msm.batch_add(repeated, every) == point_to_bytes(p * Scalar(1202))
+    g2 = _g2_points(rng, 1500)
+    sets = [_points(rng, 2048) for _ in range(3)]
+    joined = gpu_msm.concat([gpu_msm.DevicePoints.from_points(s) for s in sets])
+    g2_mask = nprng.random(1500) < 0.7
+    set_mask = nprng.random(2048) < 0.5
+    _poison()
+    g2_dev = gpu_msm.DevicePoints.from_points(g2)
+    assert gpu_msm.batch_add(g2_dev, np.packbits(g2_mask, bitorder="little")) == point_to_bytes(
+        batch_add(g2, g2_mask))
+    assert gpu_msm.batch_add_sets(joined, 3, np.packbits(set_mask, bitorder="little")) == [
+        point_to_bytes(batch_add(s, set_mask)) for s in sets]

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from digit_cases import carry_scalars
 from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
 from workbench.gpu import affine_rounds, srs_gen
@@ -42,8 +43,24 @@ MONT_R256 = (1 << 256) % R_MODULUS
 needs_cxx = pytest.mark.skipif(CXX is None or CUDA_INCLUDE is None,
                                reason="host C++ compiler or CUDA headers (vector_types.h) not found")
 
+
+# The MSM's sorts and reductions, named in full so that the tests stay right when the
+# defaults change: the default (atomic sort, scan reduction), the code before the scan, and
+# the block-local sort with the pending reduction (the scan's long-row levels).
+MSM_PATHS = {"default": {"SORT": "atomics", "REDUCE": "scan"},
+             "scaled": {"SORT": "atomics", "REDUCE": "scaled"},
+             "local": {"SORT": "local", "REDUCE": "pending"}}
+
+
+@pytest.fixture(params=sorted(MSM_PATHS))
+def msm_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    for name, value in MSM_PATHS[request.param].items():
+        monkeypatch.setattr(gpu_msm, name, value)
+    return str(request.param)
+
 # Stands in for the CUDA front end: one block of one thread, so a grid-stride loop covers
-# all the work in one call; atomics are plain read-modify-writes.
+# all the work in one call; atomics are plain read-modify-writes, a block's shared memory is
+# a plain array and its barrier does nothing.
 PRELUDE = r"""
 #include <vector_types.h>
 #include <vector_functions.h>
@@ -54,6 +71,8 @@ static const emu_dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
 #define __global__
 #define __launch_bounds__(...)
 template <class T> inline T atomicAdd(T* p, T v) { T old = *p; *p = old + v; return old; }
+#define __shared__ static
+inline void __syncthreads() {}
 """
 
 # Hex in and out of an Fp element, for the harnesses below (they read lines of hex numbers).
@@ -111,6 +130,7 @@ int main() {
         else if (!strcmp(op, "mul")) show(fp_mul(x, y));
         else if (!strcmp(op, "inv")) show(fp_inv(x));
         else if (!strcmp(op, "binv")) show(fp_inv_binary(x));
+        else if (!strcmp(op, "finv")) show(fp_inv_batched(x));
         else if (!strcmp(op, "to_mont")) show(fp_to_mont(x));
         else if (!strcmp(op, "from_mont")) show(fp_from_mont(x));
         else {
@@ -178,7 +198,13 @@ def test_fp_matches_python_ints(harness: Path):
     # fp_inv works in Montgomery form: inv(xR) = x^-1 R.
     for x in values[:60]:
         want = 0 if x == 0 else pow(x * R384_INV % P, -1, P) * R384 % P
-        cases += [("inv", x, 0, want), ("binv", x, 0, want)]
+        cases += [("inv", x, 0, want), ("binv", x, 0, want), ("finv", x, 0, want)]
+    # fp_inv_batched's hardest inputs: a power of two (2^380 takes 26 of its 27 batches of 30 steps), P
+    # minus one, values of few bits (long runs of halvings and wrong approximate comparisons).
+    hard = [1 << k for k in range(0, 381, 7)] + [P - (1 << k) for k in range(0, 380, 11)] + [2**380, P - 1]
+    hard += [rng.randrange(1, 1 << rng.randrange(1, 381)) for _ in range(200)]
+    for x in hard:
+        cases.append(("finv", x, 0, pow(x * R384_INV % P, -1, P) * R384 % P))
     got = _ask(harness, [f"{op} {x:x} {y:x} 0 0\n" for op, x, y, _ in cases])
     assert len(got) == len(cases)
     bad = [(op, hex(x), hex(y)) for (op, x, y, w), g in zip(cases, got, strict=True) if g != w]
@@ -302,7 +328,7 @@ def test_emulated_msm_matches_library(backend: EmulatedBackend, n: int):
 
 
 @pytest.mark.parametrize("case", ["zero", "one", "r_minus_1", "repeated", "cancel", "small", "indices"])
-def test_emulated_msm_edge_cases(backend: EmulatedBackend, case: str):
+def test_emulated_msm_edge_cases(backend: EmulatedBackend, msm_path: str, case: str):
     seed = random.SystemRandom().randrange(2**32)
     rng = random.Random(seed)
     n = 97
@@ -387,6 +413,181 @@ def test_emulated_msm_window_sizes_of_large_inputs(backend: EmulatedBackend, win
     scalars = _mont(values)
     got = gpu_msm.msm(dev, scalars, window=window)
     assert got == point_to_bytes(msm(points, scalars)), f"c = {window}, seed {seed}"
+
+
+@pytest.mark.parametrize("window", [3, 8, 13, 16])  # c = 20 on the GPU (tests/test_gpu_msm.py)
+def test_emulated_msm_signed_digit_carries(backend: EmulatedBackend, msm_path: str, window: int):
+    """Scalars whose digits carry through every window, into the top one, at exactly half
+    and one past it, and P with s and 2^c - s (opposite signs in one bucket): a dropped carry
+    or a missed negation changes the sum."""
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    values = carry_scalars(window, rng)
+    points = _points(rng, len(values))
+    dev = gpu_msm.DevicePoints.from_points(points, backend=backend)
+    scalars = _mont(values)
+    gpu_msm._workspace(backend).poison()
+    assert gpu_msm.msm(dev, scalars, window=window) == point_to_bytes(msm(points, scalars)), f"seed {seed}"
+    # One point under all of them: every window's buckets hold P and -P together.
+    same = G1Points(np.repeat(points.xy[:1], len(values), axis=0))
+    dev = gpu_msm.DevicePoints.from_points(same, backend=backend)
+    assert gpu_msm.msm(dev, scalars, window=window) == point_to_bytes(msm(same, scalars)), f"seed {seed}"
+
+
+# ---------------------------------------------------------------- the local sort, threaded
+
+# The CPU build above runs one thread a block, which never exercises what the local sort's
+# kernels do across a block: shared counters raced for by many threads, barriers, the block
+# scan's split of the fine counters between threads. This build runs each of those kernels
+# as one block of real threads (std::thread, a std::barrier for __syncthreads, atomic_ref for
+# the shared atomics) and checks its buckets against the global-atomic sort's (both in
+# kernels/msm_sort.cuh, which this builds alone).
+THREADED_PRELUDE = r"""
+#include <vector_types.h>
+#include <vector_functions.h>
+#include <atomic>
+#include <barrier>
+#include <thread>
+#include <vector>
+struct emu_dim3 { unsigned int x, y, z; };
+static thread_local emu_dim3 threadIdx = {0, 0, 0}, blockDim = {1, 1, 1};
+static const emu_dim3 blockIdx = {0, 0, 0}, gridDim = {1, 1, 1};
+static std::barrier<>* emu_barrier = nullptr;
+#undef __global__
+#define __global__
+#define __launch_bounds__(...)
+#define __shared__ static
+template <class T> inline T atomicAdd(T* p, T v) { return std::atomic_ref<T>(*p).fetch_add(v); }
+inline void __syncthreads() { emu_barrier->arrive_and_wait(); }
+"""
+
+SORT_HARNESS = r"""
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include "msm_sort.cuh"
+
+template <class F> static void emu_block(unsigned int threads, F f) {
+    std::barrier<> b(threads);
+    emu_barrier = &b;
+    std::vector<std::thread> pool;
+    for (unsigned int t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] { threadIdx.x = t; blockDim.x = threads; f(); });
+    for (auto& th : pool) th.join();
+}
+
+// argv: n c fine_log2 bins rows per_row threads seed kind (0 random, 1 a third equal, 2 all equal)
+int main(int argc, char** argv) {
+    if (argc != 10) return 2;
+    const msm_u64 n = strtoull(argv[1], 0, 10), rows = strtoull(argv[5], 0, 10);
+    const msm_u64 per_row = strtoull(argv[6], 0, 10);
+    const unsigned c = atoi(argv[2]), fine_log2 = atoi(argv[3]), bins = atoi(argv[4]);
+    const unsigned threads = atoi(argv[7]);
+    const int kind = atoi(argv[9]);
+    const unsigned windows = (256 + c - 1) / c, stride = (1u << (c - 1)) + 1;
+    const msm_u64 buckets = (msm_u64)windows * stride;
+    std::mt19937_64 gen(strtoull(argv[8], 0, 10));
+    std::vector<unsigned long long> words(4 * n);
+    for (msm_u64 i = 0; i < n; ++i) {
+        const bool same = kind == 2 || (kind == 1 && i % 3 == 0);
+        std::mt19937_64 g2(12345);
+        std::mt19937_64& g = same ? g2 : gen;
+        for (int k = 0; k < 3; ++k) words[4 * i + k] = g();
+        words[4 * i + 3] = g() % 0x73eda753299d7d48ull;  // below r, so canonical after fr_from_mont
+        if (i % 17 == 5) for (int k = 0; k < 4; ++k) words[4 * i + k] = 0;
+    }
+    std::vector<uint4> scalars(2 * n);
+    memcpy(scalars.data(), words.data(), 32 * n);
+    std::vector<long long> indices(n);
+    for (msm_u64 i = 0; i < n; ++i) indices[i] = (long long)((i * 7919) % n);
+
+    // The global-atomic sort, one thread.
+    std::vector<unsigned> counts_ref(buckets, 0), ends_ref(buckets), cursor(buckets);
+    std::vector<unsigned> entries_ref(n * windows);
+    msm_count(scalars.data(), counts_ref.data(), n, c, windows);
+    unsigned run = 0;
+    for (msm_u64 b = 0; b < buckets; ++b) { cursor[b] = run; run += counts_ref[b]; ends_ref[b] = run; }
+    msm_scatter(scalars.data(), indices.data(), 1, cursor.data(), entries_ref.data(), n, c, windows);
+
+    // The local sort, each kernel one block of `threads` threads.
+    std::vector<unsigned> hist((msm_u64)bins * rows, 0xFFFFFFFFu), scan(hist.size()), starts(hist.size());
+    emu_block(threads, [&] {
+        msm_sort_count(scalars.data(), hist.data(), n, c, windows, fine_log2, bins, rows, per_row);
+    });
+    unsigned total = 0;
+    for (size_t j = 0; j < hist.size(); ++j) {
+        total += hist[j];
+        scan[j] = total;
+        starts[j] = total - hist[j];
+    }
+    std::vector<uint2> staged(n * windows);
+    emu_block(threads, [&] {
+        msm_sort_stage(scalars.data(), indices.data(), 1, starts.data(), staged.data(), n, c, windows,
+                       fine_log2, bins, rows, per_row);
+    });
+    std::vector<unsigned> counts(buckets, ~0u), ends(buckets, ~0u), entries(n * windows, ~0u);
+    emu_block(threads, [&] {
+        msm_sort_buckets(staged.data(), scan.data(), entries.data(), counts.data(), ends.data(), buckets,
+                         fine_log2, bins, rows);
+    });
+    if (total != run) { printf("total %u, want %u\n", total, run); return 1; }
+    for (msm_u64 b = 0; b < buckets; ++b) {
+        if (counts[b] != counts_ref[b] || ends[b] != ends_ref[b]) {
+            printf("bucket %llu: count %u end %u, want %u %u\n", b, counts[b], ends[b], counts_ref[b],
+                   ends_ref[b]);
+            return 1;
+        }
+        const unsigned lo = ends[b] - counts[b];
+        std::sort(entries.begin() + lo, entries.begin() + ends[b]);
+        std::sort(entries_ref.begin() + lo, entries_ref.begin() + ends[b]);
+    }
+    if (!std::equal(entries.begin(), entries.begin() + run, entries_ref.begin())) {
+        printf("entries differ\n");
+        return 1;
+    }
+    printf("ok %u entries\n", run);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def sort_harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if CXX is None or CUDA_INCLUDE is None:
+        pytest.skip("host C++ compiler or CUDA headers (vector_types.h) not found")
+    tmp = tmp_path_factory.mktemp("sort_harness")
+    (tmp / "prelude.h").write_text(THREADED_PRELUDE)
+    (tmp / "sort.cpp").write_text(SORT_HARNESS)
+    out = tmp / "sort"
+    proc = _run([CXX, "-std=c++20", "-O1", "-w", "-pthread", f"-I{CUDA_INCLUDE}", f"-I{KERNELS}", "-include",
+                 str(tmp / "prelude.h"), "-x", "c++", str(tmp / "sort.cpp"), "-o", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+# (n, c, threads, kind, per_row or 0 for sort_shape's, fine_log2 or -1 for sort_shape's): the
+# windows of a tail, 2^20..2^22 and 2^24 with the widest fine index (2^11, which also keeps
+# the bins, each a few barriers of every thread, few), 2^24's own shape; few rows and many, a
+# block size that is not a power of two (its threads' shares of the scan differ in length),
+# a third or all of the scalars equal (one bucket a window holds them), fine indices of 0 bits.
+SORT_CASES = [(3000, 13, 256, 0, 0, 11), (2500, 16, 96, 0, 100, 11), (1200, 20, 8, 0, 0, -1),
+              (2000, 8, 48, 1, 37, 3), (700, 3, 64, 2, 0, -1)]
+
+
+@pytest.mark.parametrize("case", SORT_CASES, ids=[f"n{c[0]}_c{c[1]}_t{c[2]}_k{c[3]}" for c in SORT_CASES])
+def test_local_sort_matches_the_atomic_sort_with_threads(sort_harness: Path, case: tuple[int, ...]):
+    n, c, threads, kind, per_row, fine_log2 = case
+    buckets = gpu_msm.window_count(c) * ((1 << (c - 1)) + 1)
+    default_fine_log2, _, _, default_per_row = gpu_msm.sort_shape(n, buckets)
+    fine_log2 = default_fine_log2 if fine_log2 < 0 else max(fine_log2, default_fine_log2)
+    bins = -(-buckets // (1 << fine_log2))
+    per_row = per_row or default_per_row
+    rows = -(-n // per_row)
+    seed = random.SystemRandom().randrange(2**32)
+    proc = _run([str(sort_harness), *map(str, (n, c, fine_log2, bins, rows, per_row, threads, seed, kind))])
+    assert proc.returncode == 0 and proc.stdout.startswith("ok"), f"seed {seed}: {proc.stdout}{proc.stderr}"
 
 
 # ---------------------------------------------------------------- G2 (Fp2 coordinates)
@@ -487,7 +688,7 @@ def _g2_points(rng: random.Random, n: int) -> G2Points:
 
 
 @pytest.mark.parametrize("case", ["random", "zero", "r_minus_1", "indices", "cancel", "window_2"])
-def test_emulated_g2_msm_matches_library(backend: EmulatedBackend, case: str):
+def test_emulated_g2_msm_matches_library(backend: EmulatedBackend, msm_path: str, case: str):
     seed = random.SystemRandom().randrange(2**32)
     rng = random.Random(seed)
     n = 37
@@ -527,7 +728,8 @@ def test_emulated_g2_batch_add_matches_library(backend: EmulatedBackend, n: int)
 
 
 @pytest.mark.parametrize(("size", "m"), [(37, 20), (64, 64), (5, 1)])
-def test_emulated_msm_over_point_sets_matches_one_msm_per_set(backend: EmulatedBackend, size: int, m: int):
+def test_emulated_msm_over_point_sets_matches_one_msm_per_set(backend: EmulatedBackend, msm_path: str,
+                                                               size: int, m: int):
     """The G1 queries' tails: one sort, each kernel once over three joined tables."""
     seed = random.SystemRandom().randrange(2**32)
     rng = random.Random(seed)
@@ -584,16 +786,17 @@ def test_point_sets_are_checked(backend: EmulatedBackend):
 # ---------------------------------------------------------------- affine rounds (batch_affine.cuh)
 
 # Shapes that make the rounds run on a few points: many threads of two to four outputs, and
-# fewer threads than chunks, so that each loops (the grid-stride and chunk loops both run).
-ROUND_SHAPES = {"many_threads": (2, 4, 4, 1 << 10), "looping": (2, 3, 2, 3)}
+# fewer threads than chunks, so that each loops (the grid-stride and chunk loops both run);
+# the first with the batched inversion, the second with the binary one.
+ROUND_SHAPES = {"many_threads": (2, 4, 4, 1 << 10, "batched"), "looping": (2, 3, 2, 3, "binary")}
 
 
 @pytest.fixture(params=sorted(ROUND_SHAPES))
 def forced_rounds(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    k_min, k_max, target, most = ROUND_SHAPES[request.param]
+    k_min, k_max, target, most, inversion = ROUND_SHAPES[request.param]
     for name, value in (("MIN_PAIRS", 1), ("MIN_FRACTION", 0.0), ("MIN_PAIRS_G2", 1),
                         ("MIN_FRACTION_G2", 0.0), ("K_MIN", k_min), ("K_MAX", k_max),
-                        ("TARGET_THREADS", target), ("MAX_THREADS", most)):
+                        ("TARGET_THREADS", target), ("MAX_THREADS", most), ("INVERSION", inversion)):
         monkeypatch.setattr(affine_rounds, name, value)
     return str(request.param)
 
@@ -609,7 +812,8 @@ def _with_infinity(points: Any, at: list[int]) -> Any:
 
 
 @pytest.mark.parametrize("case", ["random", "one", "r_minus_1", "repeated", "cancel", "infinity", "indices"])
-def test_emulated_msm_with_affine_rounds(backend: EmulatedBackend, forced_rounds: str, case: str):
+def test_emulated_msm_with_affine_rounds(backend: EmulatedBackend, msm_path: str, forced_rounds: str,
+                                         case: str):
     """Every bucket halved in affine rounds down to one point: P + P (equal points in one
     bucket), P + (-P) (s and r - s), points at infinity, one bucket holding every point."""
     seed = random.SystemRandom().randrange(2**32)
@@ -644,7 +848,10 @@ def test_emulated_msm_with_affine_rounds(backend: EmulatedBackend, forced_rounds
 
 
 @pytest.mark.parametrize("case", ["half", "all", "repeated", "cancel", "infinity", "one"])
-def test_emulated_batch_add_with_affine_rounds(backend: EmulatedBackend, forced_rounds: str, case: str):
+def test_emulated_batch_add_with_affine_rounds(backend: EmulatedBackend, forced_rounds: str, case: str,
+                                               monkeypatch: pytest.MonkeyPatch):
+    """The method before batch_add_local: compaction, then rounds over all selected points."""
+    monkeypatch.setattr(affine_rounds, "BATCH_ADD", "rounds")
     seed = random.SystemRandom().randrange(2**32)
     rng = np.random.default_rng(seed)
     n = 83
@@ -674,7 +881,9 @@ def test_emulated_batch_add_with_affine_rounds(backend: EmulatedBackend, forced_
     assert got == point_to_bytes(batch_add(points, mask)), f"{case}, {forced_rounds}, seed {seed}"
 
 
-def test_emulated_affine_rounds_over_sets_and_g2(backend: EmulatedBackend, forced_rounds: str):
+def test_emulated_affine_rounds_over_sets_and_g2(backend: EmulatedBackend, forced_rounds: str,
+                                                 monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(affine_rounds, "BATCH_ADD", "rounds")
     seed = random.SystemRandom().randrange(2**32)
     rng = random.Random(seed)
     size = 29
@@ -695,3 +904,100 @@ def test_emulated_affine_rounds_over_sets_and_g2(backend: EmulatedBackend, force
     g2_mask = np.ones(23, bool)
     assert gpu_msm.batch_add(dev, np.packbits(g2_mask, bitorder="little")) == point_to_bytes(
         batch_add(g2, g2_mask)), f"seed {seed}"
+
+
+# ---------------------------------------------------------------- batch_add_local (batch_add.cu)
+
+# (words a slice, threads, inversion): one-word slices with two threads looping over them (their
+# XYZZ partials summed across slices); two-word slices; one-word slices with the binary inversion.
+LOCAL_SHAPES = {"one_word": (1, 2, "batched"), "two_words": (2, 4, "batched"), "binary": (1, 4, "binary")}
+
+
+@pytest.fixture(params=sorted(LOCAL_SHAPES))
+def local_shape(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    words, threads, inversion = LOCAL_SHAPES[request.param]
+    for name, value in (("BATCH_ADD", "local"), ("LOCAL_WORDS", words), ("LOCAL_THREADS", threads),
+                        ("INVERSION", inversion)):
+        monkeypatch.setattr(affine_rounds, name, value)
+    return str(request.param)
+
+
+def _local_mask(case: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    mask = rng.random(n) < 0.5
+    if case in ("all", "repeated", "cancel"):
+        mask[:] = True
+    elif case == "one":
+        mask[:] = False
+        mask[n - 2] = True
+    elif case == "none":
+        mask[:] = False
+    elif case == "odd":  # an odd count in every slice and every round
+        mask[:] = False
+        mask[::3] = True
+    return mask
+
+
+@pytest.mark.parametrize("case", ["half", "all", "odd", "repeated", "cancel", "infinity", "one", "none"])
+def test_emulated_batch_add_local(backend: EmulatedBackend, local_shape: str, case: str):
+    """Every slice halved inside its thread down to one point: P + P (one repeated point:
+    doublings in every round), P + (-P) (P, -P alternating: every first-round sum is infinity,
+    then sums of infinities), points at infinity in the table, odd counts, one and no point
+    selected. A wrong shared inversion or a slot overwritten too early changes the sum."""
+    seed = random.SystemRandom().randrange(2**32)
+    rng = np.random.default_rng(seed)
+    n = 200
+    points = _points(random.Random(seed), n)
+    if case == "repeated":
+        points = G1Points(np.repeat(points.xy[:1], n, axis=0))
+    elif case == "cancel":
+        neg = point_to_bytes(-G1Point.from_xy_bytes_unchecked_le(bytes(points.xy[0])))
+        xy = np.array(points.xy)
+        xy[1::2] = np.frombuffer(neg, np.uint8)
+        xy[0::2] = points.xy[0]
+        xy[-1] = points.xy[5]  # one survivor
+        points = G1Points(xy)
+    elif case == "infinity":
+        at = [0, 1, 2, 63, 64, 65, 130, n - 1]
+        points = _with_infinity(points, at)
+    mask = _local_mask(case, n, rng)
+    if case == "infinity":
+        mask[[0, 1, 2, 63, 64, 65, 130, n - 1]] = True
+    dev = gpu_msm.DevicePoints.from_points(points, backend=backend)
+    gpu_msm._workspace(backend).poison()
+    backend.launches.clear()
+    got = gpu_msm.batch_add(dev, np.packbits(mask, bitorder="little"))
+    assert "batch_add_local" in backend.launches
+    assert got == point_to_bytes(batch_add(points, mask)), f"{case}, {local_shape}, seed {seed}"
+
+
+def test_emulated_batch_add_local_over_sets_and_g2(backend: EmulatedBackend, local_shape: str):
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    size = 150
+    sets = [_points(rng, size) for _ in range(3)]
+    joined = gpu_msm.concat([gpu_msm.DevicePoints.from_points(p, backend=backend) for p in sets])
+    mask = np.random.default_rng(seed).random(size) < 0.6
+    gpu_msm._workspace(backend).poison()
+    got = gpu_msm.batch_add_sets(joined, 3, np.packbits(mask, bitorder="little"))
+    assert got == [point_to_bytes(batch_add(p, mask)) for p in sets], f"{local_shape}, seed {seed}"
+    g2 = _with_infinity(_g2_points(rng, 70), [4, 5])
+    dev = gpu_msm.DevicePoints.from_points(g2, backend=backend)
+    for g2_mask in (np.ones(70, bool), np.random.default_rng(seed).random(70) < 0.5):
+        gpu_msm._workspace(backend).poison()
+        assert gpu_msm.batch_add(dev, np.packbits(g2_mask, bitorder="little")) == point_to_bytes(
+            batch_add(g2, g2_mask)), f"{local_shape}, seed {seed}"
+
+
+@pytest.mark.parametrize("n", [1, 200, 1500])
+def test_emulated_batch_add_local_default_shape(backend: EmulatedBackend, monkeypatch: pytest.MonkeyPatch,
+                                                n: int):
+    """batch_add_local with its default slices: 1500 points make six slices of 256 bits, up to
+    128 pairs a thread in round 0."""
+    monkeypatch.setattr(affine_rounds, "BATCH_ADD", "local")
+    monkeypatch.setattr(affine_rounds, "INVERSION", "batched")
+    monkeypatch.setattr(affine_rounds, "LOCAL_THREADS", 8)  # few threads: the slices keep 4 words
+    seed = random.SystemRandom().randrange(2**32)
+    rng = np.random.default_rng(seed)
+    points = _points(random.Random(seed), n)
+    for mask, got in _emulated_batch_adds(backend, points, rng):
+        assert got == point_to_bytes(batch_add(points, mask)), f"seed {seed}"

@@ -6,7 +6,9 @@ divisions of a thread's k sums sharing one inversion. The host decides how many 
 a round pays while it has many pairs, so that k stays at 32 or more with the GPU full; when
 pairs are few the rest is cheaper as XYZZ additions (the callers' existing passes), and each
 round also costs a read-back of its size. The rule is :func:`round_pays`, its constants
-module attributes that tests and benchmarks may change.
+module attributes that tests and benchmarks may change. So are the switches between the
+inversions (INVERSION) and between batch_add's methods (BATCH_ADD), with batch_add_local's
+shape (LOCAL_*): they change no result, only how it is computed.
 """
 
 from __future__ import annotations
@@ -27,9 +29,37 @@ MIN_PAIRS_G2, MIN_FRACTION_G2 = 1 << 19, 0.1
 more: smaller rounds still pay (on the H200, the 2^22 partition's G2 tail took 40.5 ms with
 the G1 rule and 33.6 ms with this one, batch addition 11.6 and 9.7)."""
 
+INVERSION = "batched"
+"""The inversion a batch of divisions shares (kernels/batch_affine.cuh): "batched"
+(fp_inv_batched, 30 binary-GCD steps at a time on 64-bit approximations: 4.25e8/s on the
+H200, 41 products' time) or "binary" (fp_inv_binary, one full-width step at a time: 7.5e7/s,
+235 products' time; kept to time against). Measured side by side (kernels/NOTES_msm.md, row
+2): batch_add 2^24 10.7 -> 10.0 ms, MSM 2^20 / 2^22 1-3 % faster, the partition's sums 1-5 %,
+MSM 2^24 1 % slower."""
+
+BATCH_ADD = "rounds"
+"""batch_add's method: "rounds" (the selected indices compacted, halved here over all of them
+while round_pays, XYZZ for the rest), or "local" (batch_add_local in kernels/batch_add.cu:
+every thread halves its own slices of the bitmap in affine rounds, one launch, no read-back).
+"local" measured slower (batch_add 2^24 12.9 ms against 10.0: its rounds shrink to k = 1-4 and
+its warps stall on instruction fetch; NOTES_msm.md, row 3), so it is not the default."""
+
+LOCAL_THREADS = 1 << 16
+"""batch_add_local's threads (about one resident wave on the H200): they bound its scratch."""
+
+LOCAL_WORDS = 4
+"""64-bit bitmap words a slice of batch_add_local (at most 1024: offsets are 16 bits)."""
+
 TARGET_THREADS = 1 << 16  # a round's threads when its outputs allow k >= K_MIN
 MAX_THREADS = 1 << 17  # beyond it threads loop over chunks (bounds the scratch)
 K_MIN, K_MAX = 32, 256
+
+
+def binary_flag() -> np.uint32:
+    """The kernels' `binary` argument for INVERSION."""
+    if INVERSION not in ("batched", "binary"):
+        raise ValueError(f"INVERSION must be 'batched' or 'binary', got {INVERSION!r}")
+    return np.uint32(INVERSION == "binary")
 
 
 def round_pays(pairs: int, total: int, g2: bool = False) -> bool:
@@ -83,7 +113,7 @@ def halve_runs(be: Any, ws: Any, module: str, kernel: str, affine_words: int, da
         has_entries = src_entries is not None
         be.launch(module, kernel, threads,
                   (src, src_entries if has_entries else out_ends, np.uint32(has_entries), ends, out_ends,
-                   np.uint64(runs), out, prefix, picks, np.uint64(threads), np.uint32(k)))
+                   np.uint64(runs), out, prefix, picks, np.uint64(threads), np.uint32(k), binary_flag()))
         src, src_entries, counts, ends, total = out, None, out_counts, out_ends, total_out
         rounds += 1
     if rounds == 0:

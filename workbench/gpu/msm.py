@@ -68,12 +68,32 @@ P_MODULUS = 0x1A0111EA397FE69A4B1BA7B6434BACD764774B84F38512BF6730D2A0F6B0F6241E
 IDENTITY_BYTES = bytes(96)
 """The encoding of the point at infinity."""
 
-_R_INV = pow(1 << 384, -1, P_MODULUS)
 _MAX_WINDOW_BITS = 20  # 13 windows x 2^19 buckets x 192 bytes = 1.3 GB of G1 bucket sums
 _BATCH_CHUNK = 256  # points per thread in batch_add's first pass: 2^16 threads at 2^24, one full wave
 _GROUP = 16  # partials per thread in each later pass
 _BATCH_THREADS = 1 << 16  # first-pass threads batch_add aims for (see _batch_chunk)
 _MAX_BLOCKS = 1 << 20
+
+SORT = "atomics"
+"""How the entries are sorted by bucket: "atomics", two passes of global atomics (msm_count,
+msm_scatter), or "local", the block-local counting sort of kernels/msm.cu (msm_sort_*). On the
+H200 "local" was slower at every size (2^20 1.33 against 0.83 ms, 2^24 27.8 against 20.4;
+kernels/NOTES_msm.md row 4), so the atomics stay."""
+
+REDUCE = "scan"
+"""The bucket reduction's levels: "scaled" (msm_reduce_level, every level's A scaled by the
+whole scale so far, additions called), "pending" (msm_reduce_step: the scale left to the
+next level, G1's running sums' additions inlined), or "scan" ("pending" while rows are
+longer than SCAN_ROWS, then a suffix scan and a tree of sums: msm_suffix_step and after).
+"scan" won at every size on the H200 (2^20 3.7 against 6.3 ms, 2^24 25.3 against 30.4;
+NOTES_msm.md rows 4a, 4b)."""
+
+REDUCE_FIRST_SEG_LOG2, REDUCE_SEG_LOG2 = 4, 2  # buckets a thread folds at the first level, and after
+SCAN_ROWS = 4096  # REDUCE = "scan": rows at most that the scan finishes (its work is m log2 m a row)
+SCAN_GROUP = 4  # points a thread sums in the scan's tree
+
+_SORT_ROWS = 1024  # histogram rows (one block each) of the local sort: about one wave of 256 threads
+_SORT_BINS_LOG2, _SORT_FINE_LOG2 = 12, 11  # kernels/msm.cu: MSM_SORT_BINS, MSM_SORT_FINE
 
 phase_hook: Any = None
 """Called with a phase name at each MSM phase boundary when set (benchmarks record device
@@ -187,17 +207,18 @@ Fp2 = tuple[int, int]  # c0 + c1 u
 Affine2 = tuple[Fp2, Fp2] | None
 
 
-def _canonical_fp(rows: np.ndarray) -> list[int]:
+def _montgomery_fp(rows: np.ndarray) -> list[int]:
     raw = np.ascontiguousarray(rows, dtype="<u4").tobytes()
-    return [int.from_bytes(raw[i : i + 48], "little") * _R_INV % P_MODULUS for i in range(0, len(raw), 48)]
+    return [int.from_bytes(raw[i : i + 48], "little") for i in range(0, len(raw), 48)]
 
 
 def xyzz_rows_to_affine(rows: np.ndarray) -> list[Affine]:
     """G1 XYZZ points as the kernels store them ((k, 48) uint32, Montgomery form) -> affine
     ints, with one inversion for all of them (x = X / ZZ, y = Y / ZZZ; t = 1 / (ZZ ZZZ)
-    gives both, and a running product shares one inversion among the rows)."""
+    gives both, and a running product shares one inversion among the rows). The quotients
+    are taken of the Montgomery forms as they are: the factor R of each coordinate cancels."""
     p = P_MODULUS
-    coords = _canonical_fp(rows)
+    coords = _montgomery_fp(rows)
     points = [tuple(coords[k : k + 4]) for k in range(0, len(coords), 4)]
     prefix, running = [], 1
     for _, _, zz, zzz in points:
@@ -228,8 +249,9 @@ def _fp2_inv(a: Fp2) -> Fp2:
 
 def xyzz_rows_to_affine_g2(rows: np.ndarray) -> list[Affine2]:
     """G2 XYZZ points ((k, 96) uint32, Montgomery form) -> affine Fp2 pairs. The rows are
-    a window's few sums, so each gets its own inversion."""
-    flat = _canonical_fp(rows)
+    a window's few sums, so each gets its own inversion; as in G1's, the Montgomery factor
+    cancels in the quotients."""
+    flat = _montgomery_fp(rows)
     out: list[Affine2] = []
     for k in range(0, len(flat), 8):
         x, y, zz, zzz = ((flat[k + 2 * j], flat[k + 2 * j + 1]) for j in range(4))
@@ -511,16 +533,20 @@ def _msm(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int, sc
     digit_args = (np.uint64(m), np.uint32(c), np.uint32(windows))
 
     _phase("sort")
+    has_indices = np.uint32(indices is not None)
     counts = ws.buffer("counts", np.uint32, buckets)
-    counts.fill(0)
-    be.launch("msm", "msm_count", m, (scalars_dev, counts, *digit_args), threads=256)
     ends = ws.buffer("ends", np.uint32, buckets)
-    xp.cumsum(counts, dtype=np.uint32, out=ends)
-    cursor = ws.buffer("cursor", np.uint32, buckets)
-    xp.subtract(ends, counts, out=cursor)
     entries = ws.buffer("entries", np.uint32, m * windows)
-    be.launch("msm", "msm_scatter", m, (scalars_dev, indices_dev, np.uint32(indices is not None), cursor,
-                                       entries, *digit_args), threads=256)
+    if SORT == "local":
+        _sort_local(be, ws, scalars_dev, indices_dev, has_indices, digit_args, buckets, entries, counts, ends)
+    else:
+        counts.fill(0)
+        be.launch("msm", "msm_count", m, (scalars_dev, counts, *digit_args), threads=256)
+        xp.cumsum(counts, dtype=np.uint32, out=ends)
+        cursor = ws.buffer("cursor", np.uint32, buckets)
+        xp.subtract(ends, counts, out=cursor)
+        be.launch("msm", "msm_scatter", m, (scalars_dev, indices_dev, has_indices, cursor, entries,
+                                           *digit_args), threads=256)
     most_entries = m * windows
     if sets > 1:
         # Set q's sorted entries are set 0's with q * size added to the point index (below the
@@ -567,24 +593,91 @@ def _msm(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int, sc
     return [WindowSums(window_sums[q], c, group) for q in range(sets)]
 
 
+def sort_shape(m: int, buckets: int) -> tuple[int, int, int, int]:
+    """(fine_log2, bins, rows, per_row) of the local sort of m scalars' entries over `buckets`
+    buckets: coarse bins of 2^fine_log2 buckets, at most 2^12 of them (a block's shared
+    histogram), and histogram rows of per_row scalars each."""
+    fine_log2 = max(0, (buckets - 1).bit_length() - _SORT_BINS_LOG2)
+    if fine_log2 > _SORT_FINE_LOG2:
+        bits = _SORT_BINS_LOG2 + _SORT_FINE_LOG2
+        raise ValueError(f"{buckets} buckets are past the local sort's {bits} bits")
+    per_row = max(256, -(-m // _SORT_ROWS))
+    return fine_log2, -(-buckets // (1 << fine_log2)), -(-m // per_row), per_row
+
+
+def _sort_local(be: Any, ws: _Workspace, scalars: Any, indices: Any, has_indices: np.uint32,
+                digit_args: tuple[np.uint64, np.uint32, np.uint32], buckets: int, entries: Any, counts: Any,
+                ends: Any) -> None:
+    """The entries sorted by bucket with block-local counting (kernels/msm.cu, msm_sort_*):
+    each histogram row counts its entries per coarse bin in shared memory and stages them in
+    its slots of each bin; then one block per bin sorts it by its fine index."""
+    xp = be.xp
+    fine_log2, bins, rows, per_row = sort_shape(int(digit_args[0]), buckets)
+    shape = (np.uint32(fine_log2), np.uint32(bins), np.uint64(rows), np.uint64(per_row))
+    hist = ws.buffer("sort_hist", np.uint32, bins * rows)
+    be.launch("msm", "msm_sort_count", rows * 256, (scalars, hist, *digit_args, *shape), threads=256)
+    scan = ws.buffer("sort_scan", np.uint32, bins * rows)
+    xp.cumsum(hist, dtype=np.uint32, out=scan)
+    starts = ws.buffer("sort_starts", np.uint32, bins * rows)
+    xp.subtract(scan, hist, out=starts)
+    staged = ws.buffer("sort_staged", np.uint32, 2 * int(entries.size))
+    be.launch("msm", "msm_sort_stage", rows * 256,
+              (scalars, indices, has_indices, starts, staged, *digit_args, *shape), threads=256)
+    be.launch("msm", "msm_sort_buckets", bins * 256,
+              (staged, scan, entries, counts, ends, np.uint64(buckets), np.uint32(fine_log2), np.uint32(bins),
+               np.uint64(rows)), threads=256)
+
+
 def _reduce_windows(be: Any, ws: _Workspace, group: Group, sums: Any, windows: int, rows: int) -> Any:
-    """Per window, sum_j j * S_j over its row of bucket sums (msm_reduce_level in msm.cu)."""
+    """Per window, sum_j j * S_j over its row of bucket sums (msm_reduce_step, or
+    msm_reduce_level, in msm.cu)."""
+    pending, scan = REDUCE in ("pending", "scan"), REDUCE == "scan"
+    kernel = group.kernel("msm_reduce_step" if pending else "msm_reduce_level")
     x, a = sums, None
     m_in, scale, parity = rows, 0, 0
-    while m_in > 1:
+    while m_in > (SCAN_ROWS if scan else 1):
         # Wide segments where the rows are long (fewer outputs); then short ones, which
         # shorten each thread's serial chain once there are too few rows to fill the GPU.
-        seg_log2 = 4 if a is None else 2
+        seg_log2 = REDUCE_FIRST_SEG_LOG2 if a is None else REDUCE_SEG_LOG2
         m_out = -(-m_in // (1 << seg_log2))
         u_out = ws.buffer(f"level_u{parity}", np.uint32, windows * m_out * group.xyzz_words)
         a_out = ws.buffer(f"level_a{parity}", np.uint32, windows * m_out * group.xyzz_words)
-        be.launch("msm", group.kernel("msm_reduce_level"), windows * m_out,
+        be.launch("msm", kernel, windows * m_out,
                   (x, x if a is None else a, np.uint32(a is not None), u_out, a_out, np.uint64(windows),
                    np.uint64(m_in), np.uint64(m_out), np.uint32(seg_log2), np.uint32(scale)))
         x, a = u_out, a_out
-        m_in, scale, parity = m_out, scale + seg_log2, parity ^ 1
+        # The step kernel's last argument is the pending scale (the level before's segment),
+        # the level kernel's the whole scale so far.
+        m_in, scale, parity = m_out, seg_log2 if pending else scale + seg_log2, parity ^ 1
+    if scan:
+        return _scan_windows(be, ws, group, x, a, windows, m_in, scale)
     assert a is not None  # rows >= 2, so at least one level ran
     return a
+
+
+def _scan_windows(be: Any, ws: _Workspace, group: Group, x: Any, a: Any, windows: int, m: int,
+                  pending: int) -> Any:
+    """total = sum A + 2^pending * WS(X) over rows of m points (msm.cu: msm_suffix_step, the
+    suffix sums of X by doubling steps; msm_scan_terms; msm_sum_groups). `a` None: no A yet."""
+    words = group.xyzz_words
+    current, parity, off = x, 0, 1
+    while off < m:
+        out = ws.buffer(f"scan{parity}", np.uint32, windows * m * words)
+        be.launch("msm", group.kernel("msm_suffix_step"), windows * m,
+                  (current, out, np.uint64(windows), np.uint64(m), np.uint64(off)))
+        current, parity, off = out, parity ^ 1, 2 * off
+    terms = ws.buffer(f"scan{parity}", np.uint32, windows * m * words)
+    be.launch("msm", group.kernel("msm_scan_terms"), windows * m,
+              (current, x if a is None else a, np.uint32(a is not None), terms, np.uint64(windows),
+               np.uint64(m), np.uint32(pending)))
+    current, parity = terms, parity ^ 1
+    while m > 1:
+        m_out = -(-m // SCAN_GROUP)
+        out = ws.buffer(f"scan{parity}", np.uint32, windows * m_out * words)
+        be.launch("msm", group.kernel("msm_sum_groups"), windows * m_out,
+                  (current, out, np.uint64(windows), np.uint64(m), np.uint64(m_out), np.uint32(SCAN_GROUP)))
+        current, m, parity = out, m_out, parity ^ 1
+    return current
 
 
 def batch_add(points: DevicePoints, bitmap: Any, stream: Any = None) -> bytes:
@@ -600,9 +693,11 @@ def batch_add_sets(points: DevicePoints, sets: int, bitmap: Any, stream: Any = N
     """:func:`batch_add` of one bitmap over `sets` point sets stored back to back (concat),
     each pass launched once for all of them.
 
-    Many selected points: their indices are compacted into one run per set, halved in affine
-    rounds (affine_rounds.py) and the rest summed in XYZZ. Few: XYZZ additions straight
-    from the bitmap (batch_add_chunks), where a round would not pay."""
+    With affine_rounds.BATCH_ADD "local": batch_add_local, every thread halving its own
+    slices of the bitmap in affine rounds, and pairwise XYZZ passes over the threads' partials.
+    Otherwise, many selected points: their indices are compacted into one run per set, halved
+    in affine rounds (affine_rounds.py) and the rest summed in XYZZ; few: XYZZ additions
+    straight from the bitmap (batch_add_chunks), where a round would not pay."""
     if sets < 1 or points.n % sets:
         raise ValueError(f"{points.n} points do not split into {sets} sets")
     size = points.n // sets
@@ -613,11 +708,44 @@ def batch_add_sets(points: DevicePoints, sets: int, bitmap: Any, stream: Any = N
     ws = _workspace(be)
     with be.stream_context(stream):
         bits = _on_device(be, ws, "bitmap", bitmap, np.uint8, None)
+        if affine_rounds.BATCH_ADD == "local":
+            sums = _batch_add_local(be, ws, points, sets, size, bits)
+            return [encode_affine(point, group) for point in _rows_to_affine(sums, group)]
         if affine_rounds.round_pays(sets * (size // 2), sets * size, g2=group is G2):
             totals = _batch_add_affine(be, ws, points, sets, size, bits)
             if totals is not None:
                 return [encode_affine(point, group) for point in _rows_to_affine(totals, group)]
         return _batch_add_xyzz(be, ws, points, sets, size, bits)
+
+
+def _batch_add_local(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int,
+                     bits: Any) -> np.ndarray:
+    """Per set, the XYZZ sum of its selected points by batch_add_local (kernels/batch_add.cu):
+    slices of LOCAL_WORDS bitmap words, halved while the slices would fill less than half of
+    LOCAL_THREADS (a G2 batch addition of 2^22 points: 2 words, 2^15 threads), a power of two
+    of threads per set (so that the pairwise passes after it never mix sets), each thread's
+    scratch sized for slices whose every bit is set."""
+    group = points.group
+    words = max(1, min(affine_rounds.LOCAL_WORDS, 1024))
+    while words > 1 and 2 * sets * -(-size // (64 * words)) < affine_rounds.LOCAL_THREADS:
+        words //= 2
+    slices = -(-size // (64 * words))
+    per_set = 1
+    while per_set * 2 <= max(1, affine_rounds.LOCAL_THREADS // sets) and per_set < slices:
+        per_set *= 2
+    threads = sets * per_set
+    most = 32 * words  # round 0's pairs and outputs for a slice whose every bit is set
+    slots_a = ws.buffer("local_slots_a", np.uint32, most * threads * group.affine_words)
+    slots_b = ws.buffer("local_slots_b", np.uint32, most // 2 * threads * group.affine_words)
+    prefix = ws.buffer("local_prefix", np.uint32, most * threads * group.affine_words // 2)
+    picks = ws.buffer("local_picks", np.uint32, most * threads)
+    partials = ws.buffer("batch_partials", np.uint32, threads * group.xyzz_words)
+    be.launch("batch_add", group.kernel("batch_add_local"), threads,
+              (points.data, bits, partials, slots_a, slots_b, prefix, picks, np.uint64(size),
+               np.uint64(slices), np.uint64(per_set), np.uint64(threads), np.uint32(words),
+               affine_rounds.binary_flag()))
+    current = _sum_partials(be, ws, group, partials, threads, sets)
+    return be.download(current[:sets * group.xyzz_words]).reshape(sets, group.xyzz_words)
 
 
 def _batch_add_affine(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int,
