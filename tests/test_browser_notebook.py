@@ -21,6 +21,7 @@ from test_browser import (
     lab,  # noqa: F401 - the module's JupyterLab server
     open_and_run_all,
     playwright_api,
+    screenshot,
     small_notebook,
 )
 
@@ -94,6 +95,7 @@ def test_zooming_into_a_far_region_draws_the_spans_there(page, trace):
     assert sorted((phase, p) for phase, p, _, _ in rows if phase in ("finish", "barrier_wait")) == sorted(
         (s.name, s.partition) for s in expected if s.name in ("finish", "barrier_wait"))
     assert ("finish", last.partition) in {(phase, p) for phase, p, _, _ in rows}
+    screenshot(page, "notebook-far-region")
     assert not page.console_errors
 
 
@@ -136,6 +138,8 @@ def test_a_box_over_the_whole_run_counts_every_span_not_only_those_loaded(page, 
     assert stats["busy"]["gpu0 stream 17"] == pytest.approx(covered / (t1 - t0), rel=1e-6)
     panel = page.evaluate("() => wbModel('gantt_range').text")
     assert f"{len(spans):,} spans; {len(copies):,} copies" in panel
+    page.evaluate("() => wbPlot('gantt_overview').el.scrollIntoView({block: 'start'})")
+    screenshot(page, "notebook-range-statistics")
     assert not page.console_errors
 
 
@@ -157,6 +161,8 @@ def test_the_search_finds_a_partition_that_is_not_loaded_and_enter_goes_there(pa
                            timeout=30_000)
     start, end = page.evaluate("() => { const r = wbPlot('gantt').model.x_range; return [r.start, r.end]; }")
     assert start <= first <= end
+    page.evaluate("() => wbPlot('gantt').el.scrollIntoView({block: 'start'})")
+    screenshot(page, "notebook-search")
     search.fill("")
     page.wait_for_function("() => wbModel('gantt_matches').text === ''")
     assert not page.console_errors
