@@ -159,8 +159,9 @@ def test_the_search_finds_a_partition_that_is_not_loaded_and_enter_goes_there(pa
     page.wait_for_function("() => wbModel('gantt_matches').text.includes('showing')", timeout=30_000)
     page.wait_for_function("([js, p]) => eval(js)('gantt').some(r => r[1] === p)", arg=[DRAWN_JS, last],
                            timeout=30_000)
-    start, end = page.evaluate("() => { const r = wbPlot('gantt').model.x_range; return [r.start, r.end]; }")
-    assert start <= first <= end
+    # The range's start and end arrive as two changes: wait for both.
+    page.wait_for_function("(t) => { const r = wbPlot('gantt').model.x_range; "
+                           "return r.start <= t && t <= r.end; }", arg=first, timeout=30_000)
     page.evaluate("() => wbPlot('gantt').el.scrollIntoView({block: 'start'})")
     screenshot(page, "notebook-search")
     search.fill("")
