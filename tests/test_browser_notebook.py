@@ -138,7 +138,10 @@ def test_a_box_over_the_whole_run_counts_every_span_not_only_those_loaded(page, 
     assert stats["busy"]["gpu0 stream 17"] == pytest.approx(covered / (t1 - t0), rel=1e-6)
     panel = page.evaluate("() => wbModel('gantt_range').text")
     assert f"{len(spans):,} spans; {len(copies):,} copies" in panel
-    page.evaluate("() => wbPlot('gantt_overview').el.scrollIntoView({block: 'start'})")
+    page.evaluate("""() => { const found = [];
+        const walk = v => { found.push(v); (v.child_views ?? []).forEach(walk); };
+        Object.values(Bokeh.index).forEach(walk);
+        found.find(v => v.model.name === 'gantt_range').el.scrollIntoView({block: 'end'}); }""")
     screenshot(page, "notebook-range-statistics")
     assert not page.console_errors
 
