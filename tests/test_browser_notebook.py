@@ -64,6 +64,7 @@ def page(lab) -> Any:  # noqa: F811 - the fixture imported above
         page.wait_for_function(
             "() => window.Bokeh && Bokeh.documents.some(d => d.get_model_by_name('gantt_range'))",
             timeout=60_000)
+        page.wait_for_function("() => Object.values(Bokeh.index).every(v => v.is_idle)", timeout=60_000)
         page.evaluate(PLOT_JS)
         yield page
         browser.close()
@@ -88,9 +89,16 @@ def test_zooming_into_a_far_region_draws_the_spans_there(page, trace):
     assert 0 < len(expected) < MAX_BARS // 2  # all of them fit the detail's budget
     page.evaluate(f"() => wbPlot('gantt').model.x_range.setv({{start: {start}, end: {end}}})")
     title = f"detail: all {len(expected)} spans in view"
-    page.wait_for_function(f"""(js) => {{ const rows = eval(js)('gantt');
-        return rows.length === {len(expected)} && rows.every(r => r[3] >= {start} && r[2] <= {end})
-          && wbPlot('gantt').model.title.text.startsWith('{title}'); }}""", arg=DRAWN_JS, timeout=30_000)
+    try:
+        page.wait_for_function(f"""(js) => {{ const rows = eval(js)('gantt');
+            return rows.length === {len(expected)} && rows.every(r => r[3] >= {start} && r[2] <= {end})
+              && wbPlot('gantt').model.title.text.startsWith('{title}'); }}""", arg=DRAWN_JS, timeout=60_000)
+    except playwright_api.TimeoutError:
+        screenshot(page, "failed-notebook-far-region")
+        seen = page.evaluate("""(js) => { const r = wbPlot('gantt').model.x_range;
+            return [eval(js)('gantt').length, wbPlot('gantt').model.title.text, r.start, r.end,
+                    Bokeh.documents.length]; }""", DRAWN_JS)
+        pytest.fail(f"the detail view did not draw the {len(expected)} spans in view: {seen}")
     rows = page.evaluate(DRAWN_JS, "gantt")
     assert sorted((phase, p) for phase, p, _, _ in rows if phase in ("finish", "barrier_wait")) == sorted(
         (s.name, s.partition) for s in expected if s.name in ("finish", "barrier_wait"))
