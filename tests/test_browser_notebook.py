@@ -98,7 +98,8 @@ def test_zooming_into_a_far_region_draws_the_spans_there(page, trace):
         seen = page.evaluate("""(js) => { const r = wbPlot('gantt').model.x_range;
             return [eval(js)('gantt').length, wbPlot('gantt').model.title.text, r.start, r.end,
                     Bokeh.documents.length]; }""", DRAWN_JS)
-        pytest.fail(f"the detail view did not draw the {len(expected)} spans in view: {seen}")
+        pytest.fail(f"the detail view did not draw the {len(expected)} spans in view: {seen}; "
+                    f"console: {page.console_errors}")
     rows = page.evaluate(DRAWN_JS, "gantt")
     assert sorted((phase, p) for phase, p, _, _ in rows if phase in ("finish", "barrier_wait")) == sorted(
         (s.name, s.partition) for s in expected if s.name in ("finish", "barrier_wait"))
