@@ -102,3 +102,39 @@ def test_a_notebook_detail_view_asks_for_the_spans_in_its_range():
     assert 0 < expected <= 50 and drawn == expected  # 50: the detail's budget, half of max_bars
     partitions = {int(p) for d in range(3) for p in found[f"gantt_bars_{d}"].data["partition"]}
     assert last.partition in partitions and "all" in detail.title.text
+
+
+def test_a_notebooks_kernel_answers_a_box_and_a_search_over_every_span_not_only_those_drawn():
+    from bokeh.events import SelectionGeometry
+    from bokeh.models import Div, TextInput
+
+    trace = load_any(RUN)
+    layout = gantt_figure(trace, max_bars=100, requery=True)
+    panels = {m.name: m for m in layout.select({"type": Div}) if m.name}
+    overview, detail = [f for f in layout.children if hasattr(f, "x_range")][:2]
+    drawn = sum(len(sources(layout)[f"gantt_bars_{d}"].data["left"]) for d in range(3))
+    origin = trace.meta["origin_ns"]
+    x0, x1 = 0.25, 1e3
+    box = SelectionGeometry(overview, geometry={"type": "rect", "x0": x1, "x1": x0}, final=True)
+    overview._trigger_event(box)
+    answer = panels["gantt_range"].tags[0]
+    inside = [s for s in trace.iter_spans()
+              if (s.end_ns - origin) / 1e9 >= x0 and (s.start_ns - origin) / 1e9 <= x1]
+    assert answer["spans"] == len(inside) > drawn
+    sizes = [s.attrs["bytes"] for s in inside if isinstance(s.attrs.get("bytes"), int)]
+    assert answer["bytes"] == sum(sizes) > 0
+    holds = [s for s in inside if s.track == "mutex/gpu0" and s.name == "hold"]
+    held = sum(s.end_ns - max(s.start_ns, origin + x0 * 1e9) for s in holds)  # holds never overlap
+    assert answer["kinds"]["mutex_hold"] == [len(holds), pytest.approx(held / 1e9)]
+    # A search counts every span, and Enter moves the detail view to the next match, whose spans
+    # the kernel then draws.
+    last = max(trace.spans.partition.tolist())
+    search = next(iter(layout.select({"type": TextInput})))
+    detail.x_range.start, detail.x_range.end = 0.0, 0.01
+    search.value_input = search.value = f"partition {last}"
+    found = panels["gantt_matches"].tags[0]
+    assert found["count"] == sum(1 for s in trace.iter_spans() if s.partition == last)
+    mine = [s for s in trace.iter_spans() if s.partition == last]
+    assert found["first"] == pytest.approx((min(s.start_ns for s in mine) - origin) / 1e9)
+    assert detail.x_range.start <= found["first"] <= detail.x_range.end
+    assert last in {int(p) for d in range(3) for p in sources(layout)[f"gantt_bars_{d}"].data["partition"]}

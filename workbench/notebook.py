@@ -1,7 +1,7 @@
 """What the notebooks call: the control panel, runs, figures, comparisons and reports.
 
     import workbench.notebook as wb
-    panel = wb.panel(partitions=8)        # knobs, Run / Stop, live Gantt
+    panel = wb.panel()                    # knobs, Run / Stop, progress bar, live Gantt
     first = wb.run(memory_mode="pageable") # a run to the end, from a cell
     wb.gantt(first); wb.summary(first); wb.verdict(first)
     wb.compare(first, wb.run(memory_mode="zerocopy"))
@@ -34,7 +34,7 @@ from workbench.viz.compare import compare_figure, summaries_html
 from workbench.viz.deps import require
 from workbench.viz.distributions import distribution_figure
 from workbench.viz.findings import diagnose, verdict_html
-from workbench.viz.panel import ControlPanel
+from workbench.viz.panel import WATCHED, ControlPanel
 from workbench.viz.recording import LiveRecording
 from workbench.viz.report import render_report
 from workbench.viz.runner import RunRecord, run_to_end
@@ -121,12 +121,13 @@ def config(**settings: Any) -> RunConfig:
 
 
 def panel(trace_dir: str | Path | None = None, **settings: Any) -> ControlPanel:
-    """Show the control panel, its knobs set to the defaults with `settings` changed; with
+    """Show the control panel, its knobs set to the panel's defaults (a run of about 10-20 s on
+    the CPU backend, long enough to watch: panel.WATCHED) with `settings` changed; with
     `trace_dir`, each run's trace is saved there (journaled while it runs)."""
     from IPython.display import HTML, display
 
     setup()
-    control = ControlPanel(config(**settings), trace_dir=trace_dir)
+    control = ControlPanel(config(**{**WATCHED, **settings}), trace_dir=trace_dir)
     _display(control.widget)
     # Beside it, a static copy of its last run, updated as runs end: what a reopened notebook shows.
     copy = display(HTML(""), display_id=True)

@@ -1,5 +1,7 @@
-"""Interrogating the Gantt: the controls and panels under a static chart, all in the page's own
-scripts (js/), so a report opened from a file answers as a notebook does.
+"""Interrogating the Gantt: the controls and panels under a static chart, in the page's own
+scripts (js/), so a report opened from a file answers by itself. A notebook's large Gantt holds
+only the spans in view, so there its kernel answers the range statistics and the search over
+every span (`answered`, answers.py) and the page draws the answer as a report's would.
 
 - a click on a bar opens its details: for a pipeline, its partition's whole story (story.py)
   and the verdict's words about it; for a foreign trace, its thread and unit context;
@@ -32,6 +34,9 @@ from bokeh.models import (
 from bokeh.models.widgets import CheckboxGroup, Div, TextInput, Toggle
 from bokeh.transform import transform
 
+from workbench.viz.answers import range_stats, words
+from workbench.viz.answers import search as search_spans
+from workbench.viz.bars import Bars
 from workbench.viz.lanes import lane_group
 from workbench.viz.scripts import script
 
@@ -68,10 +73,12 @@ def place(view: Any, name: str, lanes: list[str], pipeline: bool) -> None:
 
 def interrogate(
     views: list[Any], detail: Any, lanes: list[str], pipeline: bool, steps: dict[str, Any],
-    notes: dict[str, Any], store: ColumnDataSource | None = None,
+    notes: dict[str, Any], store: ColumnDataSource | None = None, every: Bars | None = None,
 ) -> list[Any]:
     """Wire `views` (the overview and detail, or the one chart) and return the widgets that go
-    under them. `detail` is the view whose bars are spans (clicks open those)."""
+    under them. `detail` is the view whose bars are spans (clicks open those). `every`: all the
+    bars, kept in the kernel, which then answers the range statistics and the search."""
+    remote = every is not None
     name = detail.name
     css = InlineStyleSheet(css=PANEL_CSS)
     details = Div(text=HINT, name=f"{name}_details", sizing_mode="stretch_width", stylesheets=[css])
@@ -99,7 +106,8 @@ def interrogate(
     detail.figure.add_tools(TapTool(renderers=detail.bar_renderers))
 
     measured = CustomJS(code=script("stats"), args={
-        "store": store, "sources": detail.sources, "div": stats, "name": name, "lanes": lanes})
+        "store": store, "sources": detail.sources, "div": stats, "name": name, "lanes": lanes,
+        "remote": remote})
     for view in views:
         view.figure.add_tools(BoxSelectTool(dimensions="width", renderers=view.bar_renderers))
         view.figure.js_on_event(SelectionGeometry, measured)
@@ -113,9 +121,68 @@ def interrogate(
     for prop, jump in (("value_input", False), ("value", True)):
         search.js_on_change(prop, CustomJS(code=script("search"), args={
             "store": store, "sources": detail.sources, "drawn": drawn, "div": matches, "name": name,
-            "pipeline": pipeline, "jump": jump, "x_range": detail.x_range}))
+            "pipeline": pipeline, "jump": jump, "x_range": detail.x_range, "remote": remote}))
     arrows = Toggle(label="flow arrows", active=True, name=f"{name}_flows_toggle", width=110)
     shown = [r for view in views for r in view.flow_renderers]
     arrows.js_on_change("active", CustomJS(args={"shown": shown},
                                            code="for (const r of shown) r.visible = cb_obj.active;"))
+    if every is not None:
+        answered(every, views, detail.x_range, lanes, pipeline, groups, group_names, stats, search, matches,
+                 name)
     return [row(search, matches, arrows, sizing_mode="stretch_width"), groups, details, stats]
+
+
+def answered(
+    every: Bars, views: list[Any], x_range: Any, lanes: list[str], pipeline: bool, groups: CheckboxGroup,
+    group_names: list[str], stats: Div, search: TextInput, matches: Div, name: str,
+) -> None:
+    """The kernel answers a box over a time range and a search over `every` bar; each answer
+    goes to its panel's tags (numbered, so a repeated answer still arrives) and the page draws
+    it (js/answered.js). Enter's next match moves the detail view, which then re-queries."""
+    said: list[list[str]] = []
+    count = [0]
+
+    def send(panel: Div, answer: dict[str, Any]) -> None:
+        count[0] += 1
+        panel.tags = [{**answer, "seq": count[0]}]
+
+    def measure(event: SelectionGeometry) -> None:
+        g: dict[str, Any] = dict(event.geometry or {})
+        if g.get("type") != "rect" or not event.final or g.get("x0") is None or g.get("x1") is None:
+            return
+        x0, x1 = sorted((float(g["x0"]), float(g["x1"])))
+        if not x1 > x0:
+            return
+        shown = {group_names[k] for k in groups.active}
+        hidden = [lane for lane in lanes if lane_group(lane) not in shown]
+        send(stats, range_stats(every, x0, x1, hidden))
+
+    last: list[Any] = [None]
+
+    def find(jump: bool) -> Any:
+        def answer(_attr: str, _old: Any, new: Any) -> None:
+            start, end = float(x_range.start), float(x_range.end)
+            # The widget bridge runs a callback twice for one change from the page: once is
+            # enough (twice, Enter would skip a match).
+            asked = (jump, new, start, end)
+            if asked == last[0]:
+                return
+            if not said:
+                said.append(words(every, pipeline))
+            found = search_spans(every, said[0], str(new or ""), (start + end) / 2, end - start, jump)
+            last[0] = asked
+            if found is None:
+                return
+            send(matches, found)
+            if "start" in found:
+                x_range.update(start=found["start"], end=found["end"])
+                last[0] = (jump, new, float(x_range.start), float(x_range.end))
+        return answer
+
+    for view in views:
+        view.figure.on_event(SelectionGeometry, measure)
+    search.on_change("value_input", find(False))
+    search.on_change("value", find(True))
+    for panel, what in ((stats, "range"), (matches, "matches")):
+        panel.js_on_change("tags", CustomJS(code=script("answered"), args={
+            "name": name, "lanes": lanes, "what": what}))

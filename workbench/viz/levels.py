@@ -77,9 +77,16 @@ def requery(view: Any, bars: Bars, budget: int) -> None:
     """A notebook's detail view: each range change, from the browser, asks the kernel for the
     spans now in view (the widget carries the change back; the page restyles what arrives)."""
     order = np.argsort(bars.left, kind="stable")
+    answered: list[tuple[float, float]] = []
 
     def refill(_attr: str, _old: Any, _new: Any) -> None:
         start, end = float(view.x_range.start), float(view.x_range.end)
+        # A range moved by the page arrives as two changes, start then end, and the widget
+        # bridge runs each callback twice: answer each range once, and not the one between
+        # (its start past its end), so the page gets fewer patches to apply.
+        if not start < end or answered[-1:] == [(start, end)]:
+            return
+        answered[:] = [(start, end)]
         shown, total = in_view(bars, order, start, end, budget)
         view.fill(shown)
         view.figure.title.text = (

@@ -35,6 +35,10 @@ from workbench.viz.timeline import gantt_figure
 widgets = require("ipywidgets")
 bokeh_widget = require("jupyter_bokeh")
 
+# The panel is for watching a run: its own defaults make one that lasts about 10-20 s on the
+# CPU backend of a 2-core machine, the progress bar and the Gantt moving all the while (the
+# configuration's own defaults are a quick run, over in a few seconds).
+WATCHED = {"partitions": 24, "log2_constraints": 13}
 FALLBACK_BARS = 4_000  # the static copy's Gantt: an overview and a detail window past this
 LIVE_NAME = "live"  # its data sources are live_bars_0..2 (scripts and tests find them by name)
 STYLE = f"<style>{CSS} .wb-problem {{ color: #b00020; }} .wb-hint {{ color: #666; }}</style>"
@@ -56,7 +60,7 @@ def guarded(handler: Callable[..., None]) -> Callable[..., None]:
 class ControlPanel:
     def __init__(self, defaults: RunConfig | None = None, report_dir: str | Path = "reports",
                  trace_dir: str | Path | None = None) -> None:
-        self.knobs = Knobs(defaults or RunConfig())
+        self.knobs = Knobs(defaults or RunConfig().replace(**WATCHED))
         self.report_dir = Path(report_dir)
         # Where each run's trace is saved (a new name a run; journaled while it runs), if anywhere.
         self.trace_dir = None if trace_dir is None else Path(trace_dir)

@@ -80,6 +80,7 @@ def gantt_figure(
     if interactive:  # the panels right under the chart, the counters after them
         pipeline = is_pipeline(trace)
         steps, notes = stories(trace, bars, origin, verdict) if pipeline else empty_story()
-        parts += interrogate(views, view, lanes, pipeline, steps, notes, store)
+        every = bars if requery and len(views) > 1 else None  # the page holds only the spans in view
+        parts += interrogate(views, view, lanes, pipeline, steps, notes, store, every)
     parts += counter_figures(trace, origin, views[0].figure.x_range)
     return column(*parts, sizing_mode="stretch_width")

@@ -3,6 +3,20 @@
 // looks at, whether they are the bars drawn or a report's store of every span.
 const wb = (window.wb = window.wb || {states: {}});
 wb.state = (name) => (wb.states[name] = wb.states[name] || {hidden: new Set(), query: "", timer: null});
+// Keys typed into the Gantt's inputs (the search) are theirs: a notebook interface sees them
+// come from the chart's shadow host, not from an input, and took them for its shortcuts (Enter
+// in JupyterLab left the search unsubmitted). Installed at the first draw (js/place.js).
+wb.typing = (e) => {
+  const t = e.composedPath()[0];
+  return Boolean(t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName)));
+};
+if (!wb.inputsKept) {
+  wb.inputsKept = true;
+  for (const type of ["keydown", "keypress", "keyup"])
+    window.addEventListener(type, (e) => {
+      if (e.target !== e.composedPath()[0] && wb.typing(e)) e.stopPropagation();
+    }, true);
+}
 wb.HALF = [0.42, 0.3, 0.18];
 wb.LANE_PX = 24;
 wb.positions = (lanes, hidden) => {
@@ -53,3 +67,29 @@ wb.esc = (t) => String(t).replace(/[&<>"]/g, c => ({"&": "&amp;", "<": "&lt;", "
 wb.ms = (ms) => ms >= 1000 ? (ms / 1000).toFixed(3) + " s" : ms >= 1 ? ms.toFixed(2) + " ms" : (ms * 1000).toFixed(1) + " µs";
 wb.bytes = (n) => n >= 1e9 ? (n / 1e9).toFixed(2) + " GB" : n >= 1e6 ? (n / 1e6).toFixed(2) + " MB" :
   n >= 1e3 ? (n / 1e3).toFixed(2) + " kB" : n.toFixed(0) + " B";
+// A range's statistics (js/stats.js, or a notebook kernel's answers.py) into its panel; the
+// last answer stays in wb.stats[name] for scripts and tests.
+wb.showRange = (name, div, lanes, r) => {
+  (wb.stats = wb.stats || {})[name] = r;
+  const width = r.x1 - r.x0;
+  let html = `<div class="wb-details-head"><b>${wb.ms(width * 1000)} selected</b>, ${r.x0.toFixed(6)} s to ` +
+    `${r.x1.toFixed(6)} s: ${r.spans.toLocaleString()} spans; ${r.copies.toLocaleString()} copies, ${wb.bytes(r.bytes)}` +
+    (r.copy_time > 0 ? ` (${(r.bytes / r.copy_time / 1e9).toFixed(2)} GB/s while copying)` : "") + "</div>";
+  html += `<table class="wb-detail"><tr><th>lane</th><th>busy</th><th>spans</th></tr>`;
+  for (const l of lanes.filter(l => l in r.lanes))
+    html += `<tr><td>${wb.esc(l)}</td><td>${(r.busy[l] * 100).toFixed(1)}%</td><td>${r.lanes[l]}</td></tr>`;
+  html += "</table>";
+  const w = Object.entries(r.waits).sort((p, q) => q[1] - p[1]);
+  if (w.length) html += `<div><b>waits</b>: ${w.map(([k, t]) => `${wb.esc(k)} ${wb.ms(t * 1000)}`).join(", ")}</div>`;
+  const top = Object.entries(r.kinds).sort((p, q) => q[1][1] - p[1][1]).slice(0, 8);
+  html += `<div><b>by kind</b>: ${top.map(([k, v]) => `${wb.esc(k)} ${v[0]}× ${wb.ms(v[1] * 1000)}`).join(", ")}</div>`;
+  div.text = html;
+};
+// A search's answer (js/search.js, or a notebook kernel's answers.py) into its panel.
+wb.matchesText = (r) => {
+  if (!r) return "";
+  let text = `${r.count.toLocaleString()} match${r.count === 1 ? "" : "es"}`;
+  if (r.count) text += `, first at ${r.first.toFixed(6)} s`;
+  if (r.showing !== undefined) text += `; showing ${wb.esc(r.showing)} at ${r.at.toFixed(6)} s`;
+  return text;
+};

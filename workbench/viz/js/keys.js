@@ -5,8 +5,7 @@ if (!wb.keysInstalled) {
   wb.keysInstalled = true;
   window.addEventListener("keydown", (e) => {
     const r = wb.keyRange;
-    const t = e.target, typing = t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName));
-    if (!r || typing || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (!r || wb.typing(e) || e.ctrlKey || e.metaKey || e.altKey) return;
     const key = e.key.toLowerCase(), step = e.shiftKey ? 0.5 : 0.2;
     const width = r.end - r.start, centre = (r.start + r.end) / 2;
     let start, end;

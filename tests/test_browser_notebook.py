@@ -1,0 +1,181 @@
+"""A large Gantt in JupyterLab, whose page holds only the spans in view: zoomed into a far
+region it draws that region's spans (the kernel re-queries them), and a box over the whole run
+and a search count every span of the trace, the ones not loaded included (the kernel answers).
+
+The trace is a real H200 run (notebooks/data); the expected numbers come from its own rows
+(every span, its track, times and attributes), never from the page or from our statistics.
+Like test_browser.py: Debian's chromium through Playwright, skipped with the reason where
+either is missing, and one JupyterLab server for the module.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_browser import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    PLOT_JS,
+    lab,  # noqa: F401 - the module's JupyterLab server
+    open_and_run_all,
+    playwright_api,
+    screenshot,
+    small_notebook,
+)
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[1]
+STUDY = ROOT / "notebooks" / "data" / "h200_2e22" / "pageable_t14_w2.wbtrace"
+MAX_BARS = 1000  # a detail window of 500 spans, of the trace's 5,756
+DRAWN_JS = """(name) => { const out = [];
+  for (let d = 0; d < 3; d++) { const s = wbModel(name + '_bars_' + d).data;
+    for (let i = 0; i < s.left.length; i++)
+      out.push([s.phase[i], Number(s.partition[i]), s.left[i], s.right[i]]); }
+  return out; }"""
+
+
+@pytest.fixture(scope="module")
+def trace() -> Any:
+    from workbench.importers import load_any
+
+    return load_any(STUDY)
+
+
+@pytest.fixture(scope="module")
+def page(lab) -> Any:  # noqa: F811 - the fixture imported above
+    """The notebook run once for the module; each test leaves the Gantt as it found it."""
+    (lab["work"] / "large_gantt.ipynb").write_text(small_notebook([
+        "import workbench.notebook as wb",
+        f"trace = wb.load({str(STUDY)!r})",
+        f"g = wb.gantt(trace, max_bars={MAX_BARS}, verdict=None)",
+    ]))
+    with playwright_api.sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        page.console_errors = []
+        page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
+        page.on("pageerror", lambda e: page.console_errors.append(f"{e}\n{e.stack}"))
+        page.failed_requests = []
+        page.on("response", lambda r: r.status >= 400 and page.failed_requests.append(r.url))
+        open_and_run_all(page, lab, "large_gantt.ipynb")
+        page.wait_for_function(
+            "() => window.Bokeh && Bokeh.documents.some(d => d.get_model_by_name('gantt_range'))",
+            timeout=60_000)
+        page.wait_for_function("() => Object.values(Bokeh.index).every(v => v.is_idle)", timeout=60_000)
+        page.evaluate(PLOT_JS)
+        yield page
+        browser.close()
+
+
+def seconds(trace: Any, ns: int) -> float:
+    return (ns - trace.meta["origin_ns"]) / 1e9
+
+
+def overlapping(trace: Any, start: float, end: float) -> list[Any]:
+    return [s for s in trace.iter_spans()
+            if seconds(trace, s.end_ns) >= start and seconds(trace, s.start_ns) <= end]
+
+
+def test_zooming_into_a_far_region_draws_the_spans_there(page, trace):
+    drawn = page.evaluate(DRAWN_JS, "gantt")
+    cut = max(right for _, _, _, right in drawn)
+    last = max((s for s in trace.iter_spans() if s.name == "finish"), key=lambda s: s.start_ns)
+    start, end = seconds(trace, last.start_ns) - 0.05, seconds(trace, last.end_ns) + 0.002
+    assert start > cut and last.partition not in {p for _, p, _, _ in drawn}  # not loaded yet
+    expected = overlapping(trace, start, end)
+    assert 0 < len(expected) < MAX_BARS // 2  # all of them fit the detail's budget
+    page.evaluate(f"() => wbPlot('gantt').model.x_range.setv({{start: {start}, end: {end}}})")
+    title = f"detail: all {len(expected)} spans in view"
+    try:
+        page.wait_for_function(f"""(js) => {{ const rows = eval(js)('gantt');
+            return rows.length === {len(expected)} && rows.every(r => r[3] >= {start} && r[2] <= {end})
+              && wbPlot('gantt').model.title.text.startsWith('{title}'); }}""", arg=DRAWN_JS, timeout=60_000)
+    except playwright_api.TimeoutError:
+        screenshot(page, "failed-notebook-far-region")
+        seen = page.evaluate("""(js) => { const r = wbPlot('gantt').model.x_range;
+            return [eval(js)('gantt').length, wbPlot('gantt').model.title.text, r.start, r.end,
+                    Bokeh.documents.length]; }""", DRAWN_JS)
+        pytest.fail(f"the detail view did not draw the {len(expected)} spans in view: {seen}; "
+                    f"console: {page.console_errors}")
+    rows = page.evaluate(DRAWN_JS, "gantt")
+    assert sorted((phase, p) for phase, p, _, _ in rows if phase in ("finish", "barrier_wait")) == sorted(
+        (s.name, s.partition) for s in expected if s.name in ("finish", "barrier_wait"))
+    assert ("finish", last.partition) in {(phase, p) for phase, p, _, _ in rows}
+    screenshot(page, "notebook-far-region")
+    assert not page.console_errors
+
+
+def test_a_box_over_the_whole_run_counts_every_span_not_only_those_loaded(page, trace):
+    loaded = len(page.evaluate(DRAWN_JS, "gantt"))
+    # A margin before the run's first span, so a box from the frame's edge holds all of it.
+    page.evaluate("() => { const pv = wbPlot('gantt_overview'); pv.model.toolbar.active_drag = "
+                  "pv.model.toolbar.tools.find(t => t.type === 'BoxSelectTool'); "
+                  "pv.model.x_range.start = -0.5; pv.el.scrollIntoView({block: 'center'}); }")
+    page.wait_for_function("() => Object.values(Bokeh.index).every(v => v.is_idle)")
+    frame = page.evaluate("""() => { const pv = wbPlot('gantt_overview');
+        const r = pv.canvas.el.getBoundingClientRect(), f = pv.frame.bbox;
+        return [r.left + f.left, r.left + f.right, r.top + f.top + f.height / 2]; }""")
+    left, right, y = frame
+    page.mouse.move(left + 1, y)
+    page.mouse.down()
+    page.mouse.move(right - 1, y + 10, steps=5)
+    page.mouse.up()
+    page.wait_for_function("() => window.wb && wb.stats && wb.stats.gantt", timeout=30_000)
+    stats = page.evaluate("() => wb.stats.gantt")
+    x0, x1 = stats["x0"], stats["x1"]
+    spans = overlapping(trace, x0, x1)
+    assert stats["spans"] == len(spans) == len(trace.spans) > loaded  # the box holds the whole run
+
+    def moves_bytes(s: Any) -> bool:
+        return isinstance(s.attrs.get("bytes"), int | float) and s.attrs["bytes"] > 0
+
+    copies = [s for s in spans if s.track.endswith(("/copy", "/memset")) or moves_bytes(s)]
+    assert stats["copies"] == len(copies) > 0
+    assert stats["bytes"] == sum(s.attrs.get("bytes", 0) for s in copies if moves_bytes(s))
+    kernels = sorted((s for s in spans if s.track == "gpu0/stream/17"), key=lambda s: s.start_ns)
+    t0, t1 = trace.meta["origin_ns"] + x0 * 1e9, trace.meta["origin_ns"] + x1 * 1e9
+    covered, reach = 0.0, t0
+    for s in kernels:  # the union of the stream's kernels within the box
+        a, b = max(s.start_ns, reach), min(s.end_ns, t1)
+        if b > a:
+            covered += b - a
+            reach = b
+    assert stats["lanes"]["gpu0 stream 17"] == len(kernels) > 0
+    assert stats["busy"]["gpu0 stream 17"] == pytest.approx(covered / (t1 - t0), rel=1e-6)
+    panel = page.evaluate("() => wbModel('gantt_range').text")
+    assert f"{len(spans):,} spans; {len(copies):,} copies" in panel
+    page.evaluate("""() => { const found = [];
+        const walk = v => { found.push(v); (v.child_views ?? []).forEach(walk); };
+        Object.values(Bokeh.index).forEach(walk);
+        found.find(v => v.model.name === 'gantt_range').el.scrollIntoView({block: 'end'}); }""")
+    screenshot(page, "notebook-range-statistics")
+    assert not page.console_errors
+
+
+def test_the_search_finds_a_partition_that_is_not_loaded_and_enter_goes_there(page, trace):
+    page.evaluate("() => wbPlot('gantt').model.x_range.setv({start: 0, end: 0.5})")
+    page.wait_for_function("(js) => eval(js)('gantt').every(r => r[2] <= 0.5)", arg=DRAWN_JS)
+    loaded = {p for _, p, _, _ in page.evaluate(DRAWN_JS, "gantt")}
+    last = max(trace.spans.partition.tolist())
+    wanted = [s for s in trace.iter_spans() if s.partition == last]
+    assert last not in loaded and wanted
+    search = page.locator(".bk-TextInput input").first
+    search.fill(f"partition {last}")
+    first = seconds(trace, min(s.start_ns for s in wanted))
+    page.wait_for_function(f"() => wbModel('gantt_matches').text.startsWith('{len(wanted)} matches, "
+                           f"first at {first:.6f} s')", timeout=30_000)
+    search.press("Enter")
+    page.wait_for_function("() => wbModel('gantt_matches').text.includes('showing')", timeout=30_000)
+    page.wait_for_function("([js, p]) => eval(js)('gantt').some(r => r[1] === p)", arg=[DRAWN_JS, last],
+                           timeout=30_000)
+    # The range's start and end arrive as two changes: wait for both.
+    page.wait_for_function("(t) => { const r = wbPlot('gantt').model.x_range; "
+                           "return r.start <= t && t <= r.end; }", arg=first, timeout=30_000)
+    page.evaluate("() => wbPlot('gantt').el.scrollIntoView({block: 'start'})")
+    screenshot(page, "notebook-search")
+    search.fill("")
+    page.wait_for_function("() => wbModel('gantt_matches').text === ''")
+    assert not page.console_errors

@@ -1,0 +1,6 @@
+// A notebook kernel's answer (answers.py) arrived in a panel's tags: draw it as a report's page
+// draws its own (js/stats.js, js/search.js).
+const r = cb_obj.tags[0];
+if (!r) return;
+if (what === "range") wb.showRange(name, cb_obj, lanes, r);
+else cb_obj.text = wb.matchesText(r);
