@@ -19,8 +19,8 @@ Each node started from the main thread is tied to this process as `ray.init()` t
 (a reaper ends them if this process dies); Ray's SIGTERM handler, which would end the
 process at once, is taken back out so that a stop signal still lets the sweep keep its runs.
 
-`ray.cluster_utils.Cluster` is Ray's own way to start nodes from Python (its test harness);
-Ray is imported here alone, and only when a cluster is started.
+`ray.cluster_utils.Cluster` is Ray's own way to start nodes from Python (its test harness).
+Ray is imported inside the functions alone: importing this module needs no Ray.
 """
 
 from __future__ import annotations
