@@ -99,8 +99,7 @@ def _record_key(r):
 
 def test_fleet_at_an_address_reads_what_is_read_here_and_leaves_the_cluster_running(unconnected, tmp_path):
     files = _fleet(tmp_path)
-    on_ray = read_fleet(files, FLEET_OPTIONS, parallel="ray", workers=2,
-                        address=unconnected.address)
+    on_ray = read_fleet(files, FLEET_OPTIONS, parallel="ray", workers=1, address=unconnected.address)
     here = read_fleet(files, FLEET_OPTIONS, parallel="serial")
     assert on_ray.parallel == f"ray (the Ray cluster at {unconnected.address})"
     assert not on_ray.interrupted and len(on_ray.records) == len(files) > 4
@@ -112,27 +111,34 @@ def test_fleet_at_an_address_reads_what_is_read_here_and_leaves_the_cluster_runn
 def test_fleet_stops_the_cluster_it_started_when_ctrl_c_ends_the_read(unconnected, tmp_path, monkeypatch):
     import workbench.ray_cluster as ray_cluster
 
-    stops = []
+    stops, cancelled = [], []
 
     class Started:  # the module's nodes, handed over as a cluster started for this read
         def shutdown(self) -> None:
             stops.append(ray.is_initialized())
 
+    def ctrl_c(*args, **kwargs):  # where Ctrl-C finds the reading: waiting for the tasks
+        raise KeyboardInterrupt
+
+    def cancel(ref, **kwargs):
+        cancelled.append(kwargs)
+        real_cancel(ref, **kwargs)
+
+    real_cancel = ray.cancel
     monkeypatch.setattr(ray_cluster, "start_here", lambda: LocalCluster(Started(), unconnected.address, 0.0))
+    monkeypatch.setattr(ray, "wait", ctrl_c)
+    monkeypatch.setattr(ray, "cancel", cancel)
     files = _fleet(tmp_path)
-
-    def ctrl_c_at_second(record, done, total) -> None:
-        if done == 2:
-            raise KeyboardInterrupt
-
-    read = read_fleet(files, FLEET_OPTIONS, parallel="ray", workers=1, on_record=ctrl_c_at_second)
-    assert read.interrupted and len(read.records) == 2 and read.files == len(files)
-    assert read.parallel == "ray"
+    read = read_fleet(files, FLEET_OPTIONS, parallel="ray", workers=2)
+    assert read.interrupted and read.records == () and read.files == len(files) and read.parallel == "ray"
+    assert cancelled == [{"force": True}] * 2  # the two tasks in flight ended, the others never sent
     assert stops == [False]  # stopped once, after this process left it
     assert not ray.is_initialized()
-    # Started here and stopped whole: the same path as a sweep's (its SIGINT test below).
-    read = read_fleet(files[:3], FLEET_OPTIONS, parallel="ray", workers=1)
-    assert read.parallel.startswith("ray (a local Ray cluster started for this read in ") and len(stops) == 2
+    # The same start and stop as a sweep's (whose SIGINT test below ends a real one), said so.
+    connection = ray_cluster.connect(purpose="this read")
+    assert connection.where.startswith("a local Ray cluster started for this read in ")
+    connection.close()
+    assert stops == [False, False] and not ray.is_initialized()
 
 
 def test_runs_land_on_both_nodes_a_failing_run_does_not_stop_the_others_and_results_equal_direct_runs(
