@@ -16,7 +16,8 @@ direct first in the next), so drift across the sitting falls on both columns ali
   starts and ends, the trace and proofs written into the folder, and on Ray a runner's start).
   The cell's wall is the driver's, from handing the grid over to getting the index back.
 - Directly: the same RunConfig (same seed) as `workbench run` runs it, a pipeline in this
-  process, its trace and proofs then written (`save s`, what `workbench run` also pays).
+  process, its trace and proofs then written (`save s`, what `workbench run` also pays),
+  then the pipeline let go (`free s`: its buffers freed, which the sweep's overhead holds).
 
 Per pair: the partitions/min of each run's trace (the run window, setup out), their ratio
 (sweep / direct), the run's own wall inside the sweep (its setup in), the scheduling overhead
@@ -30,6 +31,7 @@ a pair whose estimated time would pass it is not started, and is listed as skipp
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import shutil
@@ -121,7 +123,13 @@ def directly(config: Any, folder: Path, label: str) -> dict[str, Any]:
     output.write_text(folder / f"{label}.proofs.json", text)
     save_s = time.perf_counter() - saving
     summary = summarize(result.trace)
-    return {"run_wall_s": run_wall, "save_s": save_s, "seed": config.seed,
+    # Inside the sweep the run's pipeline is let go before the driver has the outcome (its
+    # device buffers and host memory freed, within the cell's wall): timed here too.
+    freeing = time.perf_counter()
+    del pipeline, result
+    gc.collect()
+    free_s = time.perf_counter() - freeing
+    return {"run_wall_s": run_wall, "save_s": save_s, "free_s": free_s, "seed": config.seed,
             "partitions": summary.partitions_done, "per_min": summary.throughput_per_min,
             "proofs": (folder / f"{label}.proofs.json").read_bytes()}
 
@@ -132,21 +140,22 @@ def pair_row(name: str, repeat: int, first: str, s: dict[str, Any], d: dict[str,
             "sweep_per_min": s["per_min"], "direct_per_min": d["per_min"],
             "ratio": s["per_min"] / d["per_min"] if d["per_min"] else float("nan"),
             "sweep_cell_wall_s": s["cell_wall_s"], "sweep_run_wall_s": s["run_wall_s"],
-            "direct_run_wall_s": d["run_wall_s"], "direct_save_s": d["save_s"],
+            "direct_run_wall_s": d["run_wall_s"], "direct_save_s": d["save_s"], "direct_free_s": d["free_s"],
             "overhead_s": overhead, "overhead_share": overhead / s["cell_wall_s"],
             "partitions": [s["partitions"], d["partitions"]], "seeds": [s["seed"], d["seed"]],
             "proofs_equal": bool(s["proofs"]) and s["proofs"] == d["proofs"], "proof_bytes": len(d["proofs"])}
 
 
 HEADER = (f"{'cell':<24} {'rep':>3} {'first':>6} {'sweep /min':>10} {'direct /min':>11} {'ratio':>6} "
-          f"{'cell wall s':>11} {'run wall s':>10} {'direct s':>8} {'save s':>6} {'overhead s':>10} "
-          f"{'share':>6} {'proofs':>6}")
+          f"{'cell wall s':>11} {'run wall s':>10} {'direct s':>8} {'save s':>6} {'free s':>6} "
+          f"{'overhead s':>10} {'share':>6} {'proofs':>6}")
 
 
 def line(r: dict[str, Any]) -> str:
     return (f"{r['cell']:<24} {r['repeat']:>3} {r['first']:>6} {r['sweep_per_min']:10.1f} "
             f"{r['direct_per_min']:11.1f} {r['ratio']:6.3f} {r['sweep_cell_wall_s']:11.2f} "
             f"{r['sweep_run_wall_s']:10.2f} {r['direct_run_wall_s']:8.2f} {r['direct_save_s']:6.3f} "
+            f"{r['direct_free_s']:6.3f} "
             f"{r['overhead_s']:10.3f} {r['overhead_share']:6.2%} "
             f"{'equal' if r['proofs_equal'] else 'DIFFER':>6}")
 
