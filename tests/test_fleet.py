@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from fleet_hosts import COPY_BYTES, LINK_GBPS, MIX, plant, plant_garbage
 
-from workbench.analysis.fleet import HostRecord, rank, unreadable
+from workbench.analysis.fleet import rank, unreadable
 from workbench.analysis.verdict import DiagnoseOptions
 from workbench.cli import main
 from workbench.fleet import FleetError, expand, read_fleet
@@ -251,23 +251,6 @@ def test_ray_asked_for_without_ray_names_the_extra(tmp_path, monkeypatch, capsys
         read_fleet([tmp_path / "x.log"], parallel="ray")
     assert main(["fleet", str(tmp_path), "--parallel", "serial", "--address", "ray://x:1"]) == 2
     assert "--address" in capsys.readouterr().err
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("WORKBENCH_TEST_RAY"), reason="starting a local Ray cluster takes "
-                    "about 50 s on the development machine: WORKBENCH_TEST_RAY=1 runs it")
-def test_on_ray_the_records_are_those_read_here(tmp_path):
-    pytest.importorskip("ray")
-    _small_fleet(tmp_path)
-    files = expand([tmp_path])
-    on_ray = read_fleet(files, OPTIONS, parallel="ray")
-    here = read_fleet(files, OPTIONS, parallel="serial")
-    assert on_ray.parallel.startswith("ray")
-
-    def key(r: HostRecord):
-        return r.host, r.bound, round(r.cost, 9), r.evidence
-
-    assert sorted(map(key, on_ray.records)) == sorted(map(key, here.records))
 
 
 def test_the_notebook_shows_the_table_and_hands_back_the_records(tmp_path, monkeypatch):

@@ -25,6 +25,8 @@ LAYERS: dict[str, tuple[int, int]] = {
     "config": (0, 0), "events": (0, 0), "clock": (0, 0),
     # C libraries built on first use and cached (the synthesis code, the recording shims)
     "compiled": (0, 0),
+    # Ray started or joined for whatever runs on it (a sweep's runs, a fleet's reads)
+    "ray_cluster": (0, 0),
     # layer 1: the recording, then the model and the prover, which record through it
     "trace": (1, 0),
     "model": (1, 1), "prover": (1, 1),

@@ -3,7 +3,10 @@ and a GPU, faked as a resource, on each; the CPU backend does the work): runs la
 nodes, `--exclusive-host` keeps every run alone on its node, a failing run does not stop the
 others, a stop keeps the finished runs, and every run's seed and proofs are those of the same
 cell run directly. Apart: `workbench sweep` as a command on a local cluster of its own,
-interrupted by SIGINT, keeps its finished runs and leaves no process of its cluster behind."""
+interrupted by SIGINT, keeps its finished runs and leaves no process of its cluster behind.
+`workbench fleet --parallel ray` joins and leaves clusters the same way (workbench/ray_cluster.py):
+on the module's nodes by address, and on a cluster it starts (the nodes again, handed over
+as if started for it), which it stops after a Ctrl-C too."""
 
 from __future__ import annotations
 
@@ -17,14 +20,17 @@ import uuid
 from pathlib import Path
 
 import pytest
+from fleet_hosts import COPY_BYTES, LINK_GBPS, plant, plant_garbage
 
 ray = pytest.importorskip(
     "ray", reason="Ray is not installed (the cluster extra: pip install 'workbench[cluster]')")
 
+from workbench.analysis.verdict import DiagnoseOptions  # noqa: E402
 from workbench.cli import main  # noqa: E402
+from workbench.fleet import expand, read_fleet  # noqa: E402
+from workbench.ray_cluster import ClusterStartError, LocalCluster, start  # noqa: E402
 from workbench.sweep import Driver, Listener, parse_grid, read_index  # noqa: E402
 from workbench.sweep.local import LocalExecutor  # noqa: E402
-from workbench.sweep.ray_cluster import ClusterStartError, start  # noqa: E402
 from workbench.sweep.ray_executor import RayExecutor, demand  # noqa: E402
 from workbench.trace import load  # noqa: E402
 
@@ -34,20 +40,39 @@ SMALL = {"backend": "cpu", "partitions": 3, "log2_constraints": 5}
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def nodes(tmp_path_factory):
+    """The module's two nodes, shared by every test here (a start costs 15-50 s on two cores)."""
     with pytest.MonkeyPatch.context() as patch:
         # The nodes' workers inherit this: the proving keys and native code this session built.
         patch.setenv("WORKBENCH_CACHE", str(tmp_path_factory.getbasetemp() / "srs-cache"))
         try:
-            nodes = start([{"num_cpus": 4, "num_gpus": 1}, {"num_cpus": 4, "num_gpus": 1}])
+            started = start([{"num_cpus": 4, "num_gpus": 1}, {"num_cpus": 4, "num_gpus": 1}])
         except ClusterStartError as err:
             pytest.skip(str(err))
-        ray.init(address=nodes.address, log_to_driver=False, logging_level="error")
         try:
-            yield {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+            yield started
         finally:
-            ray.shutdown()
-            nodes.stop()
+            started.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster(nodes):
+    """This process connected to the nodes (as a notebook that joined a cluster is); their ids."""
+    ray.init(address=nodes.address, log_to_driver=False, logging_level="error")
+    try:
+        yield {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture
+def unconnected(nodes):
+    """The nodes, this process not connected to them: the fleet's tests, which join and leave
+    the nodes themselves, come before the first test that asks for `cluster` (a connection
+    made in a test's teardown would outlive the test's own check that it left no thread)."""
+    assert not ray.is_initialized(), "run the tests that use `unconnected` before those that use `cluster`"
+    yield nodes
+    ray.shutdown()
 
 
 def sweep(tmp_path: Path, data: dict, executor=None, listener: Listener | None = None, name: str = "sweep"):
@@ -57,6 +82,63 @@ def sweep(tmp_path: Path, data: dict, executor=None, listener: Listener | None =
     if listener is not None:
         listener.driver = driver  # type: ignore[attr-defined]
     return out, driver.run(executor or RayExecutor())
+
+
+FLEET_OPTIONS = DiagnoseOptions(LINK_GBPS, COPY_BYTES)
+
+
+def _fleet(folder: Path) -> list[str]:
+    plant(folder, ("copy", "lock", "synth", "healthy"))
+    plant_garbage(folder)
+    return expand([folder])
+
+
+def _record_key(r):
+    return r.host, r.bound, round(r.cost, 9), r.evidence
+
+
+def test_fleet_at_an_address_reads_what_is_read_here_and_leaves_the_cluster_running(unconnected, tmp_path):
+    files = _fleet(tmp_path)
+    on_ray = read_fleet(files, FLEET_OPTIONS, parallel="ray", workers=1, address=unconnected.address)
+    here = read_fleet(files, FLEET_OPTIONS, parallel="serial")
+    assert on_ray.parallel == f"ray (the Ray cluster at {unconnected.address})"
+    assert not on_ray.interrupted and len(on_ray.records) == len(files) > 4
+    assert sorted(map(_record_key, on_ray.records)) == sorted(map(_record_key, here.records))
+    assert not ray.is_initialized()  # left as it found it: not connected
+    assert all(n.remaining_processes_alive() for n in unconnected.cluster.list_all_nodes())
+
+
+def test_fleet_stops_the_cluster_it_started_when_ctrl_c_ends_the_read(unconnected, tmp_path, monkeypatch):
+    import workbench.ray_cluster as ray_cluster
+
+    stops, cancelled = [], []
+
+    class Started:  # the module's nodes, handed over as a cluster started for this read
+        def shutdown(self) -> None:
+            stops.append(ray.is_initialized())
+
+    def ctrl_c(*args, **kwargs):  # where Ctrl-C finds the reading: waiting for the tasks
+        raise KeyboardInterrupt
+
+    def cancel(ref, **kwargs):
+        cancelled.append(kwargs)
+        real_cancel(ref, **kwargs)
+
+    real_cancel = ray.cancel
+    monkeypatch.setattr(ray_cluster, "start_here", lambda: LocalCluster(Started(), unconnected.address, 0.0))
+    monkeypatch.setattr(ray, "wait", ctrl_c)
+    monkeypatch.setattr(ray, "cancel", cancel)
+    files = _fleet(tmp_path)
+    read = read_fleet(files, FLEET_OPTIONS, parallel="ray", workers=2)
+    assert read.interrupted and read.records == () and read.files == len(files) and read.parallel == "ray"
+    assert cancelled == [{"force": True}] * 2  # the two tasks in flight ended, the others never sent
+    assert stops == [False]  # stopped once, after this process left it
+    assert not ray.is_initialized()
+    # The same start and stop as a sweep's (whose SIGINT test below ends a real one), said so.
+    connection = ray_cluster.connect(purpose="this read")
+    assert connection.where.startswith("a local Ray cluster started for this read in ")
+    connection.close()
+    assert stops == [False, False] and not ray.is_initialized()
 
 
 def test_runs_land_on_both_nodes_a_failing_run_does_not_stop_the_others_and_results_equal_direct_runs(
@@ -180,3 +262,4 @@ def test_ctrl_c_on_ray_keeps_finished_runs_names_the_cut_ones_and_stops_the_loca
         time.sleep(0.1)
         left = _tagged(f"WORKBENCH_TEST_TAG={tag}")
     assert not left, left
+

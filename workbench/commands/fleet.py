@@ -23,7 +23,8 @@ def register(commands: Any) -> None:
     fleet.add_argument("--parallel", choices=("process", "ray", "serial"), default="process",
                        help="process: a pool of processes on this machine (default); ray: tasks on Ray "
                             "(the cluster extra), at --address or on a local cluster; serial: one by one")
-    fleet.add_argument("--workers", type=int, metavar="N", help="processes of the pool (default: one a core)")
+    fleet.add_argument("--workers", type=int, metavar="N",
+                       help="processes of the pool (default: one a core); with --parallel ray, tasks at once")
     fleet.add_argument("--address", metavar="ADDR", help="Ray cluster to run on (with --parallel ray)")
     fleet.add_argument("--report", metavar="FILE", help="also write a self-contained HTML report")
     fleet.add_argument("--json", metavar="FILE", help="also write every host's record as JSON")

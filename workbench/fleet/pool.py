@@ -6,9 +6,11 @@ handed to `on_record` (a progress bar, a live table). Ctrl-C (KeyboardInterrupt,
 the parent or by `on_record`) stops the reading: tasks not yet started are cancelled, those
 running are ended, and what was read so far is returned, marked interrupted.
 
-Ray is optional (the `cluster` extra) and imported only for `parallel="ray"`: `address`
-joins a running cluster, none starts a local one for the read (and stops it after). The
-workers import `workbench`, so on a cluster it must be installed on every node.
+Ray is optional (the `cluster` extra) and imported only for `parallel="ray"`; it is started
+or joined as a sweep does it (workbench/ray_cluster.py): `address` joins a running cluster,
+none uses the cluster this process is connected to, else starts a local one for the read and
+stops it after, Ctrl-C included. The workers import `workbench`, so on a cluster it must be
+installed on every node.
 
 Contract: `read_fleet(files, options, parallel, workers, address, on_record) -> FleetRead`.
 """
@@ -44,7 +46,7 @@ class FleetRead:
     records: tuple[HostRecord, ...]  # in the order they finished
     files: int  # files asked for
     interrupted: bool
-    parallel: str  # how they were read: "process (2 workers)", "ray (address)", "serial"
+    parallel: str  # how they were read: "process pool (2 workers)", "ray (the Ray cluster at ADDR)", "serial"
     seconds: float
 
 
@@ -74,7 +76,8 @@ def read_fleet(
     how = "serial"
     try:
         if parallel == "ray":
-            how = _on_ray(paths, options, address, take)
+            how = "ray"  # what is said if a stop comes before Ray says where the read ran
+            how = _on_ray(paths, options, address, workers, take)
         elif parallel == "process" and count > 1:
             how = f"process pool ({count} workers)"
             _in_processes(paths, options, count, take)
@@ -153,33 +156,35 @@ def _stop(pool: ProcessPoolExecutor) -> None:
         manager.join(0.05)
 
 
-def _on_ray(paths: list[str], options: DiagnoseOptions, address: str | None,
+def _on_ray(paths: list[str], options: DiagnoseOptions, address: str | None, workers: int | None,
             take: Callable[[HostRecord], None]) -> str:
+    """Every file a task; `workers` caps the tasks in flight (so the worker processes Ray
+    starts for them, each importing the package), else Ray runs as many as it has cores."""
     try:
         import ray
     except ImportError:
         raise FleetError(f"--parallel ray needs Ray, which is not installed: {RAY_HINT}") from None
-    started_here = not ray.is_initialized()
-    if started_here:
-        try:
-            ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                     configure_logging=False)
-        except (ConnectionError, RuntimeError, ValueError) as err:
-            raise FleetError(f"cannot reach a Ray cluster at {address or 'a local start'}: "
-                             f"{str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__}"
-                             ) from None
-    task: Any = ray.remote(read_host)
-    pending = [task.remote(path, options) for path in paths]
+    from workbench.ray_cluster import RayUnreachable, connect
+
     try:
-        while pending:
-            done, pending = ray.wait(pending, num_returns=1)
-            for ref in done:
-                take(ray.get(ref))
-    except BaseException:
-        for ref in pending:
-            ray.cancel(ref, force=True)
-        raise
+        connection = connect(address, purpose="this read")
+    except RayUnreachable as err:
+        raise FleetError(str(err)) from None
+    try:
+        task: Any = ray.remote(read_host)
+        waiting = list(reversed(paths))
+        pending: list[Any] = []
+        try:
+            while waiting or pending:
+                while waiting and len(pending) < (workers or len(paths)):
+                    pending.append(task.remote(waiting.pop(), options))
+                done, pending = ray.wait(pending, num_returns=1)
+                for ref in done:
+                    take(ray.get(ref))
+        except BaseException:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            raise
     finally:
-        if started_here:
-            ray.shutdown()
-    return f"ray ({address or 'local cluster'})"
+        connection.close()
+    return f"ray ({connection.where})"

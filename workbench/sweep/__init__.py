@@ -1,6 +1,6 @@
 """Sweeps: a grid of run configurations (grid.py), each run in this process or on a Ray
 cluster's long-lived runners (local.py; ray_executor.py with ray_pool.py, ray_runner.py and,
-for a cluster started here, ray_cluster.py), its trace kept in one folder with an index
+for a cluster started here, workbench/ray_cluster.py), its trace kept in one folder with an index
 (index.py, run.py), and the folder read back as one table with spreads across repeats and the
 grid's what-if checks (study.py, text.py). Ray is optional and imported only where used."""
 

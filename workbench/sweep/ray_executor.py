@@ -1,6 +1,6 @@
 """The Ray executor: the runs spread over a cluster joined by address, or over a local one
-started for the sweep and shut down after (ray_cluster.py). Ray is imported here alone, and
-only when used.
+started for the sweep and shut down after (workbench/ray_cluster.py, which fleets use too).
+Ray is imported here alone, and only when used.
 
 What a run asks of the scheduler: a GPU run one GPU per GPU it drives (`gpus`); every run the
 cores its threads keep busy (synthesis threads, GPU workers, host-load threads), capped at the
@@ -19,13 +19,13 @@ trace) and waits a while for them.
 
 from __future__ import annotations
 
-import logging
 import time
 import uuid
 from collections import deque
 from typing import Any
 
 from workbench.config import RunConfig
+from workbench.ray_cluster import Connection
 from workbench.sweep.cell import CUT_SHORT, FAILED, CellOutcome
 from workbench.sweep.grid import Cell
 from workbench.sweep.ray_pool import Pool, Shape, Slot
@@ -60,10 +60,6 @@ def demand(config: RunConfig, node_cpus: float, gpus_in_cluster: bool) -> dict[s
             "num_gpus": float(config.gpus) if wants_gpu else 0.0}
 
 
-def _first_line(err: BaseException) -> str:
-    return (str(err).strip().splitlines() or [type(err).__name__])[0]
-
-
 class RayExecutor:
     name = "ray"
 
@@ -72,8 +68,7 @@ class RayExecutor:
         self.address = address
         self.exclusive_host = exclusive_host
         self.stop_grace_s = stop_grace_s
-        self._owns = False
-        self._cluster: Any = None  # the local cluster started for the sweep
+        self._connection: Connection | None = None  # the cluster joined, or started, for the sweep
         self.nodes: dict[str, dict[str, float]] = {}
         self._notes: list[str] | None = None
 
@@ -82,46 +77,27 @@ class RayExecutor:
         may set its signal handlers, before the sweep's thread runs)."""
         import ray
 
+        from workbench.ray_cluster import RayUnreachable, connect
+
         if self._notes is not None:
             return self._notes
-        if ray.is_initialized():
-            where = "the Ray cluster this process is connected to"
-        else:
-            where = f"the Ray cluster at {self.address}" if self.address else "a local Ray cluster"
-            try:
-                if self.address is None:
-                    from workbench.sweep.ray_cluster import start_here
-
-                    self._cluster = start_here()
-                ray.init(address=self.address or self._cluster.address, logging_level=logging.ERROR,
-                         log_to_driver=False)
-            except Exception as err:  # a cluster that cannot be reached or a node that did not start
-                self._stop_cluster()
-                raise ExecutorUnavailable(f"cannot start or join {where}: {_first_line(err)} (--local runs "
-                                          "the cells here without Ray)") from None
-            self._owns = True
-            if self._cluster is not None:
-                where = f"a local Ray cluster started for this sweep in {self._cluster.started_s:.0f} s"
+        try:
+            self._connection = connect(self.address, purpose="this sweep")
+        except RayUnreachable as err:
+            raise ExecutorUnavailable(f"{err} (--local runs the cells here without Ray)") from None
         self.nodes = {n["NodeID"]: dict(n["Resources"]) for n in ray.nodes() if n.get("Alive")}
         cpus = sum(r.get("CPU", 0) for r in self.nodes.values())
         gpus = sum(r.get("GPU", 0) for r in self.nodes.values())
         placement = ", each run alone on its host" if self.exclusive_host else ""
-        self._notes = [f"on {where}: {len(self.nodes)} nodes, {cpus:g} CPUs, {gpus:g} GPUs{placement}"]
+        self._notes = [f"on {self._connection.where}: {len(self.nodes)} nodes, {cpus:g} CPUs, {gpus:g} GPUs"
+                       f"{placement}"]
         return self._notes
 
     def close(self) -> None:
-        if self._owns:
-            import ray
-
-            ray.shutdown()
-            self._owns = False
-        self._stop_cluster()
+        if self._connection is not None:
+            connection, self._connection = self._connection, None
+            connection.close()
         self._notes = None
-
-    def _stop_cluster(self) -> None:
-        if self._cluster is not None:
-            cluster, self._cluster = self._cluster, None
-            cluster.stop()
 
     # -- scheduling ---------------------------------------------------------------------------
     def execute(self, runs: list[Cell], keep_proofs: bool, driver: Driver) -> None:

@@ -1,5 +1,8 @@
-"""A Ray cluster started on this machine for a sweep (one node: every core, the GPUs found) or
-for the tests (nodes with faked GPUs), and shut down after: nothing of it outlives `stop()`.
+"""Ray, for whatever in the workbench runs on it (a sweep's runs, a fleet's reads): `connect`
+joins a cluster by address (or the one this process is connected to already), or starts one
+on this machine (one node: every core, the GPUs found) and, on `close()`, shuts down what it
+started and nothing else. The tests start nodes with faked GPUs (`start`). Nothing of a
+cluster started here outlives `stop()`, Ctrl-C during its start included.
 
 Why not `ray.init()`: each node's raylet gives its dashboard agent a fixed 15 s to report the
 port it bound, and then aborts; and a node gets a fixed 30 s to register. A loaded machine
@@ -16,13 +19,14 @@ Each node started from the main thread is tied to this process as `ray.init()` t
 (a reaper ends them if this process dies); Ray's SIGTERM handler, which would end the
 process at once, is taken back out so that a stop signal still lets the sweep keep its runs.
 
-`ray.cluster_utils.Cluster` is Ray's own way to start nodes from Python (its test harness);
-Ray is imported here alone, and only when a cluster is started.
+`ray.cluster_utils.Cluster` is Ray's own way to start nodes from Python (its test harness).
+Ray is imported inside the functions alone: importing this module needs no Ray.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import socket
@@ -38,6 +42,10 @@ AGENT_PORTS = ("metrics_agent_port", "metrics_export_port", "dashboard_agent_lis
 
 class ClusterStartError(RuntimeError):
     pass
+
+
+class RayUnreachable(RuntimeError):
+    """No cluster at the address, or none could be started here; the message is one line."""
 
 
 def _free_port() -> int:
@@ -116,12 +124,14 @@ def start(nodes: list[dict[str, Any]], attempts: int = ATTEMPTS) -> LocalCluster
                 cluster.add_node(**_node_args(node, head=False))
             cluster.wait_for_nodes(timeout=120)
             return LocalCluster(cluster, cluster.address, time.perf_counter() - began, attempt)
-        except Exception as err:  # a node that missed Ray's fixed wait: stop what started, again
-            said = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        except BaseException as err:  # a node that missed Ray's fixed wait: stop what started, again
             _end_failed(err)
             if cluster is not None:
                 with contextlib.suppress(Exception):  # the next attempt or the error below says it
                     cluster.shutdown()
+            if not isinstance(err, Exception):  # Ctrl-C while the nodes start: none is left behind
+                raise
+            said = first_line(err)
         finally:
             if main and handler is not None:
                 signal.signal(signal.SIGTERM, handler)
@@ -133,3 +143,54 @@ def start(nodes: list[dict[str, Any]], attempts: int = ATTEMPTS) -> LocalCluster
 def start_here() -> LocalCluster:
     """One node: this machine's cores and GPUs."""
     return start([{"num_cpus": os.cpu_count() or 1, "num_gpus": local_gpus()}])
+
+
+def first_line(err: BaseException) -> str:
+    return (str(err).strip().splitlines() or [type(err).__name__])[0]
+
+
+@dataclass
+class Connection:
+    """This process's hold on a cluster; `close()` undoes what `connect` did, no more."""
+
+    where: str  # in words, for the notes: "the Ray cluster at ADDR", "a local Ray cluster started ..."
+    joined: bool  # ray.init was called here (else this process was connected already)
+    cluster: LocalCluster | None = None  # the one started here
+
+    def close(self) -> None:
+        if self.joined:
+            import ray
+
+            self.joined = False
+            ray.shutdown()
+        if self.cluster is not None:
+            cluster, self.cluster = self.cluster, None
+            cluster.stop()
+
+
+def connect(address: str | None = None, purpose: str = "this run") -> Connection:
+    """Join the cluster at `address`; without one, the cluster this process is connected to,
+    else one started here for `purpose` (stopped by `close()`). Raises RayUnreachable in one
+    line; whatever stops it (Ctrl-C too) leaves no cluster of its own running."""
+    import ray
+
+    if ray.is_initialized():
+        return Connection("the Ray cluster this process is connected to", joined=False)
+    where = f"the Ray cluster at {address}" if address else "a local Ray cluster"
+    cluster: LocalCluster | None = None
+    try:
+        if address is None:
+            cluster = start_here()
+        ray.init(address=address if cluster is None else cluster.address, logging_level=logging.ERROR,
+                 log_to_driver=False)
+    except BaseException as err:
+        if ray.is_initialized():
+            ray.shutdown()
+        if cluster is not None:
+            cluster.stop()
+        if not isinstance(err, Exception):
+            raise
+        raise RayUnreachable(f"cannot start or join {where}: {first_line(err)}") from None
+    if cluster is not None:
+        where = f"a local Ray cluster started for {purpose} in {cluster.started_s:.0f} s"
+    return Connection(where, joined=True, cluster=cluster)
