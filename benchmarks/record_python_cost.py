@@ -1,6 +1,7 @@
 """Slowdown of a lock-heavy Python program under `workbench record`, and what it is made of.
 
-    python benchmarks/record_python_cost.py [--repeats 5] [--locks all|contended|none] [--scale X] [--only KIND...] [--wall]
+    python benchmarks/record_python_cost.py [--repeats 5] [--locks all|contended|none]
+        [--scale X] [--only KIND...] [--wall] [--json FILE]
 
 Three workloads of ours, each run by this Python plain and recorded (the lock shim preloaded,
 the recorder draining the ring alongside), alternating, each timing itself:
@@ -17,7 +18,8 @@ Times are the program's CPU time (all its threads) by default: on a shared machi
 time mostly measures the other jobs; `--wall` on a quiet one. For each: the slowdown of the
 median, the intercepted lock calls per run (a lock and an unlock for each hold, recorded or
 counted unrecorded by the shim, plus condition and semaphore waits), the cost per call that
-would explain the slowdown, and the ratio of the slowdown to the 3 % target. Calls made before
+would explain the slowdown, and the ratio of the slowdown to the 3 % target; also the
+slowdown between the fastest run of each (the least disturbed by other jobs). Calls made before
 the program's timed part (the interpreter's start) are counted too, so `loop`'s are not in
 its time.
 """
@@ -135,12 +137,15 @@ def main() -> None:
             events = statistics.median(2 * (c["lock holds"] + c["unrecorded holds"]) + c["condition waits"]
                                        + c["semaphore waits"] for c in counts)
             slowdown = r / p - 1
+            best = min(rec) / min(base) - 1  # the least disturbed runs, on a shared machine
             per_event = (r - p) * 1e9 / events if events else float("nan")
             results[kind] = {"n": n, "plain_s": base, "recorded_s": rec, "slowdown": round(slowdown, 4),
+                             "slowdown_best": round(best, 4),
                              "lock_calls_per_run": events, "ns_per_call": round(per_event, 1),
                              "counts": counts[-1], "vs_target": round(slowdown / TARGET, 2)}
             print(f"{kind:8s} n={n:<9d} plain {p * 1e3:9.2f} ms  recorded {r * 1e3:9.2f} ms  "
-                  f"slowdown {slowdown * 100:+7.2f} % (ratio to the 3 % target {slowdown / TARGET:6.2f})  "
+                  f"slowdown {slowdown * 100:+7.2f} % (ratio to the 3 % target {slowdown / TARGET:6.2f}; "
+                  f"best runs {best * 100:+6.2f} %)  "
                   f"{events:>9.0f} lock calls a run, {per_event:7.1f} ns a call  {counts[-1]}", flush=True)
     print(f"locks={args.locks} repeats={args.repeats} times={'wall' if args.wall else 'CPU'} "
           f"load average {os.getloadavg()[0]:.1f} on "

@@ -135,6 +135,8 @@ def test_contended_locks_by_default_complete_and_uncontended_ones_left_out(
     assert all(a[1] <= b[0] for a, b in pairwise(holds))
     for wait, hold in zip(waits, holds[1::2], strict=True):  # each wait ends as thread 1's hold begins
         assert wait[1] == hold[0]
+    for before, wait in zip(holds[0::2], waits, strict=True):  # and began while thread 0 held it
+        assert before[0] < wait[0] < before[1]
     # The mutex nobody else wanted is not in the trace, and the notes say what was left out.
     assert not trace.span_mask(track=quiet).any()
     record_meta = trace.meta["record"]

@@ -42,6 +42,7 @@ static int (*real_sem_timedwait)(sem_t *, const struct timespec *);
 static _Atomic int wb_state; /* 0 not started, 1 resolving, 2 ready */
 static WB_TLS int wb_guard;
 static WB_TLS uint32_t wb_tid;
+static WB_TLS uint32_t unsent; /* holds not sent (contended mode), not yet added to the ring's count */
 static pthread_key_t unsent_key; /* its destructor counts a thread's unsent holds (below) */
 static void flush_unsent(void *unused);
 
@@ -108,6 +109,7 @@ static uint64_t stamp_ns(uint64_t at, uint64_t now_ns) { (void)now_ns; return at
 static void after_fork(void) {
     wb_pid = (uint32_t)getpid();
     wb_tid = 0; /* the forking thread has a new id in the child */
+    unsent = 0; /* the parent counts those */
 }
 
 static void *next_symbol(const char *name, const char *version) {
@@ -229,7 +231,6 @@ static void mark_contended(const void *m) {
 struct wb_held { pthread_mutex_t *m; uint64_t since; uint16_t flags; uint8_t sent, stamped; };
 static WB_TLS struct wb_held held[WB_HELD];
 static WB_TLS int held_count, held_over;
-static WB_TLS uint32_t unsent;
 
 static inline int held_find(const pthread_mutex_t *m) {
     for (int i = held_count - 1; i >= 0; i--)
