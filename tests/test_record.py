@@ -137,6 +137,10 @@ def test_contended_locks_by_default_complete_and_uncontended_ones_left_out(
         assert wait[1] == hold[0]
     for before, wait in zip(holds[0::2], waits, strict=True):  # and began while thread 0 held it
         assert before[0] < wait[0] < before[1]
+    # Each wait of thread 1's on its semaphore is there; the semaphore had at once is not.
+    sems = [s[2]["semaphore"] for s in spans_on(trace, f"os/thread/{tid1}", "sem_wait")]
+    assert sems.count(said["go_sem"]) == int(said["sem_blocked"]) == rounds
+    assert not spans_on(trace, f"os/thread/{tid0}", "sem_wait")
     # The mutex nobody else wanted is not in the trace, and the notes say what was left out.
     assert not trace.span_mask(track=quiet).any()
     record_meta = trace.meta["record"]
@@ -153,6 +157,9 @@ def test_all_locks_and_no_locks(program: Path, tmp_path: Path, capfd: pytest.Cap
     assert len(spans_on(trace, quiet, "hold")) == int(said["quiet_locks"]) == 12
     assert not spans_on(trace, quiet, "wait")  # always had at once
     assert len(spans_on(trace, gpu, "wait")) == int(said["contended"]) == 4
+    spare = [s for s in spans_on(trace, f"os/thread/{said['tid0']}", "sem_wait")
+             if s[2]["semaphore"] == said["spare_sem"]]
+    assert len(spare) == 12  # had at once, but recorded: every call
     assert trace.meta["record"]["unrecorded_holds"] == 0
     assert not any("--locks" in n for n in trace.meta["record"]["notes"])
 

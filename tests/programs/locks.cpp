@@ -3,9 +3,10 @@
 // of a std::mutex and a std::condition_variable every round, and mark each round and each
 // hold with NVTX ranges. It prints what it did, so a test can check the recording against it.
 //
-// `handoff`: each round thread 0 takes the gpu mutex, waits until thread 1 is asleep in its
-// own lock call of it (the kernel says so), then hands it over; thread 0 also takes a mutex of
-// its own ("quiet") three times a round, which nobody else ever wants.
+// `handoff`: each round thread 1 first sleeps on a semaphore ("go") until thread 0 posts it,
+// then thread 0 takes the gpu mutex, waits until thread 1 is asleep in its own lock call of it
+// (the kernel says so), then hands it over; thread 0 also takes a mutex of its own ("quiet")
+// and a semaphore of its own ("spare", posted first) three times a round, which never wait.
 //
 //   locks ROUNDS [ok | exit:N | abort | nolock | handoff]
 #include <atomic>
@@ -18,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <semaphore.h>
 #include <unistd.h>
 #include <sys/syscall.h>
 #ifdef WB_NVTX
@@ -87,7 +89,8 @@ static void worker(int id) {
 static std::mutex quiet;
 static std::atomic<int> stage{0}, finished{0};
 static std::atomic<long> taker_tid{0};
-static int contended = 0, quiet_locks = 0;
+static int contended = 0, quiet_locks = 0, sem_blocked = 0;
+static sem_t go, spare;
 
 static bool asleep(long tid) {
     std::ifstream stat("/proc/self/task/" + std::to_string(tid) + "/stat");
@@ -101,11 +104,15 @@ static void holder() {
     tids[0] = syscall(SYS_gettid);
     for (int r = 0; r < rounds; r++) {
         while (finished.load() < r) {}
+        auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (!asleep(taker_tid.load()) && std::chrono::steady_clock::now() < give_up) {}
+        if (asleep(taker_tid.load())) sem_blocked++;  // thread 1 sleeps in sem_wait(go)
+        sem_post(&go);
         gpu.lock();
         gpu_locks[0]++;
         stage.store(2 * r + 1);
         while (stage.load() != 2 * r + 2) {}
-        auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
         while (!asleep(taker_tid.load()) && std::chrono::steady_clock::now() < give_up) {}
         if (asleep(taker_tid.load())) contended++;  // thread 1 sleeps in its lock call: it waits for this hold
         spin_us(300);
@@ -113,6 +120,8 @@ static void holder() {
         for (int k = 0; k < 3; k++) {
             std::lock_guard<std::mutex> mine(quiet);
             quiet_locks++;
+            sem_post(&spare);
+            sem_wait(&spare);  // posted just before: had at once
         }
     }
 }
@@ -121,6 +130,7 @@ static void taker() {
     tids[1] = syscall(SYS_gettid);
     taker_tid.store(tids[1]);
     for (int r = 0; r < rounds; r++) {
+        sem_wait(&go);
         while (stage.load() != 2 * r + 1) {}
         stage.store(2 * r + 2);
         gpu.lock();
@@ -131,6 +141,8 @@ static void taker() {
 }
 
 static int run_handoff() {
+    sem_init(&go, 0, 0);
+    sem_init(&spare, 0, 0);
     std::thread b(taker);
     while (!taker_tid.load()) {}
     std::thread a(holder);
@@ -139,6 +151,7 @@ static int run_handoff() {
     std::printf("gpu_mutex=%p quiet_mutex=%p\n", (void *)gpu.native_handle(), (void *)quiet.native_handle());
     std::printf("tid0=%ld tid1=%ld gpu_locks0=%d gpu_locks1=%d\n", tids[0], tids[1], gpu_locks[0], gpu_locks[1]);
     std::printf("contended=%d quiet_locks=%d rounds=%d\n", contended, quiet_locks, rounds);
+    std::printf("go_sem=%p spare_sem=%p sem_blocked=%d\n", (void *)&go, (void *)&spare, sem_blocked);
     return 0;
 }
 
