@@ -2,10 +2,12 @@
    NVTX injection library): pthread mutexes, condition variables and semaphores, and, when
    built with the NVTX headers (WB_NVTX), NVTX ranges, marks, domains and resource names.
 
-   Each intercepted call adds one or two fixed events to the ring (ring.h): a lock's acquire
+   Each recorded call adds one or two fixed events to the ring (ring.h): a lock's acquire
    (call start, acquired), its release (taken before the real unlock, so the release of one
    holder is in the ring before the acquire of the next), a condition wait (the mutex released
-   at its start and re-acquired at its end) and a semaphore wait.
+   at its start and re-acquired at its end) and a semaphore wait. Which calls are recorded is
+   the lock mode's choice (WORKBENCH_RECORD_LOCKS, below): by default a mutex nobody waits
+   for sends nothing.
 
    The real functions are found with dlsym(RTLD_NEXT) on first use, from whichever comes
    first: this library's constructor or a lock taken by another library's static initialiser
@@ -59,8 +61,8 @@ static inline uint32_t tid(void) {
      the ring's header (`unrecorded`), not sent. Condition waits, and semaphore waits that had to
      wait, always;
    - none: no lock, condition or semaphore at all.
-   An uncontended lock then costs a trylock, a look-up in the set of contended mutexes, one
-   clock reading and an entry on the thread's own stack of held mutexes: no write to the ring. */
+   An uncontended lock then costs a trylock, a look-up in the set of contended mutexes, a
+   time-stamp reading and an entry on the thread's own stack of held mutexes: no ring write. */
 enum { LOCKS_ALL, LOCKS_CONTENDED, LOCKS_NONE };
 static int wb_locks = LOCKS_CONTENDED;
 
