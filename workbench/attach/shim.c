@@ -307,7 +307,8 @@ static inline void releasing(pthread_mutex_t *m, uint16_t flags) {
         return;
     }
     struct wb_held h = held[i];
-    memmove(&held[i], &held[i + 1], (size_t)(held_count - i - 1) * sizeof h);
+    if (WB_UNLIKELY(i != held_count - 1)) /* released out of order */
+        memmove(&held[i], &held[i + 1], (size_t)(held_count - i - 1) * sizeof h);
     held_count--;
     if (held_find(m) >= 0) return; /* an inner hold of a recursive mutex */
     if (!h.sent && !is_contended(m)) {
