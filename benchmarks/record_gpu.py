@@ -1,6 +1,7 @@
 """`workbench record` on the GPU machine: a CUDA program of ours and a PyTorch training loop.
 
-    python benchmarks/record_gpu.py --out DIR [--quick]
+    python benchmarks/record_gpu.py --out DIR [--quick] [--stages slowdown ...] [--reps N]
+        [--steps N] [--variants plain contended none all] [--no-cuda-loop] [--deadline-s S]
 
 1. tests/programs/cuda_work.cu, built with nvcc and recorded: the kernels, copies (by memory
    kind) and memsets in the trace against the counts the program prints of itself; whether
@@ -10,7 +11,11 @@
    NVTX ranges, in a second run of the same seeded steps (two CUPTI clients cannot share one
    process, so the profiler's run is another run of the same program).
 3. Slowdown: the CUDA program's loop time and the training loop's step time, plain against
-   recorded, alternating, medians.
+   recorded, alternating, medians. The training loop runs plain and recorded under each
+   `--locks` mode named in `--variants` (`none`: CUDA activity and NVTX alone), in turn, each
+   `--reps` times; for each recorded run, the lock holds, waits and condition waits inside its
+   timed steps (per step) and the mutexes held most often there. `--deadline-s`: no new run
+   starts after that many seconds of the stage, and results are written after every run.
 
 Results go to DIR/record_gpu.json and are printed; every stage runs even if one before failed.
 """
@@ -47,15 +52,16 @@ def said(text: str) -> dict[str, float]:
     return {k: float(v) for k, v in re.findall(r"(\w+)=([0-9.]+)", text)}
 
 
-def recorded(argv: list[str], shims: Any) -> tuple[Any, str, list[tuple[float, int]]]:
+def recorded(argv: list[str], shims: Any, locks: str = "contended",
+             poll: bool = True) -> tuple[Any, str, list[tuple[float, int]]]:
     """(trace, the program's stdout, (seconds, kernel spans in the recorder) while it ran)."""
-    session = Session(argv, shims)
+    session = Session(argv, shims, locks=locks)
     seen: list[tuple[float, int]] = []
     with tempfile.TemporaryFile("w+") as out:
         began = time.monotonic()
         session.start(stdout=out)
         assert session.process is not None
-        while session.process.poll() is None:
+        while poll and session.process.poll() is None:
             kernels = sum(1 for row in list(session.recorder.spans) if tr.parse(row[0]).kind == tr.KERNELS)
             seen.append((round(time.monotonic() - began, 3), kernels))
             time.sleep(0.05)
@@ -91,6 +97,31 @@ def counts(trace: Any, inside: str | None = None, last: int = 0) -> dict[str, An
     return dict(found)
 
 
+def in_steps(trace: Any, steps: int) -> dict[str, Any]:
+    """Lock spans inside the last `steps` NVTX ranges `step`, per step, and the mutexes held
+    most often there."""
+    import numpy as np
+
+    spans, text = trace.spans, trace.strings.values
+    names = np.array([text[n] for n in spans.name.tolist()], dtype=object)
+    tracks = np.array([text[t] for t in spans.track.tolist()], dtype=object)
+    is_step = (names == "step") & np.array([t.startswith("thread/") for t in tracks], dtype=bool)
+    order = np.argsort(spans.start_ns[is_step], kind="stable")[-steps:]
+    starts, ends = spans.start_ns[is_step][order], spans.end_ns[is_step][order]
+    at = np.searchsorted(starts, spans.start_ns, side="right") - 1
+    inside = (at >= 0) & (spans.start_ns <= ends[np.maximum(at, 0)]) if len(starts) else at > len(at)
+    ranges = starts
+    codes = rl.span_roles(trace)
+    roles = np.array(rl.ROLE_NAMES, dtype=object)[codes]
+    n = max(len(ranges), 1)
+    found = {f"{r}_per_step": round(float((inside & (roles == r)).sum()) / n, 1)
+             for r in ("lock_hold", "lock_wait", "cond_wait", "kernel", "launch")}
+    held = Counter(tracks[inside & (roles == "lock_hold")].tolist())
+    found["most_held"] = [(k, round(v / n, 1)) for k, v in held.most_common(5)]
+    found["steps"] = len(ranges)
+    return found
+
+
 def stage(name: str, run: Any) -> None:
     began = time.monotonic()
     try:
@@ -105,7 +136,18 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, default=Path("."))
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--stages", nargs="*", default=["build", "cuda_counts", "torch_counts", "slowdown"])
+    parser.add_argument("--reps", type=int, default=0,
+                        help="training loop runs of each variant (default 2 --quick, 5)")
+    parser.add_argument("--steps", type=int, default=0, help="timed steps a run (default 100 --quick, 300)")
+    parser.add_argument("--variants", nargs="*", default=["plain", "contended"],
+                        help="plain and the --locks modes to record the training loop under")
+    parser.add_argument("--no-cuda-loop", action="store_true", help="slowdown: the training loop only")
+    parser.add_argument("--deadline-s", type=float, default=1e9)
+    parser.add_argument("--program", type=Path, default=ROOT / "benchmarks" / "torch_step.py",
+                        help="the training loop (its `plain STEPS` prints step_ms=)")
     args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp())
     shims = build_shims()
     results["shims"] = {"locks": str(shims.locks), "nvtx": shims.nvtx, "cupti": str(shims.cupti),
@@ -120,7 +162,8 @@ def main() -> None:
                               capture_output=True, text=True, timeout=120)
         return {"rc": done.returncode, "stderr": done.stderr[-500:]}
 
-    stage("build", build)
+    if "build" in args.stages or not args.no_cuda_loop:
+        stage("build", build)
 
     def cuda_counts() -> dict[str, Any]:
         trace, out, seen = recorded([str(exe), "50"], shims)
@@ -133,8 +176,9 @@ def main() -> None:
                 "kernel_spans_while_running": running[-5:], "polls": len(seen),
                 "verdict": diagnose(trace).headline}
 
-    stage("cuda_counts", cuda_counts)
-    step = ROOT / "benchmarks" / "torch_step.py"
+    if "cuda_counts" in args.stages:
+        stage("cuda_counts", cuda_counts)
+    step = args.program
     steps = 5
 
     def torch_counts() -> dict[str, Any]:
@@ -149,34 +193,61 @@ def main() -> None:
         return {"profiler": profiler, "recorded_in_timed_steps": counts(trace, inside="step", last=steps),
                 "recorded_all": counts(trace), "record": trace.meta["record"], "program": out.strip()}
 
-    stage("torch_counts", torch_counts)
+    if "torch_counts" in args.stages:
+        stage("torch_counts", torch_counts)
+
+    def save() -> None:
+        (args.out / "record_gpu.json").write_text(json.dumps(results, indent=1, default=str))
 
     def slowdown() -> dict[str, Any]:
+        began = time.monotonic()
         reps = 3 if args.quick else 5
-        loop: dict[str, list[float]] = {"plain": [], "recorded": []}
-        for _ in range(reps):
-            plain = subprocess.run([str(exe), "400"], capture_output=True, text=True, timeout=120,
-                                   check=True)
-            loop["plain"].append(said(plain.stdout)["loop_ms"])
-            _, out, _ = recorded([str(exe), "400"], shims)
-            loop["recorded"].append(said(out)["loop_ms"])
-        torch_ms: dict[str, list[float]] = {"plain": [], "recorded": []}
-        torch_steps = "100" if args.quick else "300"
-        for _ in range(2):
-            plain = subprocess.run([sys.executable, str(step), "plain", torch_steps], capture_output=True,
-                                   text=True, timeout=180, check=True)
-            torch_ms["plain"].append(said(plain.stdout)["step_ms"])
-            _, out, _ = recorded([sys.executable, str(step), "plain", torch_steps], shims)
-            torch_ms["recorded"].append(said(out)["step_ms"])
-        out_ = {}
-        for name, runs in (("cuda_work_loop_ms", loop), ("torch_step_ms", torch_ms)):
-            p, r = statistics.median(runs["plain"]), statistics.median(runs["recorded"])
-            out_[name] = {**runs, "slowdown": round(r / p - 1, 4)}
+        out_: dict[str, Any] = {}
+        results["slowdown_partial"] = out_
+        if not args.no_cuda_loop:
+            loop: dict[str, list[float]] = {"plain": [], "recorded": []}
+            for _ in range(reps):
+                plain = subprocess.run([str(exe), "400"], capture_output=True, text=True, timeout=120,
+                                       check=True)
+                loop["plain"].append(said(plain.stdout)["loop_ms"])
+                _, out, _ = recorded([str(exe), "400"], shims, poll=False)
+                loop["recorded"].append(said(out)["loop_ms"])
+            p, r = statistics.median(loop["plain"]), statistics.median(loop["recorded"])
+            out_["cuda_work_loop_ms"] = {**loop, "slowdown": round(r / p - 1, 4)}
+        torch_steps = args.steps or (100 if args.quick else 300)
+        torch_ms: dict[str, list[float]] = {v: [] for v in args.variants}
+        detail: dict[str, list[Any]] = {v: [] for v in args.variants if v != "plain"}
+        out_["torch_step_ms"] = torch_ms
+        out_["torch_steps"] = torch_steps
+        out_["torch_in_steps"] = detail
+        argv = [sys.executable, str(step), "plain", str(torch_steps)]
+        for _ in range(args.reps or (2 if args.quick else 5)):
+            for variant in args.variants:
+                if time.monotonic() - began > args.deadline_s:  # plain and the first variant go first
+                    out_["stopped"] = f"deadline of {args.deadline_s} s"
+                    break
+                if variant == "plain":
+                    done = subprocess.run(argv, capture_output=True, text=True, timeout=180, check=True)
+                    torch_ms["plain"].append(said(done.stdout)["step_ms"])
+                else:
+                    trace, out, _ = recorded(argv, shims, locks=variant, poll=False)
+                    torch_ms[variant].append(said(out)["step_ms"])
+                    record = trace.meta["record"]
+                    detail[variant].append({**in_steps(trace, torch_steps), "counts": record["counts"],
+                                            "unrecorded_holds": record["unrecorded_holds"],
+                                            "dropped": record["dropped"]})
+                save()
+        if torch_ms.get("plain"):
+            p = statistics.median(torch_ms["plain"])
+            out_["torch_slowdown"] = {v: round(statistics.median(ms) / p - 1, 4)
+                                      for v, ms in torch_ms.items() if v != "plain" and ms}
+            out_["torch_vs_target"] = {v: round(d / 0.03, 2) for v, d in out_["torch_slowdown"].items()}
         return out_
 
-    stage("slowdown", slowdown)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "record_gpu.json").write_text(json.dumps(results, indent=1, default=str))
+    if "slowdown" in args.stages:
+        stage("slowdown", slowdown)
+    results.pop("slowdown_partial", None)
+    save()
     os.sync()
 
 

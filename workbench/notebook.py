@@ -169,13 +169,15 @@ def run(save: str | Path | bool = False, progress: bool = True, **settings: Any)
     return record
 
 
-def record(command: Sequence[str], save: str | Path | bool = False, cuda: bool = True) -> LiveRecording:
+def record(command: Sequence[str], save: str | Path | bool = False, cuda: bool = True,
+           locks: str = "contended") -> LiveRecording:
     """Record an unmodified program as `workbench record` does, its live Gantt shown here while
     it runs; returns at once. `.wait()` gives the trace (saved to `save`, or a new name in runs/
-    with True), `.stop()` passes SIGTERM on to the program, `.exit_code` is its exit code."""
+    with True), `.stop()` passes SIGTERM on to the program, `.exit_code` is its exit code.
+    `locks`: contended (each mutex from its first wait), all or none, as `workbench record --locks`."""
     setup()
     path = output.fresh_run_path(prefix="record") if save is True else (save or None)
-    recording = LiveRecording(list(command), path, cuda=cuda)
+    recording = LiveRecording(list(command), path, cuda=cuda, locks=locks)
     _display(recording.widget)
     return recording.start()
 

@@ -3,16 +3,23 @@
 // of a std::mutex and a std::condition_variable every round, and mark each round and each
 // hold with NVTX ranges. It prints what it did, so a test can check the recording against it.
 //
-//   locks ROUNDS [ok | exit:N | abort | nolock]
+// `handoff`: each round thread 1 first sleeps on a semaphore ("go") until thread 0 posts it,
+// then thread 0 takes the gpu mutex, waits until thread 1 is asleep in its own lock call of it
+// (the kernel says so), then hands it over; thread 0 also takes a mutex of its own ("quiet")
+// and a semaphore of its own ("spare", posted first) three times a round, which never wait.
+//
+//   locks ROUNDS [ok | exit:N | abort | nolock | handoff]
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <semaphore.h>
 #include <unistd.h>
 #include <sys/syscall.h>
 #ifdef WB_NVTX
@@ -79,6 +86,75 @@ static void worker(int id) {
     }
 }
 
+static std::mutex quiet;
+static std::atomic<int> stage{0}, finished{0};
+static std::atomic<long> taker_tid{0};
+static int contended = 0, quiet_locks = 0, sem_blocked = 0;
+static sem_t go, spare;
+
+static bool asleep(long tid) {
+    std::ifstream stat("/proc/self/task/" + std::to_string(tid) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    size_t end = line.rfind(')');  // the state follows the command name
+    return end != std::string::npos && end + 2 < line.size() && line[end + 2] == 'S';
+}
+
+static void holder() {
+    tids[0] = syscall(SYS_gettid);
+    for (int r = 0; r < rounds; r++) {
+        while (finished.load() < r) {}
+        auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (!asleep(taker_tid.load()) && std::chrono::steady_clock::now() < give_up) {}
+        if (asleep(taker_tid.load())) sem_blocked++;  // thread 1 sleeps in sem_wait(go)
+        sem_post(&go);
+        gpu.lock();
+        gpu_locks[0]++;
+        stage.store(2 * r + 1);
+        while (stage.load() != 2 * r + 2) {}
+        give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (!asleep(taker_tid.load()) && std::chrono::steady_clock::now() < give_up) {}
+        if (asleep(taker_tid.load())) contended++;  // thread 1 sleeps in its lock call: it waits for this hold
+        spin_us(300);
+        gpu.unlock();
+        for (int k = 0; k < 3; k++) {
+            std::lock_guard<std::mutex> mine(quiet);
+            quiet_locks++;
+            sem_post(&spare);
+            sem_wait(&spare);  // posted just before: had at once
+        }
+    }
+}
+
+static void taker() {
+    tids[1] = syscall(SYS_gettid);
+    taker_tid.store(tids[1]);
+    for (int r = 0; r < rounds; r++) {
+        sem_wait(&go);
+        while (stage.load() != 2 * r + 1) {}
+        stage.store(2 * r + 2);
+        gpu.lock();
+        gpu_locks[1]++;
+        gpu.unlock();
+        finished.store(r + 1);
+    }
+}
+
+static int run_handoff() {
+    sem_init(&go, 0, 0);
+    sem_init(&spare, 0, 0);
+    std::thread b(taker);
+    while (!taker_tid.load()) {}
+    std::thread a(holder);
+    a.join();
+    b.join();
+    std::printf("gpu_mutex=%p quiet_mutex=%p\n", (void *)gpu.native_handle(), (void *)quiet.native_handle());
+    std::printf("tid0=%ld tid1=%ld gpu_locks0=%d gpu_locks1=%d\n", tids[0], tids[1], gpu_locks[0], gpu_locks[1]);
+    std::printf("contended=%d quiet_locks=%d rounds=%d\n", contended, quiet_locks, rounds);
+    std::printf("go_sem=%p spare_sem=%p sem_blocked=%d\n", (void *)&go, (void *)&spare, sem_blocked);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     rounds = argc > 1 ? std::atoi(argv[1]) : 10;
     const char *mode = argc > 2 ? argv[2] : "ok";
@@ -86,6 +162,7 @@ int main(int argc, char **argv) {
         std::printf("nothing locked\n");
         return 0;
     }
+    if (std::strcmp(mode, "handoff") == 0) return run_handoff();
     crash = std::strcmp(mode, "abort") == 0;
 #ifdef WB_NVTX
     nvtxResourceAttributes_t named = {};

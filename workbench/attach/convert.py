@@ -2,7 +2,8 @@
 as they come; model/tracks.py and model/roles.py give them their roles).
 
 - A lock of the program is `lock/<address>` (`<pid>:<address>` for a child process's) with
-  `wait` (call to acquired) and `hold` (acquired to released) spans; attrs `thread` (the
+  `wait` (call to acquired, only when the lock was not had at once) and `hold` (acquired to
+  released) spans; attrs `thread` (the
   owner), `from` (the thread that released it last, when another one: the hand-off), `try`
   for a trylock, `cond` for a hold taken back at the end of a condition wait. A name the
   program gives the mutex through NVTX becomes a role rule naming the lock (`lock_rules`).
@@ -122,7 +123,7 @@ class Converter:
             attrs["try"] = True
         if flags & rg.F_COND:
             attrs["cond"] = True
-        elif not flags & rg.F_TRY:
+        elif not flags & rg.F_TRY and (flags & rg.F_WAITED or t1 > t0):  # taken at once: no wait
             self.recorder.add_span(track, "wait", self._t(t0), self._t(t1), attrs=dict(attrs))
             self.counts["lock waits"] += 1
         self._holds.setdefault((pid, tid, obj), []).append((self._t(t1), attrs))

@@ -32,7 +32,7 @@ enum wb_kind {
     WB_KERNEL = 16, WB_MEMCPY = 17, WB_MEMSET = 18, WB_SYNC = 19, WB_API = 20, WB_CLOCK = 21,
 };
 enum wb_text_kind { WB_T_STRING = 1, WB_T_DOMAIN = 2, WB_T_OBJECT = 3, WB_T_THREAD = 4, WB_T_NOTE = 5 };
-enum wb_flag { WB_F_TRY = 1, WB_F_TIMED = 2, WB_F_TIMEOUT = 4, WB_F_COND = 8 };
+enum wb_flag { WB_F_TRY = 1, WB_F_TIMED = 2, WB_F_TIMEOUT = 4, WB_F_COND = 8, WB_F_WAITED = 16 };
 enum wb_feature { WB_FEATURE_LOCKS = 1, WB_FEATURE_NVTX = 2, WB_FEATURE_CUPTI = 4 };
 
 struct wb_event {
@@ -56,7 +56,9 @@ struct wb_header {
     uint64_t capacity, text_capacity;
     uint32_t text_bytes;
     _Atomic uint32_t features;
-    uint64_t reserved[3];
+    _Atomic uint64_t unrecorded; /* holds of uncontended mutexes not sent (shim.c, contended mode) */
+    _Atomic uint64_t untracked;  /* contended mutexes the shim's set had no room for */
+    uint64_t reserved;
     _Alignas(64) _Atomic uint64_t head;
     _Alignas(64) _Atomic uint64_t tail;
     _Alignas(64) _Atomic uint64_t dropped;
@@ -70,7 +72,8 @@ _Static_assert(sizeof(struct wb_event) == 48, "event slot");
 _Static_assert(sizeof(struct wb_text) == 256, "text slot");
 _Static_assert(offsetof(struct wb_header, head) == 64 && offsetof(struct wb_header, tail) == 128
                && offsetof(struct wb_header, dropped) == 192 && offsetof(struct wb_header, text_head) == 256
-               && offsetof(struct wb_header, text_tail) == 320 && offsetof(struct wb_header, next_id) == 448,
+               && offsetof(struct wb_header, text_tail) == 320 && offsetof(struct wb_header, next_id) == 448
+               && offsetof(struct wb_header, unrecorded) == 40 && offsetof(struct wb_header, untracked) == 48,
                "header offsets (ring.py)");
 
 static struct wb_header *wb_ring;

@@ -26,6 +26,7 @@ VERSION = 1
 DATA_OFFSET = 4096
 HEAD, TAIL, DROPPED, TEXT_HEAD, TEXT_TAIL, TEXT_DROPPED, NEXT_ID = 64, 128, 192, 256, 320, 384, 448
 FEATURES = 36
+UNRECORDED, UNTRACKED = 40, 48  # holds the shim did not send (uncontended mutexes); mutexes past its set
 FEATURE_NAMES = {1: "locks", 2: "nvtx", 4: "cupti"}
 TEXT_MAX = 224
 
@@ -39,7 +40,7 @@ assert EVENT.itemsize == 48 and TEXT.itemsize == 256
 LOCK, UNLOCK, COND, SEM, PUSH, POP, START, END, MARK = 1, 2, 3, 4, 5, 6, 7, 8, 9
 KERNEL, MEMCPY, MEMSET, SYNC, API, CLOCK = 16, 17, 18, 19, 20, 21
 T_STRING, T_DOMAIN, T_OBJECT, T_THREAD, T_NOTE = 1, 2, 3, 4, 5
-F_TRY, F_TIMED, F_TIMEOUT, F_COND = 1, 2, 4, 8
+F_TRY, F_TIMED, F_TIMEOUT, F_COND, F_WAITED = 1, 2, 4, 8, 16
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,17 @@ class Ring:
     def dropped(self) -> int:
         """Events and texts the program dropped because the ring was full."""
         return self._word(DROPPED) + self._word(TEXT_DROPPED)
+
+    @property
+    def unrecorded(self) -> int:
+        """Holds of mutexes no thread waited for, counted by the shim and not sent (`--locks
+        contended`; a thread's last < 256 are lost when it ends before the program does)."""
+        return self._word(UNRECORDED)
+
+    @property
+    def untracked(self) -> int:
+        """Contended mutexes past the shim's set of them: their holds are not all recorded."""
+        return self._word(UNTRACKED)
 
     @property
     def features(self) -> set[str]:

@@ -34,6 +34,7 @@ from workbench.trace.recorder import Recorder
 PERIOD_S = 0.05
 GRACE_S = 10.0  # after a stop is passed on, how long the program has to end before it is killed
 FORMAT = "workbench record"
+LOCK_MODES = ("contended", "all", "none")  # which locks the shim records (shim.c); the first is the default
 
 
 def clock_offset(clock: Clock) -> int:
@@ -54,11 +55,14 @@ def clock_offset(clock: Clock) -> int:
 
 class Session:
     def __init__(self, argv: Sequence[str], shims: Shims, clock: Clock = DEFAULT_CLOCK,
-                 capacity: int = 1 << 19, period_s: float = PERIOD_S) -> None:
+                 capacity: int = 1 << 19, period_s: float = PERIOD_S, locks: str = "contended") -> None:
         if not argv:
             raise ValueError("no program to record: give it after `--`")
+        if locks not in LOCK_MODES:
+            raise ValueError(f"locks must be one of {', '.join(LOCK_MODES)}, not {locks!r}")
         self.argv = list(argv)
         self.shims = shims
+        self.locks = locks
         self.recorder = Recorder(clock, nvtx=False)
         self.ring = Ring.create(capacity)
         self.converter = Converter(self.recorder, clock_offset(clock))
@@ -80,6 +84,7 @@ class Session:
         env["LD_PRELOAD"] = f"{self.shims.locks}{' ' + preload if preload else ''}"
         env["WORKBENCH_RECORD_RING"] = self.ring.path
         env["WORKBENCH_RECORD_RING_FD"] = str(self.ring.fd)
+        env["WORKBENCH_RECORD_LOCKS"] = self.locks
         hooks = {"NVTX_INJECTION64_PATH": str(self.shims.locks) if self.shims.nvtx else None,
                  "CUDA_INJECTION64_PATH": str(self.shims.cupti) if self.shims.cupti is not None else None}
         for name, ours in hooks.items():
@@ -169,10 +174,23 @@ class Session:
         notes = list(self.shims.notes) + self.replaced + c.notes
         features = self.ring.features
         counts = dict(c.counts)
+        unrecorded = self.ring.unrecorded
         if "locks" not in features:
             notes.append("the lock shim did not attach (a statically linked program, or one that clears "
                          "LD_PRELOAD): no lock operations recorded")
-        elif not counts.get("lock acquires") and not counts.get("condition waits"):
+        elif self.locks == "none":
+            notes.append("locks not recorded (--locks none): no mutex, condition variable or semaphore spans")
+        elif self.locks == "contended":
+            notes.append(f"locks filtered (--locks contended, the default): a mutex's holds and waits are "
+                         f"recorded from the first time a thread had to wait for it (the hold it waited "
+                         f"for included), condition waits always, semaphore waits that blocked; "
+                         f"{unrecorded} holds of mutexes nobody was waiting for were not recorded "
+                         f"(--locks all records them)")
+            if self.ring.untracked:
+                notes.append(f"{self.ring.untracked} contended mutexes past the shim's set of them: some of "
+                             f"their holds are missing")
+        if "locks" in features and self.locks != "none" and not counts.get("lock acquires") \
+                and not counts.get("condition waits") and not unrecorded:
             notes.append("the program took no pthread mutex, condition variable or semaphore: no lock spans")
         if self.shims.nvtx and "nvtx" not in features:
             notes.append("no NVTX ranges: the program made no NVTX calls")
@@ -192,6 +210,7 @@ class Session:
                        "missing": notes},
             "record": {"command": self.argv, "exit_code": exit_status(code) if code is not None else None,
                        "features": sorted(features), "counts": counts, "dropped": dropped, "lost": lost,
+                       "locks": self.locks, "unrecorded_holds": unrecorded,
                        "stopped_by": self.stopped_by, "notes": notes},
             "outcome": outcome,
         }

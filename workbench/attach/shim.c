@@ -2,10 +2,12 @@
    NVTX injection library): pthread mutexes, condition variables and semaphores, and, when
    built with the NVTX headers (WB_NVTX), NVTX ranges, marks, domains and resource names.
 
-   Each intercepted call adds one or two fixed events to the ring (ring.h): a lock's acquire
+   Each recorded call adds one or two fixed events to the ring (ring.h): a lock's acquire
    (call start, acquired), its release (taken before the real unlock, so the release of one
    holder is in the ring before the acquire of the next), a condition wait (the mutex released
-   at its start and re-acquired at its end) and a semaphore wait.
+   at its start and re-acquired at its end) and a semaphore wait. Which calls are recorded is
+   the lock mode's choice (WORKBENCH_RECORD_LOCKS, below): by default a mutex nobody waits
+   for sends nothing.
 
    The real functions are found with dlsym(RTLD_NEXT) on first use, from whichever comes
    first: this library's constructor or a lock taken by another library's static initialiser
@@ -15,6 +17,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <string.h>
 #include <pthread.h>
 #include <semaphore.h>
 
@@ -41,6 +44,9 @@ static int (*real_sem_timedwait)(sem_t *, const struct timespec *);
 static _Atomic int wb_state; /* 0 not started, 1 resolving, 2 ready */
 static WB_TLS int wb_guard;
 static WB_TLS uint32_t wb_tid;
+static WB_TLS uint32_t unsent; /* holds not sent (contended mode), not yet added to the ring's count */
+static pthread_key_t unsent_key; /* its destructor counts a thread's unsent holds (below) */
+static void flush_unsent(void *unused);
 
 static inline uint32_t tid(void) {
     uint32_t t = wb_tid;
@@ -48,9 +54,64 @@ static inline uint32_t tid(void) {
     return t;
 }
 
+/* Which locks are recorded (WORKBENCH_RECORD_LOCKS):
+   - all: every acquire and release of every mutex;
+   - contended (the default): a mutex's holds and waits from the first time a thread found it
+     taken, the hold it found included; the holds of a mutex nobody waited for are counted in
+     the ring's header (`unrecorded`), not sent. Condition waits, and semaphore waits that had to
+     wait, always;
+   - none: no lock, condition or semaphore at all.
+   An uncontended lock then costs a trylock, a look-up in the set of contended mutexes, a
+   time-stamp reading and an entry on the thread's own stack of held mutexes: no ring write. */
+enum { LOCKS_ALL, LOCKS_CONTENDED, LOCKS_NONE };
+static int wb_locks = LOCKS_CONTENDED;
+
+static void read_mode(void) {
+    const char *mode = getenv("WORKBENCH_RECORD_LOCKS");
+    if (mode && strcmp(mode, "all") == 0) wb_locks = LOCKS_ALL;
+    else if (mode && strcmp(mode, "none") == 0) wb_locks = LOCKS_NONE;
+}
+
+/* When an unsent hold began: the CPU's time-stamp counter where the kernel's own clock is
+   that counter (a third of a clock reading's cost), turned into CLOCK_MONOTONIC only for the
+   few holds that are sent, at the rate the two clocks have kept since the shim started. */
+#if defined(__x86_64__)
+#include <x86intrin.h>
+static int wb_tsc;
+static uint64_t tsc0, ns0;
+
+static void start_stamps(void) {
+    char source[16] = {0};
+    int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, source, sizeof source - 1);
+        close(fd);
+        wb_tsc = n >= 3 && strncmp(source, "tsc", 3) == 0;
+    }
+    ns0 = wb_now();
+    tsc0 = __rdtsc();
+}
+
+static inline uint64_t stamp(void) { return wb_tsc ? __rdtsc() : wb_now(); }
+
+static uint64_t stamp_ns(uint64_t at, uint64_t now_ns) {
+    if (!wb_tsc) return at;
+    uint64_t ticks = __rdtsc();
+    if (at >= ticks || ticks <= tsc0 || now_ns <= ns0) return now_ns;
+    double per_tick = (double)(now_ns - ns0) / (double)(ticks - tsc0);
+    uint64_t back = (uint64_t)((double)(ticks - at) * per_tick);
+    return back < now_ns ? now_ns - back : now_ns;
+}
+#else
+static void start_stamps(void) {}
+static inline uint64_t stamp(void) { return wb_now(); }
+static uint64_t stamp_ns(uint64_t at, uint64_t now_ns) { (void)now_ns; return at; }
+#endif
+
 static void after_fork(void) {
     wb_pid = (uint32_t)getpid();
     wb_tid = 0; /* the forking thread has a new id in the child */
+    unsent = 0; /* the parent counts those */
 }
 
 static void *next_symbol(const char *name, const char *version) {
@@ -75,6 +136,9 @@ static void init(void) {
     if (!real_lock) real_lock = __pthread_mutex_lock;
     if (!real_trylock) real_trylock = __pthread_mutex_trylock;
     if (!real_unlock) real_unlock = __pthread_mutex_unlock;
+    read_mode();
+    start_stamps();
+    pthread_key_create(&unsent_key, flush_unsent);
     if (wb_map(WB_FEATURE_LOCKS)) pthread_atfork(NULL, NULL, after_fork);
     wb_guard = 0;
     atomic_store(&wb_state, 2);
@@ -131,50 +195,209 @@ static inline int recording(void) {
 
 #define RECORDING() (recording() && !ignored_caller(__builtin_return_address(0)))
 
-WB_EXPORT int pthread_mutex_lock(pthread_mutex_t *m) {
-    if (WB_UNLIKELY(!RECORDING())) return real_lock ? real_lock(m) : __pthread_mutex_lock(m);
-    /* Uncontended, the lock is had at once: one clock reading, a wait of zero. */
-    if (real_trylock(m) == 0) {
+#define LOCKING() (wb_locks != LOCKS_NONE && RECORDING())
+
+/* The mutexes some thread had to wait for: a lock-free open-addressing set, never emptied. */
+#define WB_CONTENDED (1u << 14)
+#define WB_PROBES 32
+static _Atomic uintptr_t contended[WB_CONTENDED];
+
+static inline unsigned slot_of(uintptr_t m) {
+    return (unsigned)(((m >> 3) * 0x9E3779B97F4A7C15ULL) >> 50) & (WB_CONTENDED - 1);
+}
+
+static inline int is_contended(const void *m) {
+    uintptr_t key = (uintptr_t)m;
+    for (unsigned probe = 0, i = slot_of(key); probe < WB_PROBES; probe++, i = (i + 1) & (WB_CONTENDED - 1)) {
+        uintptr_t seen = atomic_load_explicit(&contended[i], memory_order_relaxed);
+        if (seen == key) return 1;
+        if (seen == 0) return 0;
+    }
+    return 0;
+}
+
+static void mark_contended(const void *m) {
+    uintptr_t key = (uintptr_t)m;
+    for (unsigned probe = 0, i = slot_of(key); probe < WB_PROBES; probe++, i = (i + 1) & (WB_CONTENDED - 1)) {
+        uintptr_t seen = atomic_load_explicit(&contended[i], memory_order_relaxed);
+        if (seen == key) return;
+        if (seen == 0) {
+            if (atomic_compare_exchange_strong(&contended[i], &seen, key) || seen == key) return;
+        }
+    }
+    if (wb_ring) atomic_fetch_add_explicit(&wb_ring->untracked, 1, memory_order_relaxed); /* set full */
+}
+
+/* The mutexes this thread holds (contended mode): when each was taken, whether that was sent. */
+#define WB_HELD 16
+struct wb_held { pthread_mutex_t *m; uint64_t since; uint16_t flags; uint8_t sent, stamped; };
+static WB_TLS struct wb_held held[WB_HELD];
+static WB_TLS int held_count, held_over;
+
+static inline int held_find(const pthread_mutex_t *m) {
+    for (int i = held_count - 1; i >= 0; i--)
+        if (held[i].m == m) return i;
+    return -1;
+}
+
+/* The count of unsent holds is the thread's own, added to the ring's header every 256 and
+   when the thread ends (a key's destructor) or the program exits. */
+static WB_TLS int unsent_registered;
+
+static void flush_unsent(void *unused) {
+    (void)unused;
+    if (unsent && wb_ring) atomic_fetch_add_explicit(&wb_ring->unrecorded, unsent, memory_order_relaxed);
+    unsent = 0;
+}
+
+__attribute__((destructor)) static void flush_unsent_at_exit(void) { flush_unsent(NULL); }
+
+static inline void count_unsent(void) {
+    if (WB_UNLIKELY(!unsent_registered)) {
+        unsent_registered = 1;
+        pthread_setspecific(unsent_key, (void *)1);
+    }
+    if (WB_UNLIKELY(++unsent == 256)) flush_unsent(NULL);
+}
+
+/* A mutex taken (contended mode) after a wait, or at the end of a condition wait (times
+   read already). A thread's recursive re-lock is part of its outer hold. */
+static inline void push_held(pthread_mutex_t *m, uint64_t since, uint16_t flags, uint8_t sent, uint8_t stamped) {
+    if (WB_UNLIKELY(held_count == WB_HELD)) { /* too deep: sent whatever it is, its release too */
+        if (!sent) {
+            uint64_t t = wb_now();
+            wb_emit(WB_LOCK, flags, tid(), (uintptr_t)m, 0, t, t);
+        }
+        held_over++;
+        return;
+    }
+    held[held_count++] = (struct wb_held){m, since, flags, sent, stamped};
+}
+
+static inline void taken(pthread_mutex_t *m, uint64_t t0, uint64_t t1, uint16_t flags) {
+    if (held_find(m) >= 0) return;
+    uint8_t sent = (flags & WB_F_WAITED) || is_contended(m);
+    if (sent) wb_emit(WB_LOCK, flags, tid(), (uintptr_t)m, 0, t0, t1);
+    push_held(m, t1, flags, sent, 0);
+}
+
+/* A mutex had at once (contended mode): unless another thread ever waited for it, only a
+   stamp of when, kept on this thread's stack. */
+static inline void taken_at_once(pthread_mutex_t *m, uint16_t flags) {
+    if (held_find(m) >= 0) return;
+    if (WB_UNLIKELY(is_contended(m))) {
         uint64_t t = wb_now();
-        wb_emit(WB_LOCK, 0, tid(), (uintptr_t)m, 0, t, t);
+        wb_emit(WB_LOCK, flags, tid(), (uintptr_t)m, 0, t, t);
+        push_held(m, t, flags, 1, 0);
+        return;
+    }
+    push_held(m, stamp(), flags, 0, 1);
+}
+
+/* A mutex about to be released (contended mode): its hold is sent if it was sent when taken,
+   or if another thread has waited for the mutex since (then its acquire goes first). */
+static inline void releasing(pthread_mutex_t *m, uint16_t flags) {
+    int i = held_find(m);
+    if (WB_UNLIKELY(i < 0)) { /* taken before the recording, on another thread, or too deep */
+        if (held_over > 0 || is_contended(m)) {
+            uint64_t t = wb_now();
+            wb_emit(WB_UNLOCK, flags, tid(), (uintptr_t)m, 0, t, t);
+        }
+        if (held_over > 0) held_over--;
+        return;
+    }
+    struct wb_held h = held[i];
+    if (WB_UNLIKELY(i != held_count - 1)) /* released out of order */
+        memmove(&held[i], &held[i + 1], (size_t)(held_count - i - 1) * sizeof h);
+    held_count--;
+    if (held_find(m) >= 0) return; /* an inner hold of a recursive mutex */
+    if (!h.sent && !is_contended(m)) {
+        count_unsent();
+        return;
+    }
+    uint64_t t = wb_now();
+    if (!h.sent) {
+        uint64_t since = h.stamped ? stamp_ns(h.since, t) : h.since;
+        wb_emit(WB_LOCK, h.flags, tid(), (uintptr_t)m, 0, since, since);
+    }
+    wb_emit(WB_UNLOCK, flags, tid(), (uintptr_t)m, 0, t, t);
+}
+
+WB_EXPORT int pthread_mutex_lock(pthread_mutex_t *m) {
+    if (WB_UNLIKELY(!LOCKING())) return real_lock ? real_lock(m) : __pthread_mutex_lock(m);
+    /* Uncontended, the lock is had at once: one clock reading, no wait. */
+    if (real_trylock(m) == 0) {
+        if (wb_locks == LOCKS_CONTENDED) {
+            taken_at_once(m, 0);
+        } else {
+            uint64_t t = wb_now();
+            wb_emit(WB_LOCK, 0, tid(), (uintptr_t)m, 0, t, t);
+        }
         return 0;
     }
+    if (wb_locks == LOCKS_CONTENDED) mark_contended(m);
     uint64_t t0 = wb_now();
     int rc = real_lock(m);
-    if (rc == 0) wb_emit(WB_LOCK, 0, tid(), (uintptr_t)m, 0, t0, wb_now());
+    if (rc != 0) return rc;
+    uint64_t t1 = wb_now();
+    if (wb_locks == LOCKS_CONTENDED) taken(m, t0, t1, WB_F_WAITED);
+    else wb_emit(WB_LOCK, WB_F_WAITED, tid(), (uintptr_t)m, 0, t0, t1);
     return rc;
 }
 
 WB_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m) {
-    if (WB_UNLIKELY(!RECORDING())) return real_trylock ? real_trylock(m) : __pthread_mutex_trylock(m);
+    if (WB_UNLIKELY(!LOCKING())) return real_trylock ? real_trylock(m) : __pthread_mutex_trylock(m);
     int rc = real_trylock(m);
     if (rc == 0) {
-        uint64_t t = wb_now();
-        wb_emit(WB_LOCK, WB_F_TRY, tid(), (uintptr_t)m, 0, t, t);
+        if (wb_locks == LOCKS_CONTENDED) {
+            taken_at_once(m, WB_F_TRY);
+        } else {
+            uint64_t t = wb_now();
+            wb_emit(WB_LOCK, WB_F_TRY, tid(), (uintptr_t)m, 0, t, t);
+        }
+    } else if (rc == EBUSY && wb_locks == LOCKS_CONTENDED) {
+        mark_contended(m); /* found taken: the holder's hold is sent at its release */
     }
     return rc;
 }
 
 WB_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *until) {
-    if (WB_UNLIKELY(!RECORDING() || !real_timedlock)) {
+    if (WB_UNLIKELY(!LOCKING() || !real_timedlock)) {
         if (!real_timedlock) real_timedlock = next_symbol("pthread_mutex_timedlock", NULL);
         return real_timedlock(m, until);
     }
+    uint16_t flags = WB_F_TIMED;
     uint64_t t0 = wb_now();
-    int rc = real_timedlock(m, until);
-    if (rc == 0) wb_emit(WB_LOCK, WB_F_TIMED, tid(), (uintptr_t)m, 0, t0, wb_now());
+    int rc = real_trylock(m);
+    if (rc != 0) {
+        if (wb_locks == LOCKS_CONTENDED) mark_contended(m);
+        flags |= WB_F_WAITED;
+        rc = real_timedlock(m, until);
+        if (rc != 0) return rc;
+    }
+    uint64_t t1 = flags & WB_F_WAITED ? wb_now() : t0;
+    if (wb_locks == LOCKS_CONTENDED) taken(m, t0, t1, flags);
+    else wb_emit(WB_LOCK, flags, tid(), (uintptr_t)m, 0, t0, t1);
     return rc;
 }
 
 WB_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m) {
-    if (WB_UNLIKELY(!RECORDING())) return real_unlock ? real_unlock(m) : __pthread_mutex_unlock(m);
-    uint64_t t = wb_now();
-    wb_emit(WB_UNLOCK, 0, tid(), (uintptr_t)m, 0, t, t);
+    if (WB_UNLIKELY(!LOCKING())) return real_unlock ? real_unlock(m) : __pthread_mutex_unlock(m);
+    if (wb_locks == LOCKS_CONTENDED) {
+        releasing(m, 0);
+    } else {
+        uint64_t t = wb_now();
+        wb_emit(WB_UNLOCK, 0, tid(), (uintptr_t)m, 0, t, t);
+    }
     return real_unlock(m);
 }
 
 /* A condition wait releases its mutex at the start and holds it again at the end. */
 static inline uint64_t cond_begin(pthread_mutex_t *m) {
+    if (wb_locks == LOCKS_CONTENDED) {
+        releasing(m, WB_F_COND);
+        return wb_now();
+    }
     uint64_t t0 = wb_now();
     wb_emit(WB_UNLOCK, WB_F_COND, tid(), (uintptr_t)m, 0, t0, t0);
     return t0;
@@ -184,7 +407,8 @@ static inline void cond_end(pthread_cond_t *c, pthread_mutex_t *m, uint64_t t0, 
     uint64_t t1 = wb_now();
     if (rc == ETIMEDOUT) flags |= WB_F_TIMEOUT;
     wb_emit(WB_COND, flags, tid(), (uintptr_t)c, (uintptr_t)m, t0, t1);
-    wb_emit(WB_LOCK, WB_F_COND, tid(), (uintptr_t)m, 0, t1, t1);
+    if (wb_locks == LOCKS_CONTENDED) taken(m, t1, t1, WB_F_COND);
+    else wb_emit(WB_LOCK, WB_F_COND, tid(), (uintptr_t)m, 0, t1, t1);
 }
 
 static void resolve_waits(void) {
@@ -196,7 +420,7 @@ static void resolve_waits(void) {
 }
 
 WB_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) {
-    if (WB_UNLIKELY(!RECORDING())) {
+    if (WB_UNLIKELY(!LOCKING())) {
         resolve_waits();
         return real_cond_wait(c, m);
     }
@@ -207,7 +431,7 @@ WB_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) {
 }
 
 WB_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *until) {
-    if (WB_UNLIKELY(!RECORDING())) {
+    if (WB_UNLIKELY(!LOCKING())) {
         resolve_waits();
         return real_cond_timedwait(c, m, until);
     }
@@ -219,7 +443,7 @@ WB_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, cons
 
 WB_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clock,
                                      const struct timespec *until) {
-    if (WB_UNLIKELY(!RECORDING() || !real_cond_clockwait)) {
+    if (WB_UNLIKELY(!LOCKING() || !real_cond_clockwait)) {
         resolve_waits();
         return real_cond_clockwait(c, m, clock, until);
     }
@@ -229,11 +453,21 @@ WB_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, cloc
     return rc;
 }
 
+/* In contended mode a semaphore taken at the first try is no wait: nothing is sent. */
+static inline int sem_at_once(sem_t *s) {
+    if (wb_locks != LOCKS_CONTENDED) return 0;
+    int saved = errno;
+    if (sem_trywait(s) == 0) return 1;
+    errno = saved;
+    return 0;
+}
+
 WB_EXPORT int sem_wait(sem_t *s) {
-    if (WB_UNLIKELY(!RECORDING())) {
+    if (WB_UNLIKELY(!LOCKING())) {
         resolve_waits();
         return real_sem_wait(s);
     }
+    if (sem_at_once(s)) return 0;
     uint64_t t0 = wb_now();
     int rc = real_sem_wait(s);
     wb_emit(WB_SEM, 0, tid(), (uintptr_t)s, 0, t0, wb_now());
@@ -241,10 +475,11 @@ WB_EXPORT int sem_wait(sem_t *s) {
 }
 
 WB_EXPORT int sem_timedwait(sem_t *s, const struct timespec *until) {
-    if (WB_UNLIKELY(!RECORDING())) {
+    if (WB_UNLIKELY(!LOCKING())) {
         resolve_waits();
         return real_sem_timedwait(s, until);
     }
+    if (sem_at_once(s)) return 0;
     uint64_t t0 = wb_now();
     int rc = real_sem_timedwait(s, until);
     wb_emit(WB_SEM, rc != 0 && errno == ETIMEDOUT ? WB_F_TIMED | WB_F_TIMEOUT : WB_F_TIMED, tid(),

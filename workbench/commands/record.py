@@ -26,6 +26,10 @@ def register(commands: Any) -> None:
                         help="serve the live Gantt at http://127.0.0.1:PORT/ while the program runs")
     record.add_argument("--port", type=int, default=5006, help="port of the live view (default: 5006)")
     record.add_argument("--no-cuda", action="store_true", help="do not record CUDA activity")
+    record.add_argument("--locks", choices=("contended", "all", "none"), default="contended",
+                        help="which mutexes to record: contended (default: each mutex from the first time "
+                             "a thread waits for it, with the hold it waited for; condition waits always), "
+                             "all (every hold: slower, ~2 ring events a lock), none")
     record.add_argument("--roles", type=Path, metavar="FILE",
                         help="role mapping file, stored with the trace (names locks by address, ...)")
     record.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
@@ -61,7 +65,7 @@ def _record(args: argparse.Namespace) -> int:
         raise ValueError(f"record: the recording shim cannot be built here: {err}") from None
     for note in shims.notes:
         print(f"workbench: {note}", file=sys.stderr)
-    session = Session(argv, shims)
+    session = Session(argv, shims, locks=args.locks)
     try:
         return _run(args, session, trace_path, fresh, rules, with_rules)
     finally:

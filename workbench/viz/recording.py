@@ -20,10 +20,11 @@ from workbench.viz.live import LiveView, Poller
 
 
 class LiveRecording:
-    def __init__(self, command: Sequence[str], save: str | Path | None = None, cuda: bool = True) -> None:
+    def __init__(self, command: Sequence[str], save: str | Path | None = None, cuda: bool = True,
+                 locks: str = "contended") -> None:
         shims = build_shims(cuda=cuda)
         self.notes = list(shims.notes)
-        self.session = Session(list(command), shims)
+        self.session = Session(list(command), shims, locks=locks)
         self.path = Path(save) if save is not None else None
         self.live = LiveView(self.session.recorder, title=f"live: {' '.join(command)[:80]}")
         self.trace: Trace | None = None
