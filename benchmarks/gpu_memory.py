@@ -32,7 +32,6 @@ def measure(log2: int, workers: int) -> dict[str, Any]:
     from workbench.pipeline.run import run_pipeline
 
     pool = cp.get_default_memory_pool()
-    pool.free_all_blocks()
     config = RunConfig(backend="gpu", log2_constraints=log2, gpu_workers=workers,
                        partitions=2 * workers, memory_mode="pinned", trace=False)
     backend = GpuBackend()
@@ -71,8 +70,6 @@ def measure(log2: int, workers: int) -> dict[str, Any]:
            "key_bytes": key, "per_worker_bytes": per_worker,
            "per_constraint_worker": per_worker / (1 << log2), "check_bytes": check,
            "ratio_check_to_peak": check / peak[0]}
-    backend.points.clear()
-    pool.free_all_blocks()
     return row
 
 

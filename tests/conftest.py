@@ -46,3 +46,21 @@ def require_cuda_device():
     if count == 0:
         pytest.skip("no CUDA device", allow_module_level=True)
     return cupy
+
+
+# The MSM's sorts and reductions, named in full so that the tests stay right when the
+# defaults change: the default (atomic sort, scan reduction), the code before the scan, and
+# the block-local sort with the pending reduction (the scan's long-row levels). The MSM tests
+# on the CPU build and on the GPU both run over them.
+MSM_PATHS = {"default": {"SORT": "atomics", "REDUCE": "scan"},
+             "scaled": {"SORT": "atomics", "REDUCE": "scaled"},
+             "local": {"SORT": "local", "REDUCE": "pending"}}
+
+
+@pytest.fixture(params=sorted(MSM_PATHS))
+def msm_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    from workbench.gpu import msm as gpu_msm
+
+    for name, value in MSM_PATHS[request.param].items():
+        monkeypatch.setattr(gpu_msm, name, value)
+    return str(request.param)

@@ -33,22 +33,6 @@ MONT_R256 = (1 << 256) % R_MODULUS
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"
 
 
-# The MSM's sorts and reductions, named in full so that the tests stay right when the
-# defaults change: the default (atomic sort, scan reduction), the code before the scan, and
-# the block-local sort with the pending reduction (the scan's long-row levels).
-MSM_PATHS = {"default": {"SORT": "atomics", "REDUCE": "scan"},
-             "scaled": {"SORT": "atomics", "REDUCE": "scaled"},
-             "local": {"SORT": "local", "REDUCE": "pending"}}
-
-
-@pytest.fixture(params=sorted(MSM_PATHS))
-def msm_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    for name, value in MSM_PATHS[request.param].items():
-        monkeypatch.setattr(gpu_msm, name, value)
-    return str(request.param)
-
-
-
 @pytest.fixture
 def rng() -> random.Random:
     seed = int(os.environ.get("SEED", secrets.randbits(63)))

@@ -44,20 +44,6 @@ needs_cxx = pytest.mark.skipif(CXX is None or CUDA_INCLUDE is None,
                                reason="host C++ compiler or CUDA headers (vector_types.h) not found")
 
 
-# The MSM's sorts and reductions, named in full so that the tests stay right when the
-# defaults change: the default (atomic sort, scan reduction), the code before the scan, and
-# the block-local sort with the pending reduction (the scan's long-row levels).
-MSM_PATHS = {"default": {"SORT": "atomics", "REDUCE": "scan"},
-             "scaled": {"SORT": "atomics", "REDUCE": "scaled"},
-             "local": {"SORT": "local", "REDUCE": "pending"}}
-
-
-@pytest.fixture(params=sorted(MSM_PATHS))
-def msm_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    for name, value in MSM_PATHS[request.param].items():
-        monkeypatch.setattr(gpu_msm, name, value)
-    return str(request.param)
-
 # Stands in for the CUDA front end: one block of one thread, so a grid-stride loop covers
 # all the work in one call; atomics are plain read-modify-writes, a block's shared memory is
 # a plain array and its barrier does nothing.

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from workbench.analysis.intervals import Intervals
 from workbench.viz.bars import Bars
 
 
@@ -40,7 +41,10 @@ def range_stats(bars: Bars, x0: float, x1: float, hidden: Iterable[str] = ()) ->
     b = np.minimum(bars.right[picked], x1)
     lanes, code = np.unique(lane[picked], return_inverse=True)
     counts = np.bincount(code, minlength=len(lanes))
-    covered = _union_per_group(code, a, b, len(lanes))
+    # Each lane's busy time is the union of its bars, as in every utilisation figure: the
+    # interval sets of the analysis, in nanoseconds.
+    a_ns, b_ns = np.rint(a * 1e9).astype(np.int64), np.rint(b * 1e9).astype(np.int64)
+    covered = [Intervals.of(a_ns[code == k], b_ns[code == k]).total() / 1e9 for k in range(len(lanes))]
     width = x1 - x0
     family = bars.family[picked].astype(str)
     copy = family == "copy"
@@ -60,22 +64,6 @@ def range_stats(bars: Bars, x0: float, x1: float, hidden: Iterable[str] = ()) ->
         "waits": waits,
         "kinds": {str(k): [int(n), float(t)] for k, n, t in zip(kinds, kind_count, kind_time, strict=True)},
     }
-
-
-def _union_per_group(group: np.ndarray, a: np.ndarray, b: np.ndarray, groups: int) -> np.ndarray:
-    """Length of the union of the intervals [a, b] within each group: sorted by (group, a),
-    each interval adds what reaches past the furthest end before it in its group."""
-    if not len(a):
-        return np.zeros(groups)
-    order = np.lexsort((a, group))
-    g, a, b = group[order], a[order], b[order]
-    # Lift each group above the ones before it, so one running maximum serves all groups.
-    lift = (float(b.max()) - float(a.min()) + 1.0) * g
-    reach = np.maximum.accumulate(b + lift) - lift
-    before = np.concatenate([[-np.inf], reach[:-1]])
-    before[np.concatenate([[True], g[1:] != g[:-1]])] = -np.inf
-    gain = np.maximum(b - np.maximum(a, before), 0.0)
-    return np.bincount(g, weights=gain, minlength=groups)
 
 
 def words(bars: Bars, pipeline: bool) -> list[str]:
