@@ -40,7 +40,7 @@ extern "C" __global__ void one_butterfly(uint4* o, const uint4* a)
 """
 FP64 = {"DFMA", "DADD", "DMUL"}
 ALU = {"IADD3", "LOP3", "SHF", "SEL", "ISETP", "LEA", "PLOP3", "PRMT", "MOV", "IABS", "VIADD", "SGXT"}
-OTHER = {"LDG", "STG", "LDC", "ULDC", "S2R", "S2UR", "EXIT", "BRA", "NOP", "LDS", "STS", "BAR"}
+OTHER = {"LDG", "STG", "LDC", "ULDC", "S2R", "S2UR", "EXIT", "BRA", "NOP", "LDS", "STS", "BAR", "UMOV"}
 _INSN = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")
 _FUNC = re.compile(r"\.text\.(\w+):")
 

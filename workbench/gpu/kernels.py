@@ -4,12 +4,18 @@ Each .cu file becomes one CuPy RawModule built by NVRTC for the current device's
 architecture (sm_90 on the H200). CuPy keys its on-disk binary cache by the source text, so
 the local headers are inlined here rather than passed as include paths: an edit to fr.cuh
 then changes the key instead of loading a stale binary.
+
+Build options of the kernels (preprocessor defines such as fr.cuh's FR_MUL_FP64) are chosen
+with built_with(...): inside it, every module and kernel comes from that build, cached apart
+from the default one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +24,9 @@ GPU_EXTRA_HINT = "pip install 'workbench[gpu]'"
 
 _INCLUDE = re.compile(r'^#include "([^"]+)"\s*$', re.MULTILINE)
 _lock = threading.Lock()
-_modules: dict[tuple[str, int], Any] = {}
-_functions: dict[tuple[str, str, int], Any] = {}
+_modules: dict[tuple[str, int, tuple[str, ...]], Any] = {}
+_functions: dict[tuple[str, str, int, tuple[str, ...]], Any] = {}
+_defines: tuple[str, ...] = ()  # the build that module() and function() hand out now
 
 
 def require_cupy() -> Any:
@@ -58,9 +65,23 @@ def source(name: str) -> str:
     return expand_includes(path.read_text())
 
 
-def _compile(cupy: Any, code: str, probe: str) -> Any:
+@contextlib.contextmanager
+def built_with(*defines: str) -> Iterator[None]:
+    """Within the block, module() and function() (and so GpuDomain, built inside it) use the
+    kernels compiled with these defines ("NAME" or "NAME=VALUE"). Process-wide, not per
+    thread: for benchmarks and tests that compare builds."""
+    global _defines
+    saved = _defines
+    _defines = tuple(defines)
+    try:
+        yield
+    finally:
+        _defines = saved
+
+
+def _compile(cupy: Any, code: str, probe: str, defines: tuple[str, ...] = ()) -> Any:
     cc = cupy.cuda.Device().compute_capability
-    base = ("-std=c++17",)
+    base = ("-std=c++17", *(f"-D{d}" for d in defines))
     try:
         module = cupy.RawModule(code=code, options=(*base, f"-arch=sm_{cc}"))
         module.get_function(probe)  # compiles now, so a bad option shows up here
@@ -83,7 +104,7 @@ _KERNEL_NAME = re.compile(
 def module(name: str) -> Any:
     """The compiled RawModule of kernels/<name>.cu for the current device."""
     cupy = require_cupy()
-    key = (name, cupy.cuda.Device().id)
+    key = (name, cupy.cuda.Device().id, _defines)
     with _lock:
         mod = _modules.get(key)
         if mod is None:
@@ -91,14 +112,14 @@ def module(name: str) -> Any:
             first = _KERNEL_NAME.search(code)
             if first is None:
                 raise ValueError(f"kernels/{name}.cu defines no extern \"C\" kernel")
-            mod = _modules[key] = _compile(cupy, code, first.group(1))
+            mod = _modules[key] = _compile(cupy, code, first.group(1), _defines)
         return mod
 
 
 def function(module_name: str, kernel: str) -> Any:
     """One kernel of a module; the same object every time, so attributes set on it stay."""
     cupy = require_cupy()
-    key = (module_name, kernel, cupy.cuda.Device().id)
+    key = (module_name, kernel, cupy.cuda.Device().id, _defines)
     fn = _functions.get(key)
     if fn is None:
         mod = module(module_name)
