@@ -5,6 +5,7 @@ neither: source loading, pass planning, and the error when CuPy is missing."""
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import subprocess
@@ -182,6 +183,20 @@ def test_missing_cupy_names_the_gpu_extra(monkeypatch):
         kernels.require_cupy()
     with pytest.raises(ModuleNotFoundError, match="gpu"):
         GpuDomain(10)
+
+
+def test_kernel_build_options_from_the_environment_are_checked():
+    assert kernels.parse_defines(" FR_MUL_FP64, NTT_MIN_BLOCKS=3 ,") == ("FR_MUL_FP64",
+                                                                        "NTT_MIN_BLOCKS=3")
+    assert kernels.parse_defines("") == ()
+    for bad in ("FR MUL", "-DFR_MUL_FP64", "X=1;rm", "1ABC"):
+        with pytest.raises(ValueError, match=f"{kernels.DEFINES_ENV}: .* is not a preprocessor"):
+            kernels.parse_defines(bad)
+    code = "import workbench.gpu.kernels as k; print(k._defines)"
+    env = {**os.environ, kernels.DEFINES_ENV: "FR_MUL_FP64"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert proc.stdout.strip() == "('FR_MUL_FP64',)", proc.stderr
 
 
 def test_importing_the_gpu_package_does_not_import_cupy():

@@ -7,12 +7,15 @@ then changes the key instead of loading a stale binary.
 
 Build options of the kernels (preprocessor defines such as fr.cuh's FR_MUL_FP64) are chosen
 with built_with(...): inside it, every module and kernel comes from that build, cached apart
-from the default one.
+from the default one. The environment variable WORKBENCH_KERNEL_DEFINES (comma-separated,
+"NAME" or "NAME=VALUE") sets the build used outside any built_with, for a whole test or
+benchmark run.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import threading
 from collections.abc import Iterator
@@ -26,7 +29,21 @@ _INCLUDE = re.compile(r'^#include "([^"]+)"\s*$', re.MULTILINE)
 _lock = threading.Lock()
 _modules: dict[tuple[str, int, tuple[str, ...]], Any] = {}
 _functions: dict[tuple[str, str, int, tuple[str, ...]], Any] = {}
-_defines: tuple[str, ...] = ()  # the build that module() and function() hand out now
+DEFINES_ENV = "WORKBENCH_KERNEL_DEFINES"
+_DEFINE = re.compile(r"[A-Za-z_]\w*(=[\w.+-]+)?")
+
+
+def parse_defines(text: str, source: str = DEFINES_ENV) -> tuple[str, ...]:
+    """ "A,B=1" -> ("A", "B=1"); a malformed entry is refused with a message naming source."""
+    out = tuple(d.strip() for d in text.split(",") if d.strip())
+    for d in out:
+        if not _DEFINE.fullmatch(d):
+            raise ValueError(f"{source}: {d!r} is not a preprocessor define (NAME or NAME=VALUE)")
+    return out
+
+
+# the build that module() and function() hand out now
+_defines: tuple[str, ...] = parse_defines(os.environ.get(DEFINES_ENV, ""))
 
 
 def require_cupy() -> Any:
@@ -72,7 +89,7 @@ def built_with(*defines: str) -> Iterator[None]:
     thread: for benchmarks and tests that compare builds."""
     global _defines
     saved = _defines
-    _defines = tuple(defines)
+    _defines = parse_defines(",".join(defines), "built_with")
     try:
         yield
     finally:
