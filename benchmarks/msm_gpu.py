@@ -50,16 +50,18 @@ ANCHOR_MS = {("msm", 24): 109.0}  # the published G1 MSM 2^24 on a card of the H
 # duration (affine_rounds', or with "msm." workbench.gpu.msm's), or "window_delta": c moved
 # from window_bits(n) by that much. "binary" is the code before this round's work (the binary
 # inversion, the global-atomic sort, the scaled reduction); "before" the same with the batched
-# inversion; "scanned" the default (that, and the scan reduction); "sort" adds the
+# inversion; "scanned" that and the scan reduction; "sort" adds the
 # block-local sort alone, "new" both it and the pending
 # reduction, "scan" the local sort and the scan reduction; the tuning variants (segments,
 # windows) are "new" with one setting changed. "xyzz" is "before" with the affine rounds
-# disabled. The rounds' build options (affine_rounds.PRODUCTS, SQUARE) on the default:
-# "called" (products called, one copy of their code), "rolled" (inlined products whose CIOS
-# rounds run in a loop), "sqr" (the dedicated squaring), "called_sqr" and "rolled_sqr" both.
+# disabled. The rounds' build options (affine_rounds.PRODUCTS, SQUARE), all on "scanned",
+# whose products are unrolled and inlined (the default before NOTES_msm.md row 5): "rolled"
+# (inlined products whose CIOS rounds run in a loop: the default now), "called" (products
+# called, one copy of their code), "sqr" (the dedicated squaring), "called_sqr" and
+# "rolled_sqr" both.
 BEFORE = {"msm.SORT": "atomics", "msm.REDUCE": "scaled", "INVERSION": "batched", "PRODUCTS": "inline",
           "SQUARE": "product"}
-SCANNED = {**BEFORE, "msm.REDUCE": "scan"}  # the default: the atomic sort and the scan reduction
+SCANNED = {**BEFORE, "msm.REDUCE": "scan"}  # the atomic sort and the scan reduction
 NEW = {**BEFORE, "msm.SORT": "local", "msm.REDUCE": "pending"}
 VARIANTS: dict[str, dict[str, Any]] = {
     "binary": {**BEFORE, "INVERSION": "binary"},
@@ -88,7 +90,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 # Variants timed on batch_add alone (none at present; the key stays for --batch-add-variants).
 BATCH_VARIANTS: dict[str, dict[str, Any]] = {}
-DEFAULT_VARIANTS = ["binary", "before", "scanned", "scan"]
+DEFAULT_VARIANTS = ["binary", "before", "scanned", "scan", "rolled"]
 RATE_HEADER = '#include "g1.cuh"\n#include "batch_affine.cuh"\n'
 
 RATE_KERNELS = r"""

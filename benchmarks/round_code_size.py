@@ -1,6 +1,6 @@
 """Code size of the affine round kernels per build option, without a GPU (needs nvcc).
 
-    python benchmarks/round_code_size.py [--variants default called rolled sqr ...] [--out sizes.json]
+    python benchmarks/round_code_size.py [--variants rolled inline called ...] [--out sizes.json]
 
 Builds kernels/affine_round.cu for sm_90 (nvcc -cubin, ptxas -v) once per variant of
 workbench.gpu.affine_rounds' PRODUCTS and SQUARE, and reads from the cubin's symbol table
@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from workbench.gpu import affine_rounds, kernels
 
 KERNELS = kernels.KERNELS_DIR
-VARIANTS = {"default": ("inline", "product"), "called": ("called", "product"),
-            "rolled": ("rolled", "product"), "sqr": ("inline", "dedicated"),
-            "called_sqr": ("called", "dedicated"), "rolled_sqr": ("rolled", "dedicated")}
+VARIANTS = {"rolled": ("rolled", "product"), "inline": ("inline", "product"),
+            "called": ("called", "product"), "rolled_sqr": ("rolled", "dedicated"),
+            "inline_sqr": ("inline", "dedicated"), "called_sqr": ("called", "dedicated")}
 _SYMBOL = re.compile(r"^\s*\d+:\s+([0-9a-f]+)\s+(\S+)\s+FUNC\s+(\w+)\s+.*?\s(\S+)$")
 _PTXAS_ENTRY = re.compile(r"Compiling entry function '(\w+)'")
 _PTXAS_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")

@@ -324,13 +324,15 @@ template <class F>
 FP_FN bool fe_equal(const F& a, const F& b) { return fe_is_zero(fe_sub(a, b)); }
 
 // The products and squarings of the rounds' two passes and of their inversions' Fp2 norm, by
-// one of three build options (workbench/gpu/affine_rounds.py, PRODUCTS), to be timed against
-// each other: inlined fp_mul (the default: six ~590-instruction copies in the back pass, whose
-// warps wait on instruction fetch for 40-60 % of their cycles, NOTES_msm.md row 3b);
-// BA_PRODUCTS_CALLED, calls of one copy of fp_mul (operands and result by value, so that
-// they stay in registers across the call), Fp2's products over it too; BA_PRODUCTS_ROLLED,
-// fp_mul_rolled inlined (its rounds in a loop: one round's code a product; Fp2's products
-// stay fp2_mul's calls). FP_SQR_DEDICATED (fp.cuh) picks the squaring under each.
+// one of three build options (workbench/gpu/affine_rounds.py, PRODUCTS). The default is
+// fp_mul_rolled inlined (its twelve CIOS rounds in a loop: one round's code a product; Fp2's
+// products stay fp2_mul's calls): on the H200 the rounds of an MSM 2^24 took 118.8 ms against
+// 151.8 with every product unrolled and inlined (BA_PRODUCTS_INLINE: six ~590-instruction
+// copies in the back pass, 162 KB of SASS in the G1 kernel's body against 53 KB, whose warps
+// waited on instruction fetch for 40-60 % of their cycles), 125.4 with BA_PRODUCTS_CALLED
+// (calls of one copy of fp_mul, operands and result by value so that they stay in registers,
+// Fp2's products over it too; kernels/NOTES_msm.md row 5). FP_SQR_DEDICATED (fp.cuh) picks
+// the squaring under each.
 #if defined(BA_PRODUCTS_CALLED)
 FP_CALL fp_t ba_mul_call(fp_t a, fp_t b) { return fp_mul(a, b); }
 FP_FN fp_t ba_mul(const fp_t& a, const fp_t& b) { return ba_mul_call(a, b); }
@@ -340,16 +342,16 @@ FP_FN fp_t ba_sqr(const fp_t& a) { return ba_sqr_call(a); }
 #else
 FP_FN fp_t ba_sqr(const fp_t& a) { return ba_mul_call(a, a); }
 #endif
-#elif defined(BA_PRODUCTS_ROLLED)
+#elif defined(BA_PRODUCTS_INLINE)
+FP_FN fp_t ba_mul(const fp_t& a, const fp_t& b) { return fp_mul(a, b); }
+FP_FN fp_t ba_sqr(const fp_t& a) { return fp_sqr(a); }
+#else
 FP_FN fp_t ba_mul(const fp_t& a, const fp_t& b) { return fp_mul_rolled(a, b); }
 #if defined(FP_SQR_DEDICATED)
 FP_FN fp_t ba_sqr(const fp_t& a) { return fp_sqr_dedicated(a); }
 #else
 FP_FN fp_t ba_sqr(const fp_t& a) { return fp_mul_rolled(a, a); }
 #endif
-#else
-FP_FN fp_t ba_mul(const fp_t& a, const fp_t& b) { return fp_mul(a, b); }
-FP_FN fp_t ba_sqr(const fp_t& a) { return fp_sqr(a); }
 #endif
 #if defined(BA_PRODUCTS_CALLED)
 // fp2_mul and fp2_sqr each inline three fp_mul (61 and 41 KB of SASS); these are the same

@@ -328,8 +328,9 @@ FP_FN fp_t fp_sqr_dedicated(const fp_t& a)
     return fp_reduce_once(s);
 }
 
-// FP_SQR_DEDICATED: squarings by fp_sqr_dedicated (a build option of the affine-round module,
-// workbench/gpu/affine_rounds.py SQUARE, until timed against the product).
+// FP_SQR_DEDICATED: squarings by fp_sqr_dedicated, a build option of the affine rounds
+// (workbench/gpu/affine_rounds.py SQUARE). Off by default: 1.28 times the product's rate on
+// the H200, but in the rounds its second copy of hot code cost more than it saved.
 FP_FN fp_t fp_sqr(const fp_t& a)
 {
 #if defined(FP_SQR_DEDICATED)

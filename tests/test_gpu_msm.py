@@ -420,9 +420,9 @@ def test_affine_rounds_agree_with_xyzz_at_scale(rng: random.Random, monkeypatch:
 # ---------------------------------------------------------------- the rounds' build options
 
 # affine_rounds.PRODUCTS and SQUARE: each build of kernels/affine_round.cu against the default
-# rounds (msm.cu's and batch_add.cu's own) and the library.
-ROUND_BUILDS = {"called": ("called", "product"), "called_sqr": ("called", "dedicated"),
-                "rolled": ("rolled", "product"), "rolled_sqr": ("rolled", "dedicated"),
+# rounds (msm.cu's and batch_add.cu's own: rolled products) and the library.
+ROUND_BUILDS = {"inline": ("inline", "product"), "called": ("called", "product"),
+                "called_sqr": ("called", "dedicated"), "rolled_sqr": ("rolled", "dedicated"),
                 "sqr": ("inline", "dedicated")}
 
 SQR_TEST_KERNEL = r"""

@@ -923,12 +923,13 @@ def test_emulated_affine_rounds_over_sets_and_g2(backend: EmulatedBackend, force
         batch_add(g2, g2_mask)), f"seed {seed}"
 
 
-# The rounds' build options (affine_rounds.PRODUCTS, SQUARE), each launched from
-# kernels/affine_round.cu built with its defines: between them every option's code runs (the
-# called product and the squaring through it, the rolled product with the dedicated squaring,
-# the dedicated squaring in the inlined rounds).
-ROUND_BUILDS = {"called": ("called", "product"), "called_sqr": ("called", "dedicated"),
-                "rolled_sqr": ("rolled", "dedicated"), "sqr": ("inline", "dedicated")}
+# The rounds' build options (affine_rounds.PRODUCTS, SQUARE) other than the default (rolled
+# products, which every other test runs), each launched from kernels/affine_round.cu built
+# with its defines: between them every option's code runs (the unrolled inlined product, the
+# called product and the squaring through it, the dedicated squaring under each).
+ROUND_BUILDS = {"inline": ("inline", "product"), "called": ("called", "product"),
+                "called_sqr": ("called", "dedicated"), "rolled_sqr": ("rolled", "dedicated"),
+                "sqr": ("inline", "dedicated")}
 
 
 @pytest.mark.parametrize("build", sorted(ROUND_BUILDS))

@@ -37,19 +37,22 @@ H200, 41 products' time) or "binary" (fp_inv_binary, one full-width step at a ti
 2): batch_add 2^24 10.7 -> 10.0 ms, MSM 2^20 / 2^22 1-3 % faster, the partition's sums 1-5 %,
 MSM 2^24 1 % slower."""
 
-PRODUCTS = "inline"
+PRODUCTS = "rolled"
 """How the round kernels form their Fp products (kernels/batch_affine.cuh, a build option of
-the kernels): "inline" (the default: every product inlined, six ~590-instruction copies in
-the back pass, whose warps wait on instruction fetch for 40-60 % of their cycles on the
-H200, NOTES_msm.md row 3b), "called" (calls of one copy of the product's code) or "rolled"
-(inlined products whose twelve rounds run in a loop: one round's code each)."""
+the kernels): "rolled" (the default: inlined products whose twelve CIOS rounds run in a loop,
+one round's code each), "inline" (every product unrolled and inlined: six ~590-instruction
+copies in the back pass, whose warps waited on instruction fetch for 40-60 % of their cycles)
+or "called" (calls of one copy of the product's code). On the H200 (NOTES_msm.md row 5) the
+rounds of an MSM 2^24 took 118.8 / 151.8 / 125.4 ms, batch_add 2^24 8.87 / 9.68 / 9.08."""
 
 SQUARE = "product"
-"""The rounds' squarings (lambda^2, and the norm in G2's inversion): "product" (fp_mul(a, a),
-the default) or "dedicated" (fp_sqr_dedicated in kernels/fp.cuh: 78 limb products for a^2
-instead of 144, the reduction unchanged)."""
+"""The rounds' squarings (lambda^2, and the norm in G2's inversion): "product" (the default:
+the product of PRODUCTS with itself) or "dedicated" (fp_sqr_dedicated in kernels/fp.cuh: 78
+limb products for a^2 instead of 144, the reduction unchanged; 2.22e10/s against 1.73e10/s
+on the H200, but a second ~15 KB of hot code: MSM 2^24 197.7 ms against 201.7 with inlined
+products, 187.0 against 176.4 with called ones)."""
 
-_PRODUCT_DEFINES = {"inline": (), "called": ("BA_PRODUCTS_CALLED",), "rolled": ("BA_PRODUCTS_ROLLED",)}
+_PRODUCT_DEFINES = {"rolled": (), "inline": ("BA_PRODUCTS_INLINE",), "called": ("BA_PRODUCTS_CALLED",)}
 _SQUARE_DEFINES = {"product": (), "dedicated": ("FP_SQR_DEDICATED",)}
 
 
