@@ -60,7 +60,7 @@ ANCHOR_MS = {("msm", 24): 109.0}  # the published G1 MSM 2^24 on a card of the H
 # called, one copy of their code), "sqr" (the dedicated squaring), "called_sqr" and
 # "rolled_sqr" both.
 BEFORE = {"msm.SORT": "atomics", "msm.REDUCE": "scaled", "INVERSION": "batched", "PRODUCTS": "inline",
-          "SQUARE": "product"}
+          "SQUARE": "product", "BATCH_ADD": "rounds"}
 SCANNED = {**BEFORE, "msm.REDUCE": "scan"}  # the atomic sort and the scan reduction
 NEW = {**BEFORE, "msm.SORT": "local", "msm.REDUCE": "pending"}
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -88,8 +88,14 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "rolled_sqr": {**SCANNED, "PRODUCTS": "rolled", "SQUARE": "dedicated"},
     "sqr": {**SCANNED, "SQUARE": "dedicated"},
 }
-# Variants timed on batch_add alone (none at present; the key stays for --batch-add-variants).
-BATCH_VARIANTS: dict[str, dict[str, Any]] = {}
+# Variants timed on batch_add alone: the hybrid method (affine_rounds.BATCH_ADD, two rounds in
+# each thread over slices of the bitmap) on the default, with its slices' words.
+_ROLLED = VARIANTS["rolled"]
+BATCH_VARIANTS: dict[str, dict[str, Any]] = {
+    "hybrid": {**_ROLLED, "BATCH_ADD": "hybrid"},
+    "hybrid_w2": {**_ROLLED, "BATCH_ADD": "hybrid", "HYBRID_WORDS": 2},
+    "hybrid_w8": {**_ROLLED, "BATCH_ADD": "hybrid", "HYBRID_WORDS": 8},
+}
 DEFAULT_VARIANTS = ["binary", "before", "scanned", "scan", "rolled"]
 RATE_HEADER = '#include "g1.cuh"\n#include "batch_affine.cuh"\n'
 

@@ -1,9 +1,8 @@
 // Sum of the G1 or G2 points whose bit is set in a bitmap. With many selected points, their
 // indices are compacted by the host and halved in affine rounds (batch_affine.cuh's
 // affine_round), then affine_chunk_sums and xyzz_sum_groups finish; with few, the kernels
-// below work straight from the bitmap. (A method without compaction, every thread halving
-// its own slices of the bitmap, measured slower on the H200 and was removed:
-// kernels/NOTES_msm.md, rows 3-3b.)
+// below work straight from the bitmap. The hybrid method at the end of this file (a switch,
+// affine_rounds.BATCH_ADD) halves slices of the bitmap twice inside each thread instead.
 //
 // The bitmap path (bit i % 8 of byte i / 8, the packed
 // "scalar == 1" selections that prep_msm builds), as a parallel tree reduction:
@@ -112,3 +111,128 @@ BA_ROUND_KERNEL(, fp_t)
 BA_ROUND_KERNEL(_g2, fp2_t)
 BA_CHUNK_KERNEL(, fp_t)
 BA_CHUNK_KERNEL(_g2, fp2_t)
+
+// The hybrid method (workbench/gpu/msm.py, batch_add_sets, when affine_rounds.BATCH_ADD is
+// "hybrid"; not the default until timed): no compaction and no host read-back. A slice is
+// `words` 64-bit words of one set's bitmap; thread t halves the selected points of its slices
+// t, t + threads, ... in two affine rounds inside the thread (round 0 pairs consecutive
+// selected points straight from the table, round 1 the thread's own sums, each round's
+// divisions sharing one inversion), so that a slice of 256 bits half set runs rounds of k = 64
+// and 32, where the per-thread inversion still pays; the at most 16 * words points a slice
+// leaves go to `left` (point j of slice g at j * total + g, total = sets * slices, so that the
+// threads of a warp touch consecutive entries) with their count, and batch_slice_sums adds
+// them up in XYZZ: the mixed addition's code stays out of the rounds' hot loop. Rounds down
+// to one point inside a thread (batch_add_local, removed) measured slower than compaction on
+// the H200: their late rounds paid an inversion for a handful of additions (NOTES_msm.md 3b).
+#define BATCH_HYBRID_ROUNDS 2
+
+template <class F>
+EC_KERNEL_BODY void batch_add_slices_body(const uint4* points, const unsigned char* bitmap, uint4* left,
+                                          unsigned int* counts, uint4* slots, uint4* prefix,
+                                          unsigned int* picks, batch_u64 n, batch_u64 slices, batch_u64 total,
+                                          batch_u64 threads, unsigned int words, unsigned int binary)
+{
+    BATCH_GRID_STRIDE(t, threads) {
+#pragma unroll 1
+        for (batch_u64 g = t; g < total; g += threads) {
+            const batch_u64 begin = (g % slices) * 64ull * words;
+            const batch_u64 end = begin + 64ull * words < n ? begin + 64ull * words : n;
+            const batch_u64 base = (g / slices) * n + begin;  // the slice's first point in the table
+            unsigned int count = 0, pending = 0;
+#pragma unroll 1
+            for (batch_u64 first = begin; first < end; first += 64) {
+                batch_u64 bits = batch_word(bitmap, first, n);
+#pragma unroll 1
+                while (bits) {
+                    const unsigned int at = (unsigned int)(first - begin) + batch_ctz(bits);
+                    bits &= bits - 1;
+                    if (count & 1) picks[(count / 2) * threads + t] = pending | (at << 16);
+                    else pending = at;
+                    ++count;
+                }
+            }
+            // Round 0 reads the table and writes the thread's slots, round 1 reads the slots and
+            // writes `left`; one copy of each pass serves both.
+            unsigned int round = 0;
+#pragma unroll 1
+            for (; round < BATCH_HYBRID_ROUNDS && count > 1; ++round) {
+                const bool from_table = round == 0;
+                const uint4* src = from_table ? points : slots;
+                uint4* dst = from_table ? slots : left;
+                const batch_u64 dst_stride = from_table ? threads : total, dst_at = from_table ? t : g;
+                const unsigned int half = count / 2;
+                F acc = fe_one<F>();
+#pragma unroll 1
+                for (unsigned int q = 0; q < half; ++q) {
+                    const unsigned int pick = from_table ? picks[q * threads + t] : 0u;
+                    const batch_u64 i0 = from_table ? base + (pick & 0xffffu) : 2 * q * threads + t;
+                    const batch_u64 i1 = from_table ? base + (pick >> 16) : i0 + threads;
+                    acc = ba_mul(acc, ba_pair_denominator<F>(src, i0, i1));
+                    fe_store(prefix, q * threads + t, acc);
+                }
+                F inv = fe_inv_batch(acc, binary);
+#pragma unroll 1
+                for (unsigned int q = half; q-- > 0;) {
+                    const unsigned int pick = from_table ? picks[q * threads + t] : 0u;
+                    const batch_u64 i0 = from_table ? base + (pick & 0xffffu) : 2 * q * threads + t;
+                    const batch_u64 i1 = from_table ? base + (pick >> 16) : i0 + threads;
+                    const ec_affine<F> p = ec_affine_load<F>(src, i0), r = ec_affine_load<F>(src, i1);
+                    const int kind = ba_classify(p, r, true);
+                    const F den = ba_denominator(p, r, kind);
+                    // 1 / den = inv * (the product of the denominators before it).
+                    const F den_inv = q == 0 ? inv : ba_mul(inv, fe_load<F>(prefix, (q - 1) * threads + t));
+                    inv = ba_mul(inv, den);
+                    ec_affine_store(dst, q * dst_stride + dst_at, ba_pair_sum(p, r, kind, den_inv));
+                }
+                if (count & 1) {
+                    const ec_affine<F> last = from_table ? ec_affine_load<F>(points, base + pending)
+                                                         : ec_affine_load<F>(slots, (count - 1) * threads + t);
+                    ec_affine_store(dst, half * dst_stride + dst_at, last);
+                }
+                count = half + (count & 1);
+            }
+            if (round < BATCH_HYBRID_ROUNDS && count == 1)  // the rounds stopped early: move the point
+                ec_affine_store(left, g, round == 0 ? ec_affine_load<F>(points, base + pending)
+                                                    : ec_affine_load<F>(slots, t));
+            counts[g] = count;
+        }
+    }
+}
+
+// Partial u of set q (per_set a power of two, at least the slices of a set) sums the points
+// slice q * slices + u left; partials past the set's slices are infinity.
+template <class F>
+EC_KERNEL_BODY void batch_slice_sums_body(const uint4* left, const unsigned int* counts, uint4* partials,
+                                          batch_u64 slices, batch_u64 total, batch_u64 per_set, batch_u64 sets)
+{
+    BATCH_GRID_STRIDE(i, sets * per_set) {
+        const batch_u64 q = i / per_set, u = i % per_set;
+        ec_xyzz<F> acc = ec_infinity<F>();
+        if (u < slices) {
+            const batch_u64 g = q * slices + u;
+#pragma unroll 1
+            for (unsigned int j = 0; j < counts[g]; ++j)
+                acc = ec_add_affine_inline(acc, ec_affine_load<F>(left, j * total + g));
+        }
+        ec_xyzz_store(partials, i, acc);
+    }
+}
+
+#define BATCH_HYBRID_KERNELS(suffix, F)                                                           \
+    extern "C" __global__ void __launch_bounds__(128) batch_add_slices##suffix(                   \
+        const uint4* points, const unsigned char* bitmap, uint4* left, unsigned int* counts,      \
+        uint4* slots, uint4* prefix, unsigned int* picks, batch_u64 n, batch_u64 slices,          \
+        batch_u64 total, batch_u64 threads, unsigned int words, unsigned int binary)              \
+    {                                                                                             \
+        batch_add_slices_body<F>(points, bitmap, left, counts, slots, prefix, picks, n, slices,   \
+                                 total, threads, words, binary);                                  \
+    }                                                                                             \
+    extern "C" __global__ void __launch_bounds__(128) batch_slice_sums##suffix(                   \
+        const uint4* left, const unsigned int* counts, uint4* partials, batch_u64 slices,         \
+        batch_u64 total, batch_u64 per_set, batch_u64 sets)                                       \
+    {                                                                                             \
+        batch_slice_sums_body<F>(left, counts, partials, slices, total, per_set, sets);           \
+    }
+
+BATCH_HYBRID_KERNELS(, fp_t)
+BATCH_HYBRID_KERNELS(_g2, fp2_t)

@@ -504,3 +504,55 @@ def test_round_builds_match_default(rng: random.Random, monkeypatch: pytest.Monk
     monkeypatch.setattr(affine_rounds, "SQUARE", square)
     assert affine_rounds.round_module("msm") != "msm"
     assert run() == default, build
+
+
+# ---------------------------------------------------------------- the hybrid batch addition (batch_add.cu)
+
+
+@pytest.mark.parametrize("shape", ["one_word", "default"])
+def test_batch_add_hybrid(rng: random.Random, monkeypatch: pytest.MonkeyPatch, shape: str):
+    """affine_rounds.BATCH_ADD = "hybrid" against the library (infinity in the table, odd
+    counts, P + (-P), P + P, G2, joined sets) and, at 2^20, against the default method."""
+    from workbench.gpu import affine_rounds
+
+    nprng = np.random.default_rng(rng.randrange(2**32))
+    big_n = 1 << 20
+    big = srs_gen.device_points_from_scalars(srs_gen.random_scalars(big_n, nprng))
+    big_bitmap = cupy.asarray(np.packbits(nprng.random(big_n) < 0.5, bitorder="little"))
+    _poison()
+    default = gpu_msm.batch_add(big, big_bitmap)
+    monkeypatch.setattr(affine_rounds, "BATCH_ADD", "hybrid")
+    if shape == "one_word":
+        monkeypatch.setattr(affine_rounds, "HYBRID_WORDS", 1)
+        monkeypatch.setattr(affine_rounds, "HYBRID_THREADS", 96)
+    _poison()
+    assert gpu_msm.batch_add(big, big_bitmap) == default
+    n = 6001
+    xy = np.array(_points(rng, n).xy)
+    xy[::97] = 0  # points at infinity in the table
+    points = G1Points(xy)
+    dev = gpu_msm.DevicePoints.from_points(points)
+    odd = np.zeros(n, bool)
+    odd[::3] = True
+    for mask in (nprng.random(n) < 0.5, np.ones(n, bool), odd):
+        _poison()
+        assert gpu_msm.batch_add(dev, cupy.asarray(np.packbits(mask, bitorder="little"))) == point_to_bytes(
+            batch_add(points, mask)), shape
+    p = G1Point() * Scalar(rng.randrange(1, R_MODULUS))
+    every = np.packbits(np.ones(1202, bool), bitorder="little")
+    cancel = gpu_msm.DevicePoints.from_points(G1Points.from_objects([p, -p] * 600 + [p, p]))
+    repeated = gpu_msm.DevicePoints.from_points(G1Points.from_objects([p] * 1202))
+    _poison()
+    assert gpu_msm.batch_add(cancel, every) == point_to_bytes(p + p)
+    assert gpu_msm.batch_add(repeated, every) == point_to_bytes(p * Scalar(1202))
+    g2 = _g2_points(rng, 1500)
+    g2_mask = nprng.random(1500) < 0.7
+    sets = [_points(rng, 2048) for _ in range(3)]
+    joined = gpu_msm.concat([gpu_msm.DevicePoints.from_points(s) for s in sets])
+    set_mask = nprng.random(2048) < 0.5
+    _poison()
+    g2_dev = gpu_msm.DevicePoints.from_points(g2)
+    assert gpu_msm.batch_add(g2_dev, np.packbits(g2_mask, bitorder="little")) == point_to_bytes(
+        batch_add(g2, g2_mask))
+    assert gpu_msm.batch_add_sets(joined, 3, np.packbits(set_mask, bitorder="little")) == [
+        point_to_bytes(batch_add(s, set_mask)) for s in sets]

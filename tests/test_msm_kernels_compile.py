@@ -970,3 +970,98 @@ def test_emulated_round_builds(backend: EmulatedBackend, monkeypatch: pytest.Mon
     assert gpu_msm.batch_add(g2_dev, every) == point_to_bytes(batch_add(g2, np.ones(19, bool)))
     launched = zip(backend.modules, backend.launches, strict=True)
     assert {m for m, k in launched if k.startswith("affine_round")} == {module}
+
+
+# ---------------------------------------------------------------- the hybrid batch addition (batch_add.cu)
+
+# (words a slice, threads): one-word slices with two threads looping over them; two-word
+# slices, four threads; the default four words with one thread for every slice.
+HYBRID_SHAPES = {"one_word": (1, 2), "two_words": (2, 4), "default_words": (4, 1 << 16)}
+
+
+@pytest.fixture(params=sorted(HYBRID_SHAPES))
+def hybrid_shape(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    words, threads = HYBRID_SHAPES[request.param]
+    for name, value in (("BATCH_ADD", "hybrid"), ("HYBRID_WORDS", words), ("HYBRID_THREADS", threads)):
+        monkeypatch.setattr(affine_rounds, name, value)
+    return str(request.param)
+
+
+def _hybrid_mask(case: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    mask = rng.random(n) < 0.5
+    if case in ("all", "repeated", "cancel"):
+        mask[:] = True
+    elif case == "one":
+        mask[:] = False
+        mask[n - 2] = True
+    elif case == "none":
+        mask[:] = False
+    elif case == "odd":  # odd counts in the slices and their rounds
+        mask[:] = False
+        mask[::3] = True
+    elif case == "sparse":  # slices of 0, 1, 2 and 3 points: the rounds stop early
+        mask[:] = False
+        mask[[5, 70, 71, 130, 140, 150, 199]] = True
+    return mask
+
+
+@pytest.mark.parametrize("case", ["half", "all", "odd", "sparse", "repeated", "cancel", "infinity", "one",
+                                  "none"])
+def test_emulated_batch_add_hybrid(backend: EmulatedBackend, hybrid_shape: str, case: str):
+    """Two rounds inside each thread and the rest in XYZZ: P + P (one repeated point: doublings
+    in both rounds), P + (-P) (P, -P alternating: round 0's sums are infinity, then sums of
+    infinities), points at infinity in the table, odd counts, slices the rounds leave early, one
+    and no point selected. A wrong shared inversion or a point left behind changes the sum."""
+    seed = random.SystemRandom().randrange(2**32)
+    rng = np.random.default_rng(seed)
+    n = 200
+    points = _points(random.Random(seed), n)
+    if case == "repeated":
+        points = G1Points(np.repeat(points.xy[:1], n, axis=0))
+    elif case == "cancel":
+        neg = point_to_bytes(-G1Point.from_xy_bytes_unchecked_le(bytes(points.xy[0])))
+        xy = np.array(points.xy)
+        xy[1::2] = np.frombuffer(neg, np.uint8)
+        xy[0::2] = points.xy[0]
+        xy[-1] = points.xy[5]  # one survivor
+        points = G1Points(xy)
+    elif case == "infinity":
+        points = _with_infinity(points, [0, 1, 2, 63, 64, 65, 130, n - 1])
+    mask = _hybrid_mask(case, n, rng)
+    if case == "infinity":
+        mask[[0, 1, 2, 63, 64, 65, 130, n - 1]] = True
+    dev = gpu_msm.DevicePoints.from_points(points, backend=backend)
+    gpu_msm._workspace(backend).poison()
+    backend.launches.clear()
+    got = gpu_msm.batch_add(dev, np.packbits(mask, bitorder="little"))
+    assert "batch_add_slices" in backend.launches
+    assert got == point_to_bytes(batch_add(points, mask)), f"{case}, {hybrid_shape}, seed {seed}"
+
+
+def test_emulated_batch_add_hybrid_over_sets_and_g2(backend: EmulatedBackend, hybrid_shape: str):
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    size = 150
+    sets = [_points(rng, size) for _ in range(3)]
+    joined = gpu_msm.concat([gpu_msm.DevicePoints.from_points(p, backend=backend) for p in sets])
+    mask = np.random.default_rng(seed).random(size) < 0.6
+    gpu_msm._workspace(backend).poison()
+    got = gpu_msm.batch_add_sets(joined, 3, np.packbits(mask, bitorder="little"))
+    assert got == [point_to_bytes(batch_add(p, mask)) for p in sets], f"{hybrid_shape}, seed {seed}"
+    g2 = _with_infinity(_g2_points(rng, 70), [4, 5])
+    dev = gpu_msm.DevicePoints.from_points(g2, backend=backend)
+    for g2_mask in (np.ones(70, bool), np.random.default_rng(seed).random(70) < 0.5):
+        gpu_msm._workspace(backend).poison()
+        assert gpu_msm.batch_add(dev, np.packbits(g2_mask, bitorder="little")) == point_to_bytes(
+            batch_add(g2, g2_mask)), f"{hybrid_shape}, seed {seed}"
+
+
+def test_emulated_batch_add_hybrid_full_slices(backend: EmulatedBackend, monkeypatch: pytest.MonkeyPatch):
+    """1500 points in slices of 256 bits, all set: round 0 pairs 128 a slice, 64 points left each."""
+    monkeypatch.setattr(affine_rounds, "BATCH_ADD", "hybrid")
+    monkeypatch.setattr(affine_rounds, "HYBRID_THREADS", 3)  # fewer threads than the six slices
+    seed = random.SystemRandom().randrange(2**32)
+    rng = np.random.default_rng(seed)
+    points = _points(random.Random(seed), 1500)
+    for mask, got in _emulated_batch_adds(backend, points, rng):
+        assert got == point_to_bytes(batch_add(points, mask)), f"seed {seed}"

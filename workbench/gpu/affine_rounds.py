@@ -7,8 +7,8 @@ a round pays while it has many pairs, so that k stays at 32 or more with the GPU
 pairs are few the rest is cheaper as XYZZ additions (the callers' existing passes), and each
 round also costs a read-back of its size. The rule is :func:`round_pays`, its constants
 module attributes that tests and benchmarks may change. So are the switches between the
-inversions (INVERSION) and the rounds' build options (PRODUCTS, SQUARE): they change no
-result, only how it is computed.
+inversions (INVERSION), the rounds' build options (PRODUCTS, SQUARE) and batch_add's method
+(BATCH_ADD, with the hybrid's shape HYBRID_*): they change no result, only how it is computed.
 """
 
 from __future__ import annotations
@@ -51,6 +51,20 @@ the product of PRODUCTS with itself) or "dedicated" (fp_sqr_dedicated in kernels
 limb products for a^2 instead of 144, the reduction unchanged; 2.22e10/s against 1.73e10/s
 on the H200, but a second ~15 KB of hot code: MSM 2^24 197.7 ms against 201.7 with inlined
 products, 187.0 against 176.4 with called ones)."""
+
+BATCH_ADD = "rounds"
+"""batch_add's method: "rounds" (the selected indices compacted on the device and read back,
+halved here over all of them while round_pays, XYZZ for the rest), or "hybrid" (kernels/
+batch_add.cu, batch_add_slices: every thread halves its slices of the bitmap in two affine
+rounds, k = 64 and 32 at half density, no compaction and no read-back, and batch_slice_sums
+adds the quarter left in XYZZ). "hybrid" is not timed yet."""
+
+HYBRID_THREADS = 1 << 16
+"""batch_add_slices' threads at most (about one resident wave on the H200): they bound its
+scratch, each thread looping over slices beyond."""
+
+HYBRID_WORDS = 4
+"""64-bit bitmap words a slice of batch_add_slices (at most 1024: offsets are 16 bits)."""
 
 _PRODUCT_DEFINES = {"rolled": (), "inline": ("BA_PRODUCTS_INLINE",), "called": ("BA_PRODUCTS_CALLED",)}
 _SQUARE_DEFINES = {"product": (), "dedicated": ("FP_SQR_DEDICATED",)}

@@ -695,7 +695,8 @@ def batch_add_sets(points: DevicePoints, sets: int, bitmap: Any, stream: Any = N
 
     Many selected points: their indices are compacted into one run per set, halved in affine
     rounds (affine_rounds.py) and the rest summed in XYZZ; few: XYZZ additions straight from
-    the bitmap (batch_add_chunks), where a round would not pay."""
+    the bitmap (batch_add_chunks), where a round would not pay. With affine_rounds.BATCH_ADD
+    "hybrid": two rounds inside each thread over slices of the bitmap (_batch_add_hybrid)."""
     if sets < 1 or points.n % sets:
         raise ValueError(f"{points.n} points do not split into {sets} sets")
     size = points.n // sets
@@ -706,11 +707,43 @@ def batch_add_sets(points: DevicePoints, sets: int, bitmap: Any, stream: Any = N
     ws = _workspace(be)
     with be.stream_context(stream):
         bits = _on_device(be, ws, "bitmap", bitmap, np.uint8, None)
+        if affine_rounds.BATCH_ADD == "hybrid":
+            sums = _batch_add_hybrid(be, ws, points, sets, size, bits)
+            return [encode_affine(point, group) for point in _rows_to_affine(sums, group)]
         if affine_rounds.round_pays(sets * (size // 2), sets * size, g2=group is G2):
             totals = _batch_add_affine(be, ws, points, sets, size, bits)
             if totals is not None:
                 return [encode_affine(point, group) for point in _rows_to_affine(totals, group)]
         return _batch_add_xyzz(be, ws, points, sets, size, bits)
+
+
+def _batch_add_hybrid(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int,
+                      bits: Any) -> np.ndarray:
+    """Per set, the XYZZ sum of its selected points by batch_add_slices (two affine rounds in
+    each thread over slices of HYBRID_WORDS bitmap words) and batch_slice_sums, then pairwise
+    XYZZ passes: no compaction, no read-back before the result. Scratch is sized for slices
+    whose every bit is set."""
+    group = points.group
+    words = max(1, min(affine_rounds.HYBRID_WORDS, 1024))
+    slices = -(-size // (64 * words))
+    total = sets * slices
+    threads = max(1, min(affine_rounds.HYBRID_THREADS, total))
+    pairs = 32 * words  # round 0's pairs (and outputs) in a slice whose every bit is set
+    left = ws.buffer("hybrid_left", np.uint32, total * (pairs // 2) * group.affine_words)
+    counts = ws.buffer("hybrid_counts", np.uint32, total)
+    slots = ws.buffer("hybrid_slots", np.uint32, threads * pairs * group.affine_words)
+    prefix = ws.buffer("hybrid_prefix", np.uint32, threads * pairs * group.affine_words // 2)
+    picks = ws.buffer("hybrid_picks", np.uint32, threads * pairs)
+    be.launch("batch_add", group.kernel("batch_add_slices"), threads,
+              (points.data, bits, left, counts, slots, prefix, picks, np.uint64(size), np.uint64(slices),
+               np.uint64(total), np.uint64(threads), np.uint32(words), affine_rounds.binary_flag()))
+    per_set = 1 << max(0, slices - 1).bit_length()  # a power of two: the pairwise passes never mix sets
+    partials = ws.buffer("batch_partials", np.uint32, sets * per_set * group.xyzz_words)
+    be.launch("batch_add", group.kernel("batch_slice_sums"), sets * per_set,
+              (left, counts, partials, np.uint64(slices), np.uint64(total), np.uint64(per_set),
+               np.uint64(sets)))
+    current = _sum_partials(be, ws, group, partials, sets * per_set, sets)
+    return be.download(current[:sets * group.xyzz_words]).reshape(sets, group.xyzz_words)
 
 
 def _batch_add_affine(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int,
