@@ -974,9 +974,9 @@ def test_emulated_round_builds(backend: EmulatedBackend, monkeypatch: pytest.Mon
 
 # ---------------------------------------------------------------- the hybrid batch addition (batch_add.cu)
 
-# (words a slice, threads): one-word slices with two threads looping over them; two-word
-# slices, four threads; the default four words with one thread for every slice.
-HYBRID_SHAPES = {"one_word": (1, 2), "two_words": (2, 4), "default_words": (4, 1 << 16)}
+# (words a slice, threads): one-word slices with two threads looping over them; the default
+# four words with one thread for every slice.
+HYBRID_SHAPES = {"one_word": (1, 2), "default_words": (4, 1 << 16)}
 
 
 @pytest.fixture(params=sorted(HYBRID_SHAPES))
