@@ -265,7 +265,7 @@ class EmulatedBackend:
 
     xp = np
 
-    def __init__(self, libraries: dict[str, ctypes.CDLL], tmp: Path) -> None:
+    def __init__(self, libraries: dict[str, ctypes.CDLL], tmp: Path | None = None) -> None:
         self.libraries = libraries
         self.tmp = tmp
         self.launches: list[str] = []
@@ -282,6 +282,7 @@ class EmulatedBackend:
         """A module built with defines (a round variant's) is compiled on its first launch."""
         lib = self.libraries.get(module)
         if lib is None:
+            assert self.tmp is not None, f"module {module} not built and no folder to build it in"
             file, defines = kernels.split_name(module)
             so = _compile_host(self.tmp, f"{module}.so", KERNELS / f"{file}.cu", shared=True, defines=defines)
             lib = self.libraries[module] = ctypes.CDLL(str(so))
