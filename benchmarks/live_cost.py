@@ -2,7 +2,7 @@
 
     python benchmarks/live_cost.py [--backend cpu|gpu] [--partitions N] [--spans 20000] [--log2 K]
                                    [--rounds 2] [--viewer auto|chromium|websocket|none]
-                                   [--gpu-trace] [--budget-s S] [--json FILE]
+                                   [--[no-]gpu-trace] [--budget-s S] [--json FILE]
 
 Watched: the run's live view (Gantt, counters, distributions) in a Bokeh server document
 served from this process, as a notebook kernel holds it; the poller updates it at 10 Hz and
@@ -19,14 +19,20 @@ The viewer (said in the output):
   `auto` where there is no chromium (a GPU host);
 - `none`: the document updated with no server and nobody connected (the view's own work).
 
-`--backend gpu`: the pipeline's GPU backend at the case study's settings (14 synthesis
-processes, each allowed to run ahead, 2 GPU workers, zerocopy, bool_fraction 0.9), 2^18
-partitions by default: a run of about 20-40 s on an H200. The warm-up run (8 partitions,
-not counted: the proving key, kernel builds, compiled synthesis) also gives the spans a
-partition makes, from which `--partitions` is set to reach `--spans` unless given. The
-throughput of each run is its summary's; the figures printed are medians over the rounds,
-with this process's CPU seconds, the viewer's, the cost of an update and the host's load
-average while measuring. The target: watched at least 95% of unwatched, at 20,000 spans
+`--backend gpu`: the pipeline's GPU backend as the case study's zerocopy_t14_w2 cell runs it
+(partitions of 2^22, 14 synthesis processes each allowed to run ahead, 2 GPU workers,
+zerocopy, bool_fraction 0.9, the device's activity recorded and streamed into the view as
+it is flushed): about 145 spans a partition, so 20,000 spans are some 140 partitions, about
+30 s at the cell's 285 partitions/min on an H200. Without the device's activity
+(`--no-gpu-trace`) a partition makes 22 spans: a run of 915 partitions of 2^16 had not ended
+after about 33 s there.
+The warm-up run (8 partitions, not counted: the proving key, kernel builds, compiled
+synthesis) also gives the spans a partition makes, from which `--partitions` is set to reach
+`--spans` unless given; it says its rate and what a run should take. A fresh GPU host first
+builds the kernels (NVRTC), in the warm-up: a first 4-partition run took 2 min 43 s on the
+H200's host, most of it that build. The throughput of each run is its summary's; the figures
+printed are medians over the rounds, with this process's CPU seconds, the viewer's, the cost
+of an update and the host's load average while measuring. The target: watched at least 95% of unwatched, at 20,000 spans
 (about 1,050 CPU-backend partitions of 19 spans) and 10 Hz.
 """
 
@@ -310,9 +316,10 @@ def finished(pipeline: Pipeline, outcome: Any, result: dict[str, float], began: 
 def run_config(args: argparse.Namespace, partitions: int) -> RunConfig:
     if args.backend == "cpu":
         return RunConfig(backend="cpu", partitions=partitions, log2_constraints=args.log2 or 6)
-    return RunConfig(backend="gpu", partitions=partitions, log2_constraints=args.log2 or 18,
+    traced = True if args.gpu_trace is None else bool(args.gpu_trace)
+    return RunConfig(backend="gpu", partitions=partitions, log2_constraints=args.log2 or 22,
                      bool_fraction=0.9, synth_terms=4, gpu_workers=2, synthesis="processes",
-                     synth_threads=14, synth_lookahead=14, memory_mode="zerocopy", gpu_trace=args.gpu_trace)
+                     synth_threads=14, synth_lookahead=14, memory_mode="zerocopy", gpu_trace=traced)
 
 
 def line(k: int, watched: bool, r: dict[str, float]) -> str:
@@ -339,11 +346,12 @@ def main() -> None:
     parser.add_argument("--backend", choices=("cpu", "gpu"), default="cpu")
     parser.add_argument("--partitions", type=int, help="default: enough for --spans (from the warm-up)")
     parser.add_argument("--spans", type=int, default=20_000, help="spans a run should make (default 20000)")
-    parser.add_argument("--log2", type=int, help="constraints per partition, log2 (cpu 6, gpu 18)")
+    parser.add_argument("--log2", type=int, help="constraints per partition, log2 (cpu 6, gpu 22)")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--viewer", choices=("auto", "chromium", "websocket", "none"), default="auto")
     parser.add_argument("--no-browser", action="store_true", help="the same as --viewer none")
-    parser.add_argument("--gpu-trace", action="store_true", help="record the device's activity too (gpu)")
+    parser.add_argument("--gpu-trace", action=argparse.BooleanOptionalAction,
+                        help="record the device's activity (gpu: on unless --no-gpu-trace)")
     parser.add_argument("--budget-s", type=float, help="start no round that would end past this")
     parser.add_argument("--json", help="the runs and medians, written after each run")
     args = parser.parse_args()
@@ -354,15 +362,18 @@ def main() -> None:
     per_partition = warm["spans"] / WARMUP_PARTITIONS
     partitions = args.partitions or max(WARMUP_PARTITIONS, math.ceil(args.spans / per_partition))
     config = run_config(args, partitions)
-    print(f"{args.backend} backend, {partitions} partitions of 2^{config.log2_constraints} "
-          f"({per_partition:.1f} spans a partition in the warm-up, {warm['wall_s']:.1f} s)"
-          f"{', device activity recorded' if config.gpu_trace else ''}; viewer: {said}", flush=True)
+    print(f"{args.backend} backend, {partitions} partitions of 2^{config.log2_constraints}"
+          f"{', device activity recorded' if config.gpu_trace else ''}; warm-up: {per_partition:.1f} spans a "
+          f"partition, {warm['rate']:.1f} partitions/min, {warm['wall_s']:.1f} s, so a run of about "
+          f"{60 * partitions / warm['rate']:.0f} s; viewer: {said}", flush=True)
     runs: dict[bool, list[dict[str, float]]] = {True: [], False: []}
     loads = [os.getloadavg()[0]]
     report: dict[str, Any] = {"backend": args.backend, "viewer": viewer, "viewer_said": said,
                               "partitions": partitions, "log2": config.log2_constraints,
                               "cores": os.cpu_count(), "gpu_trace": config.gpu_trace, "warmup": warm,
                               "runs": []}
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1))
     pair_s = 0.0
     for k in range(args.rounds):
         if args.budget_s and k and time.perf_counter() - started + pair_s > args.budget_s:
