@@ -32,8 +32,8 @@ synthesis) also gives the spans a partition makes, from which `--partitions` is 
 builds the kernels (NVRTC), in the warm-up: a first 4-partition run took 2 min 43 s on the
 H200's host, most of it that build. The throughput of each run is its summary's; the figures
 printed are medians over the rounds, with this process's CPU seconds, the viewer's, the cost
-of an update and the host's load average while measuring. The target: watched at least 95% of unwatched, at 20,000 spans
-(about 1,050 CPU-backend partitions of 19 spans) and 10 Hz.
+of an update and the host's load average while measuring. The target: watched at least 95%
+of unwatched, at 20,000 spans (about 1,050 CPU-backend partitions of 19 spans) and 10 Hz.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ from typing import Any
 
 from workbench.analysis.summary import summarize
 from workbench.config import RunConfig
-from workbench.pipeline.backends import select_backend
+from workbench.pipeline.backends import BackendUnavailable, select_backend
 from workbench.pipeline.run import Pipeline
 from workbench.viz.lanes import expected_lanes
 from workbench.viz.live import LiveView, Poller, SummaryPacer, running_summary_html
@@ -358,6 +358,11 @@ def main() -> None:
     viewer, said = pick_viewer("none" if args.no_browser else args.viewer)
     os.environ.setdefault("WORKBENCH_CACHE", tempfile.mkdtemp(prefix="wb-srs-"))
     started = time.perf_counter()
+    try:
+        select_backend(run_config(args, WARMUP_PARTITIONS))
+    except BackendUnavailable as err:
+        print(f"live_cost: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
     warm = one_run(run_config(args, WARMUP_PARTITIONS), False, "none")  # key, builds: once
     per_partition = warm["spans"] / WARMUP_PARTITIONS
     partitions = args.partitions or max(WARMUP_PARTITIONS, math.ceil(args.spans / per_partition))
