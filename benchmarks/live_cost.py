@@ -1,39 +1,71 @@
-"""What watching a run live costs the run: the same CPU-backend run watched and unwatched.
+"""What watching a run live costs the run: the same run watched and unwatched.
 
-    python benchmarks/live_cost.py [--partitions 1050] [--log2 6] [--rounds 2] [--no-browser]
+    python benchmarks/live_cost.py [--backend cpu|gpu] [--partitions N] [--spans 20000] [--log2 K]
+                                   [--rounds 2] [--viewer auto|chromium|websocket|none]
+                                   [--[no-]gpu-trace] [--budget-s S] [--json FILE]
 
 Watched: the run's live view (Gantt, counters, distributions) in a Bokeh server document
-served from this process, as a notebook kernel holds it, drawn by a headless chromium that
-renders every update; the poller updates it at 10 Hz and refreshes the running summary as
-the panel does (once a second, backing off when it is dear). Unwatched: the same run with
-nobody looking. Rounds alternate (watched first, then unwatched, ...) so a change in the
-machine's load hits both. The throughput of each run is its summary's; the figures printed
-are medians over the rounds, with this process's CPU seconds, chromium's, the cost of an
-update and the host's load average while measuring. The target: watched at least 95% of
-unwatched, at 20,000 spans (about 1,050 partitions of 19 spans) and 10 Hz.
+served from this process, as a notebook kernel holds it; the poller updates it at 10 Hz and
+refreshes the running summary as the panel does (once a second, backing off when it is dear).
+Unwatched: the same run with nobody looking. Rounds alternate (watched first, then
+unwatched, ...) so a change in the machine's load hits both.
+
+The viewer (said in the output):
+- `chromium`: a headless chromium page that renders every update (its CPU counted apart);
+- `websocket`: a websocket client of the document (benchmarks/live_client.py, bokeh.client)
+  in a process of its own: it pulls the document and receives every patch, as a browser's
+  page does, without drawing. In real use the browser runs on the user's machine, so what
+  costs the run is this side: the updates serialised and sent over the websocket. Used by
+  `auto` where there is no chromium (a GPU host);
+- `none`: the document updated with no server and nobody connected (the view's own work).
+
+`--backend gpu`: the pipeline's GPU backend as the case study's zerocopy_t14_w2 cell runs it
+(partitions of 2^22, 14 synthesis processes each allowed to run ahead, 2 GPU workers,
+zerocopy, bool_fraction 0.9, the device's activity recorded and streamed into the view as
+it is flushed): about 145 spans a partition, so 20,000 spans are some 140 partitions, about
+30 s at the cell's 285 partitions/min on an H200. Without the device's activity
+(`--no-gpu-trace`) a partition makes 22 spans: a run of 915 partitions of 2^16 had not ended
+after about 33 s there.
+The warm-up run (8 partitions, not counted: the proving key, kernel builds, compiled
+synthesis) also gives the spans a partition makes, from which `--partitions` is set to reach
+`--spans` unless given; it says its rate and what a run should take. A fresh GPU host first
+builds the kernels (NVRTC), in the warm-up: a first 4-partition run took 2 min 43 s on the
+H200's host, most of it that build. The throughput of each run is its summary's; the figures
+printed are medians over the rounds, with this process's CPU seconds, the viewer's, the cost
+of an update and the host's load average while measuring. The target: watched at least 95%
+of unwatched, at 20,000 spans (about 1,050 CPU-backend partitions of 19 spans) and 10 Hz.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
+import json
+import math
 import os
 import resource
 import socket
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
+import time
+from pathlib import Path
 from typing import Any
 
 from workbench.analysis.summary import summarize
 from workbench.config import RunConfig
+from workbench.pipeline.backends import BackendUnavailable, select_backend
 from workbench.pipeline.run import Pipeline
-from workbench.prover.cpu_backend import CpuBackend
 from workbench.viz.lanes import expected_lanes
 from workbench.viz.live import LiveView, Poller, SummaryPacer, running_summary_html
 
 CHROMIUM = os.environ.get("WORKBENCH_CHROMIUM", "/usr/bin/chromium")
+CLIENT = Path(__file__).resolve().parent / "live_client.py"
 TARGET = 0.95
+WARMUP_PARTITIONS = 8
 DRAWN_JS = """() => {
   let n = 0;
   for (const d of Bokeh.documents) for (let k = 0; k < 3; k++) {
@@ -110,6 +142,10 @@ class Served:
         self.thread.start()
         ready.wait(30)
 
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/live"
+
     def call(self, fn: Any) -> Any:
         """Run `fn` on the server's loop, holding the document's lock, and wait for it."""
         done = threading.Event()
@@ -131,112 +167,251 @@ class Served:
         self.thread.join(10)
 
 
-def one_run(config: RunConfig, watched: bool, browser: bool) -> dict[str, float]:
-    pipeline = Pipeline(config, CpuBackend())
-    result: dict[str, float] = {}
-    if not watched:
-        began = cpu_s()
-        pipeline.run()
-        trace = pipeline.result(0.0).trace
-        result["cpu_s"] = cpu_s() - began
-        result["rate"] = summarize(trace).throughput_per_min
-        result["spans"] = len(trace.spans)
-        return result
-    lanes = expected_lanes(config.synth_threads, config.workers, config.gpu_workers)
-    live = LiveView(pipeline.recorder, lanes, name="live", label="benchmark")
-    served = Served(live.layout)
-    driver = page = browser_handle = None
-    if browser:
+def chromium_available() -> str | None:
+    """Why chromium cannot be the viewer here, or None when it can."""
+    if not Path(CHROMIUM).exists():
+        return f"no chromium at {CHROMIUM}"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed"
+    return None
+
+
+def pick_viewer(asked: str) -> tuple[str, str]:
+    """The viewer to use and the line that says what it is."""
+    missing = chromium_available()
+    if asked == "auto":
+        asked = "chromium" if missing is None else "websocket"
+    if asked == "chromium" and missing is not None:
+        raise SystemExit(f"--viewer chromium: {missing}")
+    said = {
+        "chromium": f"headless chromium ({CHROMIUM}) drawing every update",
+        "websocket": ("a websocket client of the server document (bokeh.client, benchmarks/live_client.py) "
+                      "in its own process, receiving every patch" + (f"; chromium not used: {missing}"
+                                                                      if missing else "")),
+        "none": "nobody: the document is updated with no server and no connection",
+    }[asked]
+    return asked, said
+
+
+class Chromium:
+    def __init__(self, url: str) -> None:
         from playwright.sync_api import sync_playwright
 
-        driver = sync_playwright().start()
-        browser_handle = driver.chromium.launch(executable_path=CHROMIUM, args=[
+        self.driver = sync_playwright().start()
+        self.browser = self.driver.chromium.launch(executable_path=CHROMIUM, args=[
             "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"])
-        page = browser_handle.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(f"http://127.0.0.1:{served.port}/live")
-        page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0", timeout=60_000)
+        self.page = self.browser.new_page(viewport={"width": 1400, "height": 1000})
+        self.page.goto(url)
+        self.page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0", timeout=60_000)
+        self.cpu_before = chromium_cpu_s()
+
+    def finish(self, held: int) -> dict[str, float]:
+        self.page.wait_for_function("() => Object.values(Bokeh.index).every(v => v.is_idle)", timeout=60_000)
+        out = {"viewer_cpu_s": chromium_cpu_s() - self.cpu_before, "drawn": self.page.evaluate(DRAWN_JS),
+               "held": held}
+        self.browser.close()
+        self.driver.stop()
+        return out
+
+
+class Client:
+    """benchmarks/live_client.py in a process of its own, connected to the served document."""
+
+    def __init__(self, url: str) -> None:
+        self.process = subprocess.Popen([sys.executable, str(CLIENT), url], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline().strip()
+        if line != "ready":
+            self.process.kill()
+            raise SystemExit(f"the websocket viewer did not connect to {url} (said {line!r})")
+
+    def finish(self, held: int) -> dict[str, float]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(f"expect {held}\n")
+        self.process.stdin.flush()
+        said = json.loads(self.process.stdout.readline())
+        self.process.wait(30)
+        return {"viewer_cpu_s": said["cpu_s"], "drawn": said["held"], "held": held,
+                "bars_received": said["bars_received"], "patches": said["patches"],
+                "caught_up": float(said["caught_up"]), "catch_up_s": said["waited_s"]}
+
+
+def one_run(config: RunConfig, watched: bool, viewer: str) -> dict[str, float]:
+    pipeline = Pipeline(config, select_backend(config))
+    result: dict[str, float] = {}
+    began_wall = time.perf_counter()
+    if not watched:
+        began = cpu_s()
+        outcome = pipeline.run()
+        result["run_s"] = time.perf_counter() - began_wall
+        result["cpu_s"] = cpu_s() - began
+        return finished(pipeline, outcome, result, began_wall)
+    lanes = expected_lanes(config.synth_threads, config.workers, config.gpu_workers)
+    live = LiveView(pipeline.recorder, lanes, name="live", label="benchmark")
+    served: Served | None = None
+    looker: Chromium | Client | None = None
+    if viewer == "none":
+        from bokeh.document import Document
+
+        Document().add_root(live.layout)
+    else:
+        served = Served(live.layout)
+        looker = Chromium(served.url) if viewer == "chromium" else Client(served.url)
     pacer = SummaryPacer()
-    finished = threading.Event()
+    done = threading.Event()
+
+    def update(final: bool) -> None:
+        if served is None:
+            live.tick(final=final)
+        else:
+            served.call(lambda: live.tick(final=final))
 
     def tick() -> bool:
-        final = finished.is_set()
-        served.call(lambda: live.tick(final=final))
+        final = done.is_set()
+        update(final)
         if pacer.due():
             with pacer.timed():
                 running_summary_html(pipeline.recorder)
         return not final
 
-    chromium_before = chromium_cpu_s() if browser else 0.0
     began = cpu_s()
     poller = Poller(tick)
     poller.start()
-    pipeline.run()
-    finished.set()
+    running = time.perf_counter()
+    outcome = pipeline.run()
+    result["run_s"] = time.perf_counter() - running
+    done.set()
     poller.join(60)
     if poller.error is not None:
         raise poller.error
     result["cpu_s"] = cpu_s() - began
-    if browser:
-        assert page is not None
-        page.wait_for_function("() => Object.values(Bokeh.index).every(v => v.is_idle)", timeout=60_000)
-        result["chromium_cpu_s"] = chromium_cpu_s() - chromium_before
-        result["drawn"] = page.evaluate(DRAWN_JS)
-    trace = pipeline.result(0.0).trace
-    result["rate"] = summarize(trace).throughput_per_min
-    result["spans"] = len(trace.spans)
+    if looker is not None and served is not None:
+        result.update(looker.finish(int(served.call(live.gantt.bar_count))))
     result["updates"] = live.stats.updates
     result["update_mean_ms"] = live.stats.mean_ms
     result["update_max_ms"] = live.stats.max_ms
     result["update_cpu_ms"] = live.stats.cpu_mean_ms
     result["deferred"] = live.stats.deferred
     result["summaries"] = pacer.count
-    if browser_handle is not None and driver is not None:
-        browser_handle.close()
-        driver.stop()
-    served.stop()
+    if served is not None:
+        served.stop()
+    return finished(pipeline, outcome, result, began_wall)
+
+
+def finished(pipeline: Pipeline, outcome: Any, result: dict[str, float], began: float) -> dict[str, float]:
+    if not outcome.ok:
+        raise SystemExit(f"the run failed: {outcome.error}")
+    trace = outcome.trace
+    result["rate"] = summarize(trace).throughput_per_min
+    result["spans"] = len(trace.spans)
+    result["wall_s"] = time.perf_counter() - began
+    del pipeline, outcome, trace
+    gc.collect()  # a GPU run's buffers go before the next run starts
     return result
+
+
+def run_config(args: argparse.Namespace, partitions: int) -> RunConfig:
+    if args.backend == "cpu":
+        return RunConfig(backend="cpu", partitions=partitions, log2_constraints=args.log2 or 6)
+    traced = True if args.gpu_trace is None else bool(args.gpu_trace)
+    return RunConfig(backend="gpu", partitions=partitions, log2_constraints=args.log2 or 22,
+                     bool_fraction=0.9, synth_terms=4, gpu_workers=2, synthesis="processes",
+                     synth_threads=14, synth_lookahead=14, memory_mode="zerocopy", gpu_trace=traced)
+
+
+def line(k: int, watched: bool, r: dict[str, float]) -> str:
+    text = (f"round {k + 1} {'watched  ' if watched else 'unwatched'}: {r['rate']:.1f} partitions/min, "
+            f"{r['spans']:.0f} spans, {r['run_s']:.1f} s run ({r['wall_s']:.1f} s with its set-up), "
+            f"this process {r['cpu_s']:.1f} CPU s")
+    if not watched:
+        return text
+    if "viewer_cpu_s" in r:
+        text += f", viewer {r['viewer_cpu_s']:.1f} CPU s"
+    if "bars_received" in r:
+        text += (f", {r['bars_received']:.0f} bars received in {r['patches']:.0f} patches, "
+                 f"holds {r['drawn']:.0f} of the server's {r['held']:.0f}"
+                 + ("" if r["caught_up"] else " (did not catch up)"))
+    elif "drawn" in r:
+        text += f", {r['drawn']:.0f} bars drawn of {r['held']:.0f}"
+    return text + (f", {r['updates']:.0f} updates, {r['deferred']:.0f} polls deferred (update mean "
+                   f"{r['update_mean_ms']:.1f} ms, {r['update_cpu_ms']:.1f} ms CPU, max "
+                   f"{r['update_max_ms']:.1f} ms), {r['summaries']:.0f} summaries")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--partitions", type=int, default=1050)
-    parser.add_argument("--log2", type=int, default=6)
+    parser.add_argument("--backend", choices=("cpu", "gpu"), default="cpu")
+    parser.add_argument("--partitions", type=int, help="default: enough for --spans (from the warm-up)")
+    parser.add_argument("--spans", type=int, default=20_000, help="spans a run should make (default 20000)")
+    parser.add_argument("--log2", type=int, help="constraints per partition, log2 (cpu 6, gpu 22)")
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--no-browser", action="store_true", help="the server document only, no chromium")
+    parser.add_argument("--viewer", choices=("auto", "chromium", "websocket", "none"), default="auto")
+    parser.add_argument("--no-browser", action="store_true", help="the same as --viewer none")
+    parser.add_argument("--gpu-trace", action=argparse.BooleanOptionalAction,
+                        help="record the device's activity (gpu: on unless --no-gpu-trace)")
+    parser.add_argument("--budget-s", type=float, help="start no round that would end past this")
+    parser.add_argument("--json", help="the runs and medians, written after each run")
     args = parser.parse_args()
+    viewer, said = pick_viewer("none" if args.no_browser else args.viewer)
     os.environ.setdefault("WORKBENCH_CACHE", tempfile.mkdtemp(prefix="wb-srs-"))
-    config = RunConfig(backend="cpu", partitions=args.partitions, log2_constraints=args.log2)
-    one_run(config.replace(partitions=8), False, False)  # the proving key, made once
+    started = time.perf_counter()
+    try:
+        select_backend(run_config(args, WARMUP_PARTITIONS))
+    except BackendUnavailable as err:
+        print(f"live_cost: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+    warm = one_run(run_config(args, WARMUP_PARTITIONS), False, "none")  # key, builds: once
+    per_partition = warm["spans"] / WARMUP_PARTITIONS
+    partitions = args.partitions or max(WARMUP_PARTITIONS, math.ceil(args.spans / per_partition))
+    config = run_config(args, partitions)
+    print(f"{args.backend} backend, {partitions} partitions of 2^{config.log2_constraints}"
+          f"{', device activity recorded' if config.gpu_trace else ''}; warm-up: {per_partition:.1f} spans a "
+          f"partition, {warm['rate']:.1f} partitions/min, {warm['wall_s']:.1f} s, so a run of about "
+          f"{60 * partitions / warm['rate']:.0f} s; viewer: {said}", flush=True)
     runs: dict[bool, list[dict[str, float]]] = {True: [], False: []}
     loads = [os.getloadavg()[0]]
+    report: dict[str, Any] = {"backend": args.backend, "viewer": viewer, "viewer_said": said,
+                              "partitions": partitions, "log2": config.log2_constraints,
+                              "cores": os.cpu_count(), "gpu_trace": config.gpu_trace, "warmup": warm,
+                              "runs": []}
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1))
+    pair_s = 0.0
     for k in range(args.rounds):
+        if args.budget_s and k and time.perf_counter() - started + pair_s > args.budget_s:
+            print(f"round {k + 1} not started: it would end past the {args.budget_s:.0f} s budget",
+                  flush=True)
+            break
+        began = time.perf_counter()
         for watched in (True, False):
-            r = one_run(config, watched, not args.no_browser)
+            r = one_run(config, watched, viewer)
             runs[watched].append(r)
             loads.append(os.getloadavg()[0])
-            print(f"round {k + 1} {'watched  ' if watched else 'unwatched'}: {r['rate']:.1f} partitions/min, "
-                  f"{r['spans']:.0f} spans, this process {r['cpu_s']:.1f} CPU s"
-                  + (f", chromium {r['chromium_cpu_s']:.1f} CPU s" if 'chromium_cpu_s' in r else "")
-                  + (f", {r['updates']:.0f} updates, {r['deferred']:.0f} polls deferred (update mean "
-                     f"{r['update_mean_ms']:.1f} ms, {r['update_cpu_ms']:.1f} ms CPU, max "
-                     f"{r['update_max_ms']:.1f} ms), {r['summaries']:.0f} summaries" if watched else ""),
-                  flush=True)
+            report["runs"].append({"round": k + 1, "watched": watched, **r})
+            print(line(k, watched, r), flush=True)
+            if args.json:
+                Path(args.json).write_text(json.dumps(report, indent=1))
+        pair_s = time.perf_counter() - began
 
     def med(watched: bool, key: str) -> float:
         return statistics.median(r[key] for r in runs[watched] if key in r)
 
+    rounds = len(runs[False])
     ratio = med(True, "rate") / med(False, "rate")
     verdict = "meets" if ratio >= TARGET else "misses"
-    print(f"\nmedian of {args.rounds}: watched {med(True, 'rate'):.1f} vs unwatched {med(False, 'rate'):.1f} "
+    print(f"\nmedian of {rounds}: watched {med(True, 'rate'):.1f} vs unwatched {med(False, 'rate'):.1f} "
           f"partitions/min = {ratio:.1%} ({verdict} the {TARGET:.0%} target)")
     print(f"CPU: this process {med(True, 'cpu_s'):.1f} s watched vs {med(False, 'cpu_s'):.1f} s unwatched"
-          + (f"; chromium {med(True, 'chromium_cpu_s'):.1f} s" if not args.no_browser else ""))
+          + (f"; viewer {med(True, 'viewer_cpu_s'):.1f} s" if viewer != "none" else ""))
     print(f"updates: mean {med(True, 'update_mean_ms'):.1f} ms ({med(True, 'update_cpu_ms'):.1f} ms CPU), "
           f"max {med(True, 'update_max_ms'):.1f} ms; "
           f"host load average (1 min) {min(loads):.2f}–{max(loads):.2f} on {os.cpu_count()} cores")
-    drawn = [r.get("drawn") for r in runs[True] if "drawn" in r]
-    if drawn:
-        print(f"bars in the browser at the end: {drawn} (spans recorded: {[r['spans'] for r in runs[True]]})")
+    report.update(ratio=ratio, target=TARGET, loads=[min(loads), max(loads)], rounds=rounds)
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1))
 
 
 if __name__ == "__main__":

@@ -50,13 +50,18 @@ ANCHOR_MS = {("msm", 24): 109.0}  # the published G1 MSM 2^24 on a card of the H
 # duration (affine_rounds', or with "msm." workbench.gpu.msm's), or "window_delta": c moved
 # from window_bits(n) by that much. "binary" is the code before this round's work (the binary
 # inversion, the global-atomic sort, the scaled reduction); "before" the same with the batched
-# inversion; "scanned" the default (that, and the scan reduction); "sort" adds the
+# inversion; "scanned" that and the scan reduction; "sort" adds the
 # block-local sort alone, "new" both it and the pending
 # reduction, "scan" the local sort and the scan reduction; the tuning variants (segments,
 # windows) are "new" with one setting changed. "xyzz" is "before" with the affine rounds
-# disabled; "local" batch_add by batch_add_local.
-BEFORE = {"msm.SORT": "atomics", "msm.REDUCE": "scaled", "INVERSION": "batched", "BATCH_ADD": "rounds"}
-SCANNED = {**BEFORE, "msm.REDUCE": "scan"}  # the default: the atomic sort and the scan reduction
+# disabled. The rounds' build options (affine_rounds.PRODUCTS, SQUARE), all on "scanned",
+# whose products are unrolled and inlined (the default before NOTES_msm.md row 5): "rolled"
+# (inlined products whose CIOS rounds run in a loop: the default now), "called" (products
+# called, one copy of their code), "sqr" (the dedicated squaring), "called_sqr" and
+# "rolled_sqr" both.
+BEFORE = {"msm.SORT": "atomics", "msm.REDUCE": "scaled", "INVERSION": "batched", "PRODUCTS": "inline",
+          "SQUARE": "product", "BATCH_ADD": "rounds"}
+SCANNED = {**BEFORE, "msm.REDUCE": "scan"}  # the atomic sort and the scan reduction
 NEW = {**BEFORE, "msm.SORT": "local", "msm.REDUCE": "pending"}
 VARIANTS: dict[str, dict[str, Any]] = {
     "binary": {**BEFORE, "INVERSION": "binary"},
@@ -66,7 +71,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "new": NEW,
     "xyzz": {**BEFORE, "MIN_PAIRS": 1 << 62, "MIN_PAIRS_G2": 1 << 62},
     "aff_deep": {**BEFORE, "MIN_PAIRS": 1 << 19, "MIN_FRACTION": 0.1, "K_MIN": 16},  # G1 with G2's rule
-    "local": {**BEFORE, "BATCH_ADD": "local"},
     "scan": {**NEW, "msm.REDUCE": "scan"},
     "scan1k": {**NEW, "msm.REDUCE": "scan", "msm.SCAN_ROWS": 1024},
     "seg2": {**NEW, "msm.REDUCE_FIRST_SEG_LOG2": 2},
@@ -78,14 +82,21 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "c+1": {**NEW, "window_delta": 1},
     "c+2": {**NEW, "window_delta": 2},
     "c+3": {**NEW, "window_delta": 3},
+    "called": {**SCANNED, "PRODUCTS": "called"},
+    "called_sqr": {**SCANNED, "PRODUCTS": "called", "SQUARE": "dedicated"},
+    "rolled": {**SCANNED, "PRODUCTS": "rolled"},
+    "rolled_sqr": {**SCANNED, "PRODUCTS": "rolled", "SQUARE": "dedicated"},
+    "sqr": {**SCANNED, "SQUARE": "dedicated"},
 }
-# batch_add_local's shape, timed on batch_add alone: slice words, and the binary inversion.
-_LOCAL = VARIANTS["local"]
+# Variants timed on batch_add alone: the hybrid method (affine_rounds.BATCH_ADD, two rounds in
+# each thread over slices of the bitmap) on the default, with its slices' words.
+_ROLLED = VARIANTS["rolled"]
 BATCH_VARIANTS: dict[str, dict[str, Any]] = {
-    "local_w2": {**_LOCAL, "LOCAL_WORDS": 2}, "local_w8": {**_LOCAL, "LOCAL_WORDS": 8},
-    "local_w16": {**_LOCAL, "LOCAL_WORDS": 16}, "local_bin": {**_LOCAL, "INVERSION": "binary"},
+    "hybrid": {**_ROLLED, "BATCH_ADD": "hybrid"},
+    "hybrid_w2": {**_ROLLED, "BATCH_ADD": "hybrid", "HYBRID_WORDS": 2},
+    "hybrid_w8": {**_ROLLED, "BATCH_ADD": "hybrid", "HYBRID_WORDS": 8},
 }
-DEFAULT_VARIANTS = ["binary", "before", "scanned", "scan"]
+DEFAULT_VARIANTS = ["binary", "before", "scanned", "scan", "rolled"]
 RATE_HEADER = '#include "g1.cuh"\n#include "batch_affine.cuh"\n'
 
 RATE_KERNELS = r"""
@@ -94,6 +105,19 @@ extern "C" __global__ void fp_mul_rate(uint4* data, unsigned int iters)
     const unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
     fp_t a = fp_load(data, 3 * i), b = fp_load(data, 3 * i + 1), c = fp_load(data, 3 * i + 2);
     for (unsigned int k = 0; k < iters; ++k) { a = fp_mul(a, b); c = fp_mul(c, b); }
+    fp_store(data, 3 * i, fp_add(a, c));
+}
+
+// Squarings: method 0 fp_mul(a, a), 1 fp_sqr_dedicated, 2 fp_mul_rolled(a, a); two chains.
+extern "C" __global__ void fp_sqr_rate(uint4* data, unsigned int iters, unsigned int method)
+{
+    const unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    fp_t a = fp_load(data, 3 * i), c = fp_load(data, 3 * i + 2);
+    for (unsigned int k = 0; k < iters; ++k) {
+        if (method == 1) { a = fp_sqr_dedicated(a); c = fp_sqr_dedicated(c); }
+        else if (method == 2) { a = fp_mul_rolled(a, a); c = fp_mul_rolled(c, c); }
+        else { a = fp_mul(a, a); c = fp_mul(c, c); }
+    }
     fp_store(data, 3 * i, fp_add(a, c));
 }
 
@@ -168,8 +192,16 @@ def measure_rates(cupy: Any, info: dict[str, Any], points: gpu_msm.DevicePoints)
     blocks, madd_iters = sms * 4, 256
     out = cupy.empty((blocks * 128, 48), dtype=cupy.uint32)
     table = points.data[:1024]
-    rates = {"fp_mul_per_s": 2 * threads * iters / (ms / 1e3),
-             "imad_per_s": sms * IMAD_PER_CLOCK_PER_SM * info["clock_ghz"] * 1e9}
+    rates: dict[str, float] = {"fp_mul_per_s": 2 * threads * iters / (ms / 1e3),
+                               "imad_per_s": sms * IMAD_PER_CLOCK_PER_SM * info["clock_ghz"] * 1e9}
+    sqr = module.get_function("fp_sqr_rate")
+    for name, method in (("fp_mul_square_per_s", 0), ("fp_sqr_dedicated_per_s", 1),
+                         ("fp_mul_rolled_per_s", 2)):
+        def launch_sqr(m: int = method) -> None:
+            sqr((sms * 8,), (256,), (data, np.uint32(iters), np.uint32(m)))
+
+        sqr_ms = statistics.median(time_events(cupy, launch_sqr, 1, 5))
+        rates[name] = 2 * threads * iters / (sqr_ms / 1e3)
     for name, kernel in (("madd_per_s", "madd_rate"), ("madd_call_per_s", "madd_call_rate")):
         fn = module.get_function(kernel)
 
@@ -324,6 +356,9 @@ def main() -> None:
           f"fp_mul {rates['fp_mul_per_s']:.3g}/s, madd {rates['madd_per_s']:.3g}/s "
           f"(called {rates['madd_call_per_s']:.3g}/s); inv {rates['inv_fermat_per_s']:.3g}/s Fermat, "
           f"{rates['inv_binary_per_s']:.3g}/s binary, {rates['inv_batched_per_s']:.3g}/s batched; "
+          f"squaring {rates['fp_mul_square_per_s']:.3g}/s as a product, "
+          f"{rates['fp_sqr_dedicated_per_s']:.3g}/s dedicated, "
+          f"rolled product {rates['fp_mul_rolled_per_s']:.3g}/s; "
           f"SRS gen 2^{top}: {t2 - t1:.2f} s device + {t1 - t0:.2f} s host")
     print(f"variants agree: {agree}")
     print(f"{'op':10} {'variant':9} {'log2':>4} {'c':>3} {'median ms':>10} {'target':>7} {'imad floor':>10} "

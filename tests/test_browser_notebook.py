@@ -1,6 +1,7 @@
 """A large Gantt in JupyterLab, whose page holds only the spans in view: zoomed into a far
-region it draws that region's spans (the kernel re-queries them), and a box over the whole run
-and a search count every span of the trace, the ones not loaded included (the kernel answers).
+region it draws that region's spans (the kernel re-queries them), and a box over the whole run,
+a search and a click's details count every span of the trace, the ones not loaded included
+(the kernel answers).
 
 The trace is a real H200 run (notebooks/data); the expected numbers come from its own rows
 (every span, its track, times and attributes), never from the page or from our statistics.
@@ -10,6 +11,7 @@ either is missing, and one JupyterLab server for the module.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from test_browser import (
     screenshot,
     small_notebook,
 )
+from test_browser_interrogate import BAR_JS, ms
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -178,4 +181,72 @@ def test_the_search_finds_a_partition_that_is_not_loaded_and_enter_goes_there(pa
     screenshot(page, "notebook-search")
     search.fill("")
     page.wait_for_function("() => wbModel('gantt_matches').text === ''")
+    assert not page.console_errors
+
+
+DEVICE_TRACK = re.compile(r"gpu\d+/(stream/\d+|copy|memset)$")  # kernels, copies, memsets: grouped by name
+STEP_ROW = re.compile(r"<tr class=\"(wb-here)?\"><td>(?:&nbsp;)*([^<]+)</td><td>([^<]+)</td><td>[^<]+</td>"
+                      r"<td>([^<]+)</td>")
+
+
+def test_a_click_tells_its_partitions_whole_story_though_most_of_it_is_not_loaded(page, trace):
+    # Zoomed into one partition's mutex hold: its synthesis, queue, wait and finish lie outside.
+    holds = sorted((s for s in trace.iter_spans() if s.track.startswith("mutex/") and s.name == "hold"),
+                   key=lambda s: s.start_ns)
+    hold = holds[len(holds) // 2]
+    p = hold.partition
+    start, end = seconds(trace, hold.start_ns) + 1e-4, seconds(trace, hold.end_ns) - 1e-4
+    page.evaluate(f"() => wbPlot('gantt').model.x_range.setv({{start: {start}, end: {end}}})")
+    page.wait_for_function(f"""([js, p]) => {{ const rows = eval(js)('gantt');
+        return rows.every(r => r[3] >= {start} && r[2] <= {end}) && rows.some(r => r[1] === p); }}""",
+                           arg=[DRAWN_JS, p], timeout=60_000)
+    page.wait_for_function("() => Object.values(Bokeh.index).every(v => v.is_idle)")
+    mine = [s for s in trace.iter_spans() if s.partition == p]
+    loaded = [r for r in page.evaluate(DRAWN_JS, "gantt") if r[1] == p]
+    assert 0 < len(loaded) < len(mine)  # most of its story is not in the page
+    # The page holds no story of any partition: the kernel tells it when a bar is clicked.
+    assert page.evaluate("() => wbModel('gantt_story').data.partition.length") == 0
+    where = page.evaluate(BAR_JS, ["gantt", "ntt_msm_h", p, None])
+    page.mouse.click(where["x"], where["y"])
+    page.wait_for_function(f"() => wbModel('gantt_details').text.includes('partition {p}:')", timeout=30_000)
+    text = page.evaluate("() => wbModel('gantt_details').text")
+    clicked = re.search(r"<b>([^<]+)</b> on ([^<]+)</div>", text)
+    assert clicked is not None
+    # Every span of the partition is a step, its kernels, copies and memsets one step per name
+    # on a lane (a count and their summed time), plus its time in the queue.
+    host = [s for s in mine if not DEVICE_TRACK.match(s.track)]
+    device: dict[tuple[str, str], list[Any]] = {}
+    for s in mine:
+        if DEVICE_TRACK.match(s.track):
+            device.setdefault((s.track, s.name), []).append(s)
+    steps = STEP_ROW.findall(text)
+    assert len(steps) == len(host) + len(device) + 1
+    inst = trace.instants
+    at = {name: [int(inst.ts_ns[i]) for i in range(len(inst.ts_ns))
+                 if inst.partition[i] == p and trace.strings.values[inst.name[i]] == name]
+          for name in ("queued", "pickup")}
+    expected = [ms(s.duration_ns) for s in host] + [ms(sum(s.duration_ns for s in group))
+                                                    for group in device.values()]
+    assert sorted(d for _, _, _, d in steps) == sorted([*expected, ms(at["pickup"][0] - at["queued"][0])])
+    names = [step for _, step, _, _ in steps]
+    # (kernel names are drawn demangled, so the groups are matched by their counts)
+    assert sorted(int(n.split(" ×")[1]) for n in names if " ×" in n) == sorted(
+        len(group) for group in device.values() if len(group) > 1)
+    for phase in ("synthesis", "queue", "mutex_wait", "mutex_hold", "ntt_msm_h", "finish"):
+        assert phase in names
+    assert [step for here, step, _, _ in steps if here] == [clicked.group(1)]
+    total = (max(s.end_ns for s in mine) - min(s.start_ns for s in mine)) / 1e6
+    assert f"partition {p}: {total:.1f} ms from its first step to its last" in text
+    # What it lies within on its lane, outermost first: the hold, and its thread's spans around it.
+    begun = float(re.search(r"<th>start</th><td>([0-9.]+) s", text).group(1))
+    inner = next(s for s in host
+                 if s.name == clicked.group(1) and abs(seconds(trace, s.start_ns) - begun) < 2e-6)
+    outer = sorted((s for s in host if s is not inner and s.start_ns <= inner.start_ns
+                    and s.end_ns >= inner.end_ns and s.track in (hold.track, inner.track)),
+                   key=lambda s: -s.duration_ns)
+    within = re.search(r"<th>within</th><td>([^<]+)</td>", text)
+    assert outer and within is not None
+    assert re.findall(r"\(([^)]+)\)", within.group(1)) == [ms(s.duration_ns) for s in outer]
+    page.evaluate("() => wbPlot('gantt').el.scrollIntoView({block: 'start'})")
+    screenshot(page, "notebook-details")
     assert not page.console_errors

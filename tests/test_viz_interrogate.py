@@ -138,3 +138,38 @@ def test_a_notebooks_kernel_answers_a_box_and_a_search_over_every_span_not_only_
     assert found["first"] == pytest.approx((min(s.start_ns for s in mine) - origin) / 1e9)
     assert detail.x_range.start <= found["first"] <= detail.x_range.end
     assert last in {int(p) for d in range(3) for p in sources(layout)[f"gantt_bars_{d}"].data["partition"]}
+
+
+def test_a_notebooks_kernel_tells_a_clicked_spans_thread_context_from_spans_not_drawn():
+    from bokeh.models import Div
+
+    trace = load_any(NSYS)
+    layout = gantt_figure(trace, max_bars=60, requery=True)  # the detail draws the 30 longest in view
+    found = sources(layout)
+    detail = next(f for f in layout.children if hasattr(f, "x_range") and f.title.text.startswith("detail"))
+    origin = trace.meta.get("origin_ns", trace.time_range()[0])
+    spans = list(trace.iter_spans())
+    call = max((s for s in spans if s.track.startswith("cuda/thread/")), key=lambda s: s.duration_ns)
+    detail.x_range.start, detail.x_range.end = (call.start_ns - origin) / 1e9, (call.end_ns - origin) / 1e9
+    drawn = [(d, i) for d in range(3) for i in range(len(found[f"gantt_bars_{d}"].data["left"]))]
+
+    def cell(d: int, i: int, c: str):
+        value = found[f"gantt_bars_{d}"].data[c][i]
+        return value.item() if hasattr(value, "item") else value
+
+    d, i = max(drawn, key=lambda di: cell(*di, "right") - cell(*di, "left"))
+    assert cell(d, i, "lane").startswith("cuda")
+    # The OS calls of its thread running at its midpoint, from the trace's own rows.
+    thread = call.track.removeprefix("cuda/")
+    mid = (call.start_ns + call.end_ns) / 2
+    then = sorted((s.name, s.duration_ns / 1e6) for s in spans
+                  if s.track == f"os/{thread}" and s.start_ns <= mid <= s.end_ns)
+    shown = {(cell(e, j, "phase"), round(cell(e, j, "duration_ms"), 6)) for e, j in drawn}
+    assert then and not any((name, round(ms, 6)) in shown for name, ms in then)  # none of them drawn
+    # The page asks as js/details.js does, with the clicked bar's columns.
+    asked = {c: cell(d, i, c) for c in ("phase", "lane", "left", "right", "partition")}
+    found["gantt_ask"].tags = [{**asked, "seq": "1"}]
+    answer = next(m for m in layout.select({"type": Div}) if m.name == "gantt_details").tags[0]
+    assert answer["phase"] == asked["phase"] and "steps" not in answer
+    assert sorted((name, pytest.approx(ms)) for name, _, ms in answer["around"]) == then
+    assert all(thread.split("/")[-1] in lane for _, lane, _ in answer["around"])

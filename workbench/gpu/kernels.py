@@ -30,7 +30,7 @@ _lock = threading.Lock()
 _modules: dict[tuple[str, int, tuple[str, ...]], Any] = {}
 _functions: dict[tuple[str, str, int, tuple[str, ...]], Any] = {}
 DEFINES_ENV = "WORKBENCH_KERNEL_DEFINES"
-_DEFINE = re.compile(r"[A-Za-z_]\w*(=[\w.+-]+)?")
+_DEFINE = re.compile(r"[A-Z_][A-Z0-9_]*(=\w+)?")  # a module name's (split_name) too
 
 
 def parse_defines(text: str, source: str = DEFINES_ENV) -> tuple[str, ...]:
@@ -96,6 +96,17 @@ def built_with(*defines: str) -> Iterator[None]:
         _defines = saved
 
 
+def split_name(name: str) -> tuple[str, tuple[str, ...]]:
+    """A module name's source file and preprocessor defines: "affine_round+BA_PRODUCTS_CALLED"
+    is kernels/affine_round.cu built with -DBA_PRODUCTS_CALLED (a kernel build option that a
+    variant switches on; see affine_rounds.round_module)."""
+    file, *defines = name.split("+")
+    bad = [d for d in defines if not _DEFINE.fullmatch(d)]
+    if not file or bad:
+        raise ValueError(f"bad kernel module name {name!r}")
+    return file, tuple(defines)
+
+
 def _compile(cupy: Any, code: str, probe: str, defines: tuple[str, ...] = ()) -> Any:
     cc = cupy.cuda.Device().compute_capability
     base = ("-std=c++17", *(f"-D{d}" for d in defines))
@@ -119,17 +130,19 @@ _KERNEL_NAME = re.compile(
 
 
 def module(name: str) -> Any:
-    """The compiled RawModule of kernels/<name>.cu for the current device."""
+    """The compiled RawModule of kernels/<name>.cu for the current device, with the defines
+    of the build in force (built_with) and those the name carries (split_name)."""
     cupy = require_cupy()
     key = (name, cupy.cuda.Device().id, _defines)
     with _lock:
         mod = _modules.get(key)
         if mod is None:
-            code = source(name)
+            file, defines = split_name(name)
+            code = source(file)
             first = _KERNEL_NAME.search(code)
             if first is None:
-                raise ValueError(f"kernels/{name}.cu defines no extern \"C\" kernel")
-            mod = _modules[key] = _compile(cupy, code, first.group(1), _defines)
+                raise ValueError(f"kernels/{file}.cu defines no extern \"C\" kernel")
+            mod = _modules[key] = _compile(cupy, code, first.group(1), (*_defines, *defines))
         return mod
 
 

@@ -1,7 +1,8 @@
 """Interrogating the Gantt: the controls and panels under a static chart, in the page's own
 scripts (js/), so a report opened from a file answers by itself. A notebook's large Gantt holds
-only the spans in view, so there its kernel answers the range statistics and the search over
-every span (`answered`, answers.py) and the page draws the answer as a report's would.
+only the spans in view, so there its kernel answers the range statistics, the search and a
+click's details over every span (`answered`, answers.py, span_details.py) and the page draws
+the answer as a report's would.
 
 - a click on a bar opens its details: for a pipeline, its partition's whole story (story.py)
   and the verdict's words about it; for a foreign trace, its thread and unit context;
@@ -39,6 +40,7 @@ from workbench.viz.answers import search as search_spans
 from workbench.viz.bars import Bars
 from workbench.viz.lanes import lane_group
 from workbench.viz.scripts import script
+from workbench.viz.span_details import SpanDetails
 
 HINT = ("Click a bar for its details. Box-select (toolbar) over a time range for what is in it. "
         "Over the chart: w/s zoom, a/d pan (shift: further).")
@@ -74,10 +76,12 @@ def place(view: Any, name: str, lanes: list[str], pipeline: bool) -> None:
 def interrogate(
     views: list[Any], detail: Any, lanes: list[str], pipeline: bool, steps: dict[str, Any],
     notes: dict[str, Any], store: ColumnDataSource | None = None, every: Bars | None = None,
+    clicks: SpanDetails | None = None,
 ) -> list[Any]:
     """Wire `views` (the overview and detail, or the one chart) and return the widgets that go
     under them. `detail` is the view whose bars are spans (clicks open those). `every`: all the
-    bars, kept in the kernel, which then answers the range statistics and the search."""
+    bars, kept in the kernel, which then answers the range statistics and the search; `clicks`:
+    the kernel's answers to a click (the page then needs no `steps` or `notes`)."""
     remote = every is not None
     name = detail.name
     css = InlineStyleSheet(css=PANEL_CSS)
@@ -97,10 +101,13 @@ def interrogate(
 
     stories = ColumnDataSource(steps, name=f"{name}_story")
     said = ColumnDataSource(notes, name=f"{name}_notes")
+    # A click the kernel answers is asked through this source's tags.
+    ask = ColumnDataSource({}, name=f"{name}_ask") if clicks is not None else None
     clicked = CustomJS(code=script("details"), args={
         "sources": detail.sources, "store": store, "stories": stories, "notes": said, "div": details,
-        "pipeline": pipeline, "lanes": lanes, "flows": detail.flow_source,
-        "groups": [group_names.index(lane_group(lane)) for lane in lanes]})
+        "pipeline": pipeline, "lanes": lanes, "flows": detail.flow_source, "name": name,
+        "groups": [group_names.index(lane_group(lane)) for lane in lanes], "remote": ask is not None,
+        "ask": ask})
     for source in detail.sources:
         source.selected.js_on_change("indices", clicked)
     detail.figure.add_tools(TapTool(renderers=detail.bar_renderers))
@@ -129,6 +136,8 @@ def interrogate(
     if every is not None:
         answered(every, views, detail.x_range, lanes, pipeline, groups, group_names, stats, search, matches,
                  name)
+    if clicks is not None and ask is not None:
+        tell(clicks, ask, details, name)
     return [row(search, matches, arrows, sizing_mode="stretch_width"), groups, details, stats]
 
 
@@ -186,3 +195,26 @@ def answered(
     for panel, what in ((stats, "range"), (matches, "matches")):
         panel.js_on_change("tags", CustomJS(code=script("answered"), args={
             "name": name, "lanes": lanes, "what": what}))
+
+
+def tell(clicks: SpanDetails, ask: ColumnDataSource, details: Div, name: str) -> None:
+    """The kernel answers a click the page asked about in `ask`'s tags (js/details.js) with the
+    span's details over every span; the answer goes to the details panel's tags, drawn there
+    (js/answered.js)."""
+    last: list[Any] = [None]
+
+    def answer(_attr: str, _old: Any, new: Any) -> None:
+        asked = dict(new[0]) if new and isinstance(new[0], dict) else None
+        # The widget bridge runs a callback twice for one change from the page: answer once.
+        if asked is None or asked.get("seq") == last[0]:
+            return
+        last[0] = asked.get("seq")
+        found = clicks.answer(asked)
+        if found is None:
+            where = f"{asked.get('phase')!r} on {asked.get('lane')!r} at {asked.get('left')} s"
+            found = {"error": f"no span {where} in this trace"}
+        details.tags = [{**found, "seq": asked.get("seq")}]
+
+    ask.on_change("tags", answer)
+    details.js_on_change("tags", CustomJS(code=script("answered"), args={
+        "name": name, "lanes": [], "what": "details"}))

@@ -7,12 +7,14 @@ Only a pipeline's trace has partitions to tell of; a foreign trace gets no story
 details panel tells a span's thread and unit context from the bars instead), so no pipeline
 word is ever put on a trace without a pipeline.
 
-Contract: `stories(trace, bars, origin_ns, verdict) -> (steps, notes)`, two column dicts;
-`bars` one per span in the trace's order.
+Contract: `stories(trace, bars, origin_ns, verdict, only) -> (steps, notes)`, two column dicts;
+`bars` one per span in the trace's order; `only`, when given, the partitions to tell of (a
+notebook's kernel tells one partition's story when its bar is clicked, span_details.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -33,13 +35,17 @@ def empty() -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
 
 
 def stories(
-    trace: Trace, bars: Bars, origin_ns: int, verdict: Any = None,
+    trace: Trace, bars: Bars, origin_ns: int, verdict: Any = None, only: Collection[int] | None = None,
 ) -> tuple[dict[str, Any], dict[str, list[Any]]]:
     steps, notes = empty()
     if len(bars) != len(trace.spans):
         return steps, notes
     picked = np.flatnonzero(bars.partition >= 0)
     queue = _queue_steps(trace, origin_ns)
+    if only is not None:
+        asked = [int(p) for p in only]
+        picked = picked[np.isin(bars.partition[picked], asked)]
+        queue = {p: v for p, v in queue.items() if p in asked}
     partitions = sorted(set(bars.partition[picked].tolist()) | set(queue))[:MAX_PARTITIONS]
     if not partitions:
         return steps, notes

@@ -20,6 +20,7 @@ from workbench.viz.interact import interrogate
 from workbench.viz.lanes import lane_sort_key
 from workbench.viz.levels import follow, store_source
 from workbench.viz.levels import requery as requery_window
+from workbench.viz.span_details import SpanDetails
 from workbench.viz.story import empty as empty_story
 from workbench.viz.story import stories
 
@@ -36,7 +37,8 @@ def gantt_figure(
     the chart becomes an aggregated overview of the whole run plus a span-by-span detail
     view that follows its range (levels.py): from every span written into the page, or with
     `requery` (a notebook) from the kernel. `verdict` (the analysis's) puts its words about
-    each partition in that partition's details. Titles say what is drawn; nothing is left out.
+    each partition in that partition's details (in a notebook, told by the kernel when a bar is
+    clicked). Titles say what is drawn; nothing is left out.
     """
     origin = origin_of(trace) if origin_ns is None else origin_ns
     if bars is None:
@@ -79,8 +81,18 @@ def gantt_figure(
     parts: list[Any] = [v.figure for v in views]
     if interactive:  # the panels right under the chart, the counters after them
         pipeline = is_pipeline(trace)
-        steps, notes = stories(trace, bars, origin, verdict) if pipeline else empty_story()
         every = bars if requery and len(views) > 1 else None  # the page holds only the spans in view
-        parts += interrogate(views, view, lanes, pipeline, steps, notes, store, every)
+        clicks = None
+        if every is not None:  # so the kernel tells a clicked span's story, and the page holds none
+            steps, notes = empty_story()
+            told = bars
+
+            def story(p: int) -> tuple[dict[str, Any], dict[str, Any]]:
+                return stories(trace, told, origin, verdict, only=[p])
+
+            clicks = SpanDetails(bars, pipeline, story, view.flow_source.data)
+        else:
+            steps, notes = stories(trace, bars, origin, verdict) if pipeline else empty_story()
+        parts += interrogate(views, view, lanes, pipeline, steps, notes, store, every, clicks)
     parts += counter_figures(trace, origin, views[0].figure.x_range)
     return column(*parts, sizing_mode="stretch_width")

@@ -93,3 +93,38 @@ wb.matchesText = (r) => {
   if (r.showing !== undefined) text += `; showing ${wb.esc(r.showing)} at ${r.at.toFixed(6)} s`;
   return text;
 };
+// A click's details (js/details.js from the page's own spans, or a notebook kernel's
+// span_details.py) as the panel's HTML: the span, what it lies within, then its partition's
+// story (`steps`, `notes`) or its thread's context (`units`, `around`, `launched`).
+wb.detailsHtml = (r) => {
+  const row = (k, v) => `<tr><th>${wb.esc(k)}</th><td>${v}</td></tr>`;
+  const at = (s) => s.toFixed(6) + " s";
+  let html = `<div class="wb-details-head"><b>${wb.esc(r.phase)}</b> on ${wb.esc(r.lane)}</div><table class="wb-detail">`;
+  html += row("start", at(r.left)) + row("duration", wb.ms(r.right * 1000 - r.left * 1000));
+  if (r.role) html += row("role", wb.esc(r.role));
+  if (r.detail) html += row("details", wb.esc(r.detail));
+  if (r.within.length) html += row("within", r.within.map(([phase, ms]) => `${wb.esc(phase)} (${wb.ms(ms)})`).join(" › "));
+  const p = r.partition;
+  if (r.steps) {
+    html += row("partition", String(p)) + row("worker", r.worker >= 0 ? String(r.worker) : "-") + "</table>";
+    const s = r.steps, lines = r.notes;
+    html += `<div class="wb-story"><b>${wb.esc(lines[0] || "partition " + p)}</b>`;
+    html += `<table class="wb-detail wb-steps"><tr><th>step</th><th>lane</th><th>start</th><th>duration</th><th></th></tr>`;
+    for (let k = 0; k < s.step.length; k++) {
+      const here = s.lane[k] === r.lane && Math.abs(s.start[k] - r.left) < 1e-9 && s.step[k] === r.phase;
+      const indent = "&nbsp;&nbsp;".repeat(Math.min(Number(s.depth[k]), 3));
+      html += `<tr class="${here ? "wb-here" : ""}"><td>${indent}${wb.esc(s.step[k])}</td><td>${wb.esc(s.lane[k])}</td>` +
+        `<td>${at(s.start[k])}</td><td>${wb.ms(s.duration_ms[k])}</td><td>${wb.esc(s.note[k] || "")}</td></tr>`;
+    }
+    html += "</table>";
+    for (const line of lines.slice(1)) html += `<div class="wb-said">${wb.esc(line)}</div>`;
+    return html + "</div>";
+  }
+  const said = ([phase, lane, ms]) => `${wb.esc(phase)} on ${wb.esc(lane)} (${wb.ms(ms)})`;
+  if (r.units.length) html += row("unit of work", r.units.map(said).join("; "));
+  if (r.around.length) html += row("same thread then", r.around.map(said).join("; "));
+  for (const [kind, lane0, x0] of r.launched)
+    html += row(kind === "ac2g" ? "launched from" : wb.esc(kind), `${wb.esc(lane0)} at ${at(x0)}`);
+  if (p >= 0) html += row("unit", String(p));
+  return html + "</table>";
+};

@@ -1,0 +1,33 @@
+"""benchmarks/live_cost.py watched by its websocket viewer (benchmarks/live_client.py), the
+viewer used where a host has no browser: a short CPU-backend run, watched and unwatched. The
+viewer is a real client of the served document in a process of its own; it must receive every
+span the run recorded as a bar, and hold at the end what the server's document holds."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("bokeh", reason="the notebook extra is not installed")
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "benchmarks" / "live_cost.py"
+
+
+def test_the_websocket_viewer_receives_every_bar_of_a_watched_run(tmp_path):
+    out = tmp_path / "live.json"
+    done = subprocess.run([sys.executable, str(SCRIPT), "--partitions", "8", "--log2", "4", "--rounds", "1",
+                           "--viewer", "websocket", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert "viewer: a websocket client of the server document" in done.stdout
+    report = json.loads(out.read_text())
+    watched, unwatched = (next(r for r in report["runs"] if r["watched"] is w) for w in (True, False))
+    assert report["viewer"] == "websocket" and report["partitions"] == 8 and report["rounds"] == 1
+    assert watched["spans"] == unwatched["spans"] > 8 * 10  # the same run, each partition's spans
+    assert watched["bars_received"] == watched["spans"]  # every span reached the viewer as a bar
+    assert watched["drawn"] == watched["held"] > 0 and watched["caught_up"] == 1.0
+    assert watched["patches"] >= watched["updates"] > 0
+    assert report["ratio"] == pytest.approx(watched["rate"] / unwatched["rate"])
