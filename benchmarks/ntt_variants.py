@@ -41,6 +41,10 @@ VARIANTS: dict[str, tuple[tuple[str, ...], dict[str, int]]] = {
     "min2": (("NTT_MIN_BLOCKS=2",), {}),
     "t512x2": (("NTT_MAX_THREADS=512", "NTT_MIN_BLOCKS=2"), {"MAX_THREADS": 512}),
     "tile11": (("NTT_MIN_BLOCKS=2", "NTT_MAX_THREADS=512"), {"MAX_TILE_LOG2": 11, "MAX_THREADS": 512}),
+    # the product's limb products on the FP64 pipe (kernels/fr_fp64.cuh); at 4 blocks per SM
+    # its pass kernel spills 28 bytes outside the butterfly loop, at 3 it has 85 registers
+    "fp64": (("FR_MUL_FP64",), {}),
+    "fp64min3": (("FR_MUL_FP64", "NTT_MIN_BLOCKS=3"), {}),
 }
 
 MUL_BENCH = r"""
@@ -94,30 +98,22 @@ def compile_module(cupy: Any, code: str, defines: tuple[str, ...]) -> Any:
 
 @contextmanager
 def variant(cupy: Any, name: str) -> Iterator[dict[str, Any]]:
-    """Installs a variant's compiled kernels into workbench.gpu.kernels' cache and its plan
-    constants into workbench.gpu.ntt; restores both afterwards."""
+    """Within the block, workbench.gpu's kernels are the variant's build (kernels.built_with)
+    and its plan constants are set in workbench.gpu.ntt; both restored afterwards."""
     defines, overrides = VARIANTS[name]
-    dev = cupy.cuda.Device().id
-    saved_fns = dict(kernels._functions)
     saved_consts = {k: getattr(gpu_ntt, k) for k in overrides}
     info: dict[str, Any] = {"variant": name, "defines": list(defines), "overrides": overrides}
     try:
-        for mod_name in ("ntt", "fr_vector"):
-            mod = compile_module(cupy, kernels.source(mod_name), defines)
-            for fn in ("ntt_pass_kernel", "ntt_spread_twiddles_kernel") if mod_name == "ntt" else (
-                    "fr_powers_kernel", "fr_mul_kernel"):
-                kernels._functions[(mod_name, fn, dev)] = mod.get_function(fn)
-        pk = kernels._functions[("ntt", "ntt_pass_kernel", dev)]
-        info["registers"], info["local_bytes"] = pk.num_regs, pk.local_size_bytes
-        for k, v in overrides.items():
-            setattr(gpu_ntt, k, v)
-        bench = compile_module(cupy, kernels.expand_includes(MUL_BENCH), defines)
-        info["mul_rate"] = bench.get_function("fr_mul_rate")
-        info["butterfly_rate"] = bench.get_function("fr_butterfly_rate")
-        yield info
+        with kernels.built_with(*defines):
+            pk = kernels.function("ntt", "ntt_pass_kernel")
+            info["registers"], info["local_bytes"] = pk.num_regs, pk.local_size_bytes
+            for k, v in overrides.items():
+                setattr(gpu_ntt, k, v)
+            bench = compile_module(cupy, kernels.expand_includes(MUL_BENCH), defines)
+            info["mul_rate"] = bench.get_function("fr_mul_rate")
+            info["butterfly_rate"] = bench.get_function("fr_butterfly_rate")
+            yield info
     finally:
-        kernels._functions.clear()
-        kernels._functions.update(saved_fns)
         for k, v in saved_consts.items():
             setattr(gpu_ntt, k, v)
 

@@ -295,6 +295,10 @@ FR_FN void fr_mul4(const unsigned int a[4], const unsigned int b[4], unsigned in
 }
 #endif
 
+#if defined(FR_MUL_FP64)
+#include "fr_fp64.cuh"
+#endif
+
 // a * b * 2^-256 mod r, for a < r and b < r, or a < r and b < 2^256 (an unreduced operand
 // such as fr_sub_unreduced's goes second): then a * b < 2^256 * r, and the result is below
 // a * b / 2^256 + r < 2r before the last subtraction.
@@ -307,6 +311,9 @@ FR_FN void fr_mul4(const unsigned int a[4], const unsigned int b[4], unsigned in
 // products saved, because the integer adds and the multiplies now load their pipes alike.
 FR_FN fr_t fr_mul(const fr_t& a, const fr_t& b)
 {
+#if defined(FR_MUL_FP64)
+    return fr_mul_fp64(a, b);  // the same function on the FP64 pipe (kernels/fr_fp64.cuh)
+#else
     unsigned int t[9];
 #if !defined(FR_MUL_CIOS)
     using namespace fr_cc;
@@ -373,6 +380,7 @@ FR_FN fr_t fr_mul(const fr_t& a, const fr_t& b)
 #pragma unroll
     for (int j = 0; j < 8; ++j) s.l[j] = t[j];
     return fr_reduce_once(s);
+#endif
 }
 
 FR_FN fr_t fr_sqr(const fr_t& a)

@@ -229,6 +229,58 @@ def test_large_transforms_invariants(log2, rng):
     assert (h != 0).any()
 
 
+# ---------------------------------------------------------------- FR_MUL_FP64 build
+
+FP64 = ("FR_MUL_FP64",)
+
+
+def _limb_edges() -> list[int]:
+    """Both sides of each 52-bit limb boundary of x and of 16 x (kernels/fr_fp64.cuh)."""
+    near = {2**e + d for e in [*range(52, 256, 52), *range(48, 256, 52)] for d in (-1, 0, 1)}
+    return sorted({*EDGES, *(v % R for v in near)})
+
+
+def test_fp64_product_matches_python_ints(rng):
+    edges = _limb_edges()
+    pairs = [(x, y) for x in edges for y in edges]
+    pairs += [(int(v) % R, int(w) % R) for v, w in
+              zip(to_ints(random_reduced(rng, 4000)), to_ints(random_reduced(rng, 4000)), strict=True)]
+    a, b = ([p[k] for p in pairs] for k in (0, 1))
+    out = poisoned(len(pairs))
+    with kernels.built_with(*FP64):
+        kernels.launch_elementwise("fr_mul_kernel", out, cupy.asarray(to_limbs(a)),
+                                   cupy.asarray(to_limbs(b)))
+    got = to_ints(cupy.asnumpy(out))
+    bad = [i for i, (x, y) in enumerate(pairs) if got[i] != x * y * R_INV % R]
+    assert not bad, f"{len(bad)} wrong, first a={a[bad[0]]:#x} b={b[bad[0]]:#x}"
+
+
+@pytest.mark.parametrize("log2", [1, 6, 11, 16, 20])
+def test_fp64_product_build_gives_the_default_transforms_and_h(log2, rng):
+    """Bit for bit: the four transforms and compute_h of the FR_MUL_FP64 build against the
+    default (integer) build on the same inputs, every output poisoned first."""
+    n = 1 << log2
+    x = random_inputs(rng, n)
+    abc = [random_inputs(rng, n) for _ in range(3)]
+    names = ("ntt", "intt", "coset_ntt", "coset_intt", "compute_h")
+    results = {}
+    for defines in ((), FP64):
+        with kernels.built_with(*defines):
+            d = domain(log2)
+            got = []
+            for name in names[:4]:
+                y = cupy.asarray(x)
+                getattr(d, name)(y)
+                got.append(cupy.asnumpy(y))
+            out = poisoned(n)
+            d.compute_h(*(cupy.asarray(v) for v in abc), out=out)
+            got.append(cupy.asnumpy(out))
+        results[defines] = got
+    for name, want, got in zip(names, results[()], results[FP64], strict=True):
+        assert not (want == POISON).all(axis=1).any(), f"{name}: unwritten outputs"
+        np.testing.assert_array_equal(got, want, err_msg=name)
+
+
 def test_compute_h_on_a_stream_records_stage_events(rng):
     log2 = 12
     n = 1 << log2

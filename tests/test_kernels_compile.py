@@ -5,6 +5,7 @@ neither: source loading, pass planning, and the error when CuPy is missing."""
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import subprocess
@@ -103,15 +104,21 @@ int main() {
 
 
 def _edge_values() -> list[int]:
-    return [0, 1, 2, R - 1, R - 2, R_MONT, (R - 1) // 2, (R + 1) // 2, 2**32 - 1, 2**64 - 1,
-            2**224, R - 2**32]
+    # Besides the field's own edges, both sides of every 32-bit word boundary and of every
+    # 52-bit limb boundary of x and of 16 x (the FP64 product's limbs), all limbs full.
+    near = {2**e + d for e in [*range(32, 256, 32), *range(52, 256, 52), *range(48, 256, 52)]
+            for d in (-1, 0, 1)}
+    full = [sum(((1 << 52) - 1) << (52 * k) for k in range(i)) for i in range(1, 5)]
+    return [0, 1, 2, R - 1, R - 2, R_MONT, (R - 1) // 2, (R + 1) // 2, R - 2**32,
+            *sorted(v % R for v in near), *full]
 
 
 @needs_nvcc
-@pytest.mark.parametrize("defines", [(), ("FR_MUL_CIOS",), ("FR_MUL_WIDE",)],
-                         ids=["karatsuba", "cios", "wide"])
+@pytest.mark.parametrize("defines", [(), ("FR_MUL_CIOS",), ("FR_MUL_WIDE",), ("FR_MUL_FP64",)],
+                         ids=["karatsuba", "cios", "wide", "fp64"])
 def test_host_arithmetic_matches_python_ints(tmp_path: Path, defines: tuple[str, ...]):
-    """Each multiplication build option of fr.cuh, run on the host."""
+    """Each multiplication build option of fr.cuh, run on the host (FR_MUL_FP64's products
+    through std::fma, which IEEE 754 makes exact the same way as the GPU's DFMA)."""
     assert NVCC is not None
     src = tmp_path / "harness.cu"
     src.write_text(HARNESS)
@@ -141,7 +148,8 @@ def test_host_arithmetic_matches_python_ints(tmp_path: Path, defines: tuple[str,
     for x in reduced:
         y = rng.choice(reduced)
         cases += [("sub_unreduced", x, y, x - y + R),
-                  ("mul", x, y + R, x * y * R_INV % R), ("mul", x, 2 * R - 1, x * (R - 1) * R_INV % R)]
+                  ("mul", x, y + R, x * y * R_INV % R), ("mul", x, 2 * R - 1, x * (R - 1) * R_INV % R),
+                  ("mul", x, 2**256 - 1, x * (2**256 - 1) * R_INV % R)]
     cases += [("to_mont", v, 0, v % R * R_MONT % R) for v in reduced + canonical]
     stdin = "".join(f"{op} {x:x} {y:x}\n" for op, x, y, _ in cases)
     run = subprocess.run([str(exe)], input=stdin, capture_output=True, text=True, timeout=60)
@@ -205,6 +213,20 @@ def test_missing_cupy_names_the_gpu_extra(monkeypatch):
         kernels.require_cupy()
     with pytest.raises(ModuleNotFoundError, match="gpu"):
         GpuDomain(10)
+
+
+def test_kernel_build_options_from_the_environment_are_checked():
+    assert kernels.parse_defines(" FR_MUL_FP64, NTT_MIN_BLOCKS=3 ,") == ("FR_MUL_FP64",
+                                                                        "NTT_MIN_BLOCKS=3")
+    assert kernels.parse_defines("") == ()
+    for bad in ("FR MUL", "-DFR_MUL_FP64", "X=1;rm", "1ABC"):
+        with pytest.raises(ValueError, match=f"{kernels.DEFINES_ENV}: .* is not a preprocessor"):
+            kernels.parse_defines(bad)
+    code = "import workbench.gpu.kernels as k; print(k._defines)"
+    env = {**os.environ, kernels.DEFINES_ENV: "FR_MUL_FP64"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert proc.stdout.strip() == "('FR_MUL_FP64',)", proc.stderr
 
 
 def test_importing_the_gpu_package_does_not_import_cupy():

@@ -4,12 +4,21 @@ Each .cu file becomes one CuPy RawModule built by NVRTC for the current device's
 architecture (sm_90 on the H200). CuPy keys its on-disk binary cache by the source text, so
 the local headers are inlined here rather than passed as include paths: an edit to fr.cuh
 then changes the key instead of loading a stale binary.
+
+Build options of the kernels (preprocessor defines such as fr.cuh's FR_MUL_FP64) are chosen
+with built_with(...): inside it, every module and kernel comes from that build, cached apart
+from the default one. The environment variable WORKBENCH_KERNEL_DEFINES (comma-separated,
+"NAME" or "NAME=VALUE") sets the build used outside any built_with, for a whole test or
+benchmark run.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +27,23 @@ GPU_EXTRA_HINT = "pip install 'workbench[gpu]'"
 
 _INCLUDE = re.compile(r'^#include "([^"]+)"\s*$', re.MULTILINE)
 _lock = threading.Lock()
-_modules: dict[tuple[str, int], Any] = {}
-_functions: dict[tuple[str, str, int], Any] = {}
+_modules: dict[tuple[str, int, tuple[str, ...]], Any] = {}
+_functions: dict[tuple[str, str, int, tuple[str, ...]], Any] = {}
+DEFINES_ENV = "WORKBENCH_KERNEL_DEFINES"
+_DEFINE = re.compile(r"[A-Z_][A-Z0-9_]*(=\w+)?")  # a module name's (split_name) too
+
+
+def parse_defines(text: str, source: str = DEFINES_ENV) -> tuple[str, ...]:
+    """ "A,B=1" -> ("A", "B=1"); a malformed entry is refused with a message naming source."""
+    out = tuple(d.strip() for d in text.split(",") if d.strip())
+    for d in out:
+        if not _DEFINE.fullmatch(d):
+            raise ValueError(f"{source}: {d!r} is not a preprocessor define (NAME or NAME=VALUE)")
+    return out
+
+
+# the build that module() and function() hand out now
+_defines: tuple[str, ...] = parse_defines(os.environ.get(DEFINES_ENV, ""))
 
 
 def require_cupy() -> Any:
@@ -58,12 +82,26 @@ def source(name: str) -> str:
     return expand_includes(path.read_text())
 
 
+@contextlib.contextmanager
+def built_with(*defines: str) -> Iterator[None]:
+    """Within the block, module() and function() (and so GpuDomain, built inside it) use the
+    kernels compiled with these defines ("NAME" or "NAME=VALUE"). Process-wide, not per
+    thread: for benchmarks and tests that compare builds."""
+    global _defines
+    saved = _defines
+    _defines = parse_defines(",".join(defines), "built_with")
+    try:
+        yield
+    finally:
+        _defines = saved
+
+
 def split_name(name: str) -> tuple[str, tuple[str, ...]]:
     """A module name's source file and preprocessor defines: "affine_round+BA_PRODUCTS_CALLED"
     is kernels/affine_round.cu built with -DBA_PRODUCTS_CALLED (a kernel build option that a
     variant switches on; see affine_rounds.round_module)."""
     file, *defines = name.split("+")
-    bad = [d for d in defines if not re.fullmatch(r"[A-Z_][A-Z0-9_]*(=\w+)?", d)]
+    bad = [d for d in defines if not _DEFINE.fullmatch(d)]
     if not file or bad:
         raise ValueError(f"bad kernel module name {name!r}")
     return file, tuple(defines)
@@ -92,10 +130,10 @@ _KERNEL_NAME = re.compile(
 
 
 def module(name: str) -> Any:
-    """The compiled RawModule of kernels/<name>.cu for the current device (with the defines
-    the name carries, split_name)."""
+    """The compiled RawModule of kernels/<name>.cu for the current device, with the defines
+    of the build in force (built_with) and those the name carries (split_name)."""
     cupy = require_cupy()
-    key = (name, cupy.cuda.Device().id)
+    key = (name, cupy.cuda.Device().id, _defines)
     with _lock:
         mod = _modules.get(key)
         if mod is None:
@@ -104,14 +142,14 @@ def module(name: str) -> Any:
             first = _KERNEL_NAME.search(code)
             if first is None:
                 raise ValueError(f"kernels/{file}.cu defines no extern \"C\" kernel")
-            mod = _modules[key] = _compile(cupy, code, first.group(1), defines)
+            mod = _modules[key] = _compile(cupy, code, first.group(1), (*_defines, *defines))
         return mod
 
 
 def function(module_name: str, kernel: str) -> Any:
     """One kernel of a module; the same object every time, so attributes set on it stay."""
     cupy = require_cupy()
-    key = (module_name, kernel, cupy.cuda.Device().id)
+    key = (module_name, kernel, cupy.cuda.Device().id, _defines)
     fn = _functions.get(key)
     if fn is None:
         mod = module(module_name)
