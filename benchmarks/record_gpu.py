@@ -191,6 +191,9 @@ def main() -> None:
     parser.add_argument("--launch-reps", type=int, default=3)
     parser.add_argument("--kineto-rounds", type=int, default=3,
                         help="kineto stage: rounds of plain, profiler CUDA, profiler CPU+CUDA in one process")
+    parser.add_argument("--kineto-steps", type=int, default=300,
+                        help="kineto stage: timed steps a block (the profiler's processing at each "
+                             "stop grows with them)")
     parser.add_argument("--launch-steps", type=int, default=2000)
     parser.add_argument("--launch-args", nargs="*", default=["25", "10", "0"],
                         help="the launch loop's KERNELS GAP_US LOCKS")
@@ -350,7 +353,7 @@ def main() -> None:
         stage("launch", launch)
 
     def kineto() -> dict[str, Any]:
-        torch_steps = args.steps or (100 if args.quick else 300)
+        torch_steps = args.kineto_steps
         began = time.monotonic()
         argv = [sys.executable, str(step), "alternate", str(torch_steps), str(args.kineto_rounds)]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=400, check=True)
