@@ -182,11 +182,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=0, help="timed steps a run (default 100 --quick, 300)")
     parser.add_argument("--variants", nargs="*", default=["plain", "contended"], choices=sorted(VARIANTS),
                         help="how to run the training loop (benchmarks/record_variants.py)")
-    parser.add_argument("--details", nargs="*", default=["contended", "all", "none"],
+    parser.add_argument("--details", nargs="*", default=["contended", "all", "none", "overhead"],
                         help="recorded variants whose runs' traces are read for the locks inside the steps")
     parser.add_argument("--launch-variants", nargs="*", choices=sorted(VARIANTS),
                         default=["plain", "contended", "no-cuda", "cuda-none", "only-kernel", "no-runtime",
-                                 "flush-0", "drain-end", "bare"],
+                                 "flush-0", "drain-end", "bare", "overhead"],
                         help="how to run the launch loop (benchmarks/record_variants.py)")
     parser.add_argument("--launch-reps", type=int, default=3)
     parser.add_argument("--kineto-rounds", type=int, default=3,
@@ -340,7 +340,8 @@ def main() -> None:
             return {"build": built.stderr[-1000:]}
         argv = [str(loop), str(args.launch_steps), *args.launch_args]
         variants = [v for v in args.launch_variants if VARIANTS[v].kineto is None]
-        found = alternate(variants, args.launch_reps, argv, None, "step_us", began, args.launch_deadline_s)
+        found = alternate(variants, args.launch_reps, argv, None, "step_us", began, args.launch_deadline_s,
+                          details=args.launch_steps)
         launches = int(args.launch_args[0]) if args.launch_args else 25
         if "plain" in found["median"]:
             p = found["median"]["plain"]

@@ -11,6 +11,8 @@ torch.profiler, so that what each part costs the program is measured alone.
     cuda-none        CUPTI attached, no activity kind enabled
     no-KIND          every CUDA activity kind but KIND (kernel, memcpy, memset, sync, runtime)
     only-kernel      kernels alone; only-kernel-runtime: kernels and runtime calls
+    overhead         the default recording and CUPTI's records of its own overhead (summed by
+                     kind in the trace's counts: read when the variant is in `--details`)
     calls-all        every CUDA runtime call recorded, not only launches, copies, waits, ...
     flush-0          CUPTI's own flush heuristics, no 100 ms period; flush-1000: a 1 s period
     buffer-256k      CUPTI activity buffers of 256 KiB, not 4 MiB
@@ -57,6 +59,7 @@ VARIANTS: dict[str, Variant] = {
     "cuda-none": Variant(cuda_kinds=()),
     **{f"no-{k}": Variant(cuda_kinds=tuple(x for x in KINDS if x != k)) for k in KINDS},
     "only-kernel": Variant(cuda_kinds=("kernel",)),
+    "overhead": Variant(cuda_kinds=(*KINDS, "overhead")),
     "only-kernel-runtime": Variant(cuda_kinds=("kernel", "runtime")),
     "calls-all": Variant(env={"WORKBENCH_RECORD_CUDA_CALLS": "all"}),
     "flush-0": Variant(env={"WORKBENCH_RECORD_FLUSH_MS": "0"}),

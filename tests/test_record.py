@@ -317,6 +317,7 @@ def test_cuda_kinds_are_checked_and_named_to_the_shim(tmp_path: Path,
 
     assert cuda_kinds("all") == CUDA_KINDS and cuda_kinds("none") == ()
     assert cuda_kinds("runtime,kernel") == ("kernel", "runtime")  # in the shim's order
+    assert cuda_kinds("all,overhead") == (*CUDA_KINDS, "overhead")
     shims = Shims(tmp_path / "shim.so", False, tmp_path / "cupti.so")
     session = Session(["true"], shims, cuda_kinds=("memcpy", "kernel"),
                       env={"WORKBENCH_RECORD_FLUSH_MS": "0"})

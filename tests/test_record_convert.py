@@ -109,6 +109,18 @@ def test_each_record_moved_by_the_clock_reading_before_it() -> None:
     assert converter.last_ns == 5500
 
 
+def test_cupti_overhead_summed_by_kind() -> None:
+    flush, instrumentation = 1 << 16, 2 << 16  # CUpti_ActivityOverheadKind
+    rows = [(rg.OVERHEAD, 0, 0, 7, flush, 0, CUPTI_EPOCH, CUPTI_EPOCH + 100),
+            (rg.OVERHEAD, 0, 0, 7, instrumentation, 0, CUPTI_EPOCH + 5, CUPTI_EPOCH + 35),
+            (rg.OVERHEAD, 0, 0, 7, flush, 0, CUPTI_EPOCH + 200, CUPTI_EPOCH + 250)]
+    trace, converter, _ = convert(rows)
+    assert converter.counts["CUPTI overhead: buffer flush"] == 2
+    assert converter.counts["CUPTI overhead ns: buffer flush"] == 150
+    assert converter.counts["CUPTI overhead ns: instrumentation"] == 30
+    assert len(trace.spans) == 0 and "unknown events" not in converter.counts
+
+
 def test_recursive_mutex_hand_off_and_a_name() -> None:
     lock = 0x1000
     rows = [(rg.LOCK, 0, 1, 7, lock, 0, 10, 12), (rg.LOCK, 0, 1, 7, lock, 0, 13, 13),  # taken twice

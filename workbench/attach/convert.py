@@ -35,6 +35,10 @@ from workbench.trace.recorder import Recorder
 
 COND_NAMES = {0: "pthread_cond_wait", rg.F_TIMED: "pthread_cond_timedwait"}
 SEM_NAMES = {0: "sem_wait", rg.F_TIMED: "sem_timedwait"}
+OVERHEAD_KINDS = {0: "unknown", 1: "driver compiler", 1 << 16: "buffer flush", 2 << 16: "instrumentation",
+                  3 << 16: "resource", 4 << 16: "module loading", 5 << 16: "lazy function loading",
+                  6 << 16: "command buffer full", 7 << 16: "activity buffer request",
+                  8 << 16: "UVM activity init"}  # CUpti_ActivityOverheadKind
 
 
 class Converter:
@@ -80,7 +84,10 @@ class Converter:
             last = self._device.feed(device, self._name, self.counts, self.threads)
             if last is not None:
                 self.last_ns = max(self.last_ns, last)
-        unknown = int((kinds > rg.CLOCK).sum())  # those below KERNEL are counted in the loop
+        overheads = events[kinds == rg.OVERHEAD]
+        if len(overheads):
+            self._overheads(overheads)
+        unknown = int((kinds > rg.OVERHEAD).sum())  # those below KERNEL are counted in the loop
         if unknown:
             self.counts["unknown events"] += unknown
         handlers = {rg.LOCK: self._lock, rg.UNLOCK: self._unlock, rg.COND: self._cond, rg.SEM: self._sem,
@@ -200,6 +207,17 @@ class Converter:
         self.recorder.instant(tr.thread_track(tid), self._name(aux), ts_ns=self._t(t0),
                               attrs={"domain": self.domains.get(obj, f"#{obj}")})
         self.counts["NVTX marks"] += 1
+
+    def _overheads(self, events: np.ndarray) -> None:
+        """CUPTI's records of its own overhead (`--cuda-kinds ...,overhead`): counted and summed by
+        kind, for telling what the recording costs a program (no spans: CUPTI's time, not the
+        program's)."""
+        took = (events["t1"].astype(np.int64) - events["t0"].astype(np.int64)).clip(min=0)
+        for kind in np.unique(events["obj"]).tolist():
+            chosen = events["obj"] == kind
+            name = OVERHEAD_KINDS.get(kind, f"kind {kind}")
+            self.counts[f"CUPTI overhead: {name}"] += int(chosen.sum())
+            self.counts[f"CUPTI overhead ns: {name}"] += int(took[chosen].sum())
 
     # -- the end ----------------------------------------------------------------------------
     def finish(self, end_ns: int) -> None:

@@ -12,7 +12,8 @@
    program's threads time, benchmarks/record_gpu.py measures them one by one):
    - WORKBENCH_RECORD_CUDA_KINDS: the activity kinds, a comma list of kernel, memcpy, memset,
      sync and runtime (the launching, copying, waiting and allocating runtime calls), or
-     `all`, or `none` (CUPTI attached, nothing enabled); by default all of them;
+     `all`, or `none` (CUPTI attached, nothing enabled); by default all of them; `overhead`
+     (not in `all`) adds CUPTI's records of its own overhead, which the recorder sums;
    - WORKBENCH_RECORD_CUDA_CALLS=all: every runtime call, not only those (with `runtime`);
    - WORKBENCH_RECORD_FLUSH_MS: CUPTI's flush period (default 100; 0: CUPTI's own heuristics);
    - WORKBENCH_RECORD_BUFFER_KB: the size of each activity buffer (default 4096);
@@ -147,6 +148,16 @@ static void take(CUpti_Activity *record) {
         wb_emit(WB_SYNC, 0, s->correlationId, (uint64_t)s->type, where(device, stream), s->start, s->end);
         break;
     }
+#ifdef WB_OVERHEAD_T
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: { /* CUPTI's own time: its kind in obj, summed by the recorder */
+        WB_OVERHEAD_T *o = (WB_OVERHEAD_T *)record;
+        wb_emit(WB_OVERHEAD, 0, 0, (uint64_t)o->overheadKind, (uint64_t)o->objectKind, o->start, o->end);
+#if WB_OVERHEAD_T_V >= 3
+        free(o->overheadData); /* the client's to free (cupti_activity.h) */
+#endif
+        break;
+    }
+#endif
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: {
         CUpti_ActivityAPI *a = (CUpti_ActivityAPI *)record;
@@ -213,14 +224,15 @@ static void enable_calls(void) {
 }
 
 /* The activity kinds asked for (WORKBENCH_RECORD_CUDA_KINDS); a word not known is noted. */
-enum { KIND_KERNEL = 1, KIND_MEMCPY = 2, KIND_MEMSET = 4, KIND_SYNC = 8, KIND_RUNTIME = 16, KINDS_ALL = 31 };
+enum { KIND_KERNEL = 1, KIND_MEMCPY = 2, KIND_MEMSET = 4, KIND_SYNC = 8, KIND_RUNTIME = 16, KINDS_ALL = 31,
+       KIND_OVERHEAD = 32 };
 
 static unsigned chosen_kinds(void) {
     const char *asked = getenv("WORKBENCH_RECORD_CUDA_KINDS");
     if (!asked || !*asked) return KINDS_ALL;
     static const struct { const char *word; unsigned bits; } words[] = {
         {"kernel", KIND_KERNEL}, {"memcpy", KIND_MEMCPY}, {"memset", KIND_MEMSET}, {"sync", KIND_SYNC},
-        {"runtime", KIND_RUNTIME}, {"all", KINDS_ALL}, {"none", 0}};
+        {"runtime", KIND_RUNTIME}, {"overhead", KIND_OVERHEAD}, {"all", KINDS_ALL}, {"none", 0}};
     unsigned chosen = 0;
     for (const char *at = asked; *at;) {
         size_t n = strcspn(at, ",");
@@ -232,7 +244,7 @@ static unsigned chosen_kinds(void) {
         } else if (n) {
             char text[WB_TEXT_MAX];
             int len = snprintf(text, sizeof text, "WORKBENCH_RECORD_CUDA_KINDS: %.*s is not one of kernel, memcpy, "
-                               "memset, sync, runtime, all, none: left out", (int)n, at);
+                               "memset, sync, runtime, overhead, all, none: left out", (int)n, at);
             wb_emit_text(WB_T_NOTE, 0, 0, 0, text, len > 0 ? (size_t)len : 0);
         }
         at += n + (at[n] == ',');
@@ -267,7 +279,11 @@ WB_EXPORT int InitializeInjection(void) {
     unsigned chosen = chosen_kinds();
     const struct { unsigned bit; CUpti_ActivityKind kind; } kinds[] = {
         {KIND_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL}, {KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY},
-        {KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET}, {KIND_SYNC, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION}};
+        {KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET}, {KIND_SYNC, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION},
+#ifdef WB_OVERHEAD_T
+        {KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_OVERHEAD},
+#endif
+    };
     for (unsigned i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         if (chosen & kinds[i].bit && (r = cuptiActivityEnable(kinds[i].kind)) != CUPTI_SUCCESS)
             note("cuptiActivityEnable", r);

@@ -42,20 +42,23 @@ GRACE_S = 10.0  # after a stop is passed on, how long the program has to end bef
 FORMAT = "workbench record"
 LOCK_MODES = ("contended", "all", "none")  # which locks the shim records (shim.c); the first is the default
 CUDA_KINDS = ("kernel", "memcpy", "memset", "sync", "runtime")  # CUPTI activity kinds (cupti_injection.c)
+EXTRA_KINDS = ("overhead",)  # not in `all`: CUPTI's records of its own overhead, summed in the counts
 
 
 def cuda_kinds(text: str) -> tuple[str, ...]:
-    """The CUDA activity kinds a comma list names (`all`, `none`, or some of CUDA_KINDS)."""
+    """The CUDA activity kinds a comma list names (`all`, `none`, or some of CUDA_KINDS and
+    EXTRA_KINDS; `all,overhead` is every kind and CUPTI's overhead records)."""
     words = [w.strip() for w in text.split(",") if w.strip()]
-    if words == ["all"]:
-        return CUDA_KINDS
     if words == ["none"]:
         return ()
-    wrong = [w for w in words if w not in CUDA_KINDS]
+    if "all" in words:
+        words = [*CUDA_KINDS, *(w for w in words if w != "all")]
+    known = CUDA_KINDS + EXTRA_KINDS
+    wrong = [w for w in words if w not in known]
     if wrong or not words:
-        raise ValueError(f"CUDA activity kinds are a comma list of {', '.join(CUDA_KINDS)} (or all, none), "
+        raise ValueError(f"CUDA activity kinds are a comma list of {', '.join(known)} (or all, none), "
                          f"not {text!r}")
-    return tuple(k for k in CUDA_KINDS if k in words)
+    return tuple(k for k in known if k in words)
 
 
 def clock_offset(clock: Clock) -> int:
@@ -83,14 +86,14 @@ class Session:
             raise ValueError("no program to record: give it after `--`")
         if locks not in LOCK_MODES:
             raise ValueError(f"locks must be one of {', '.join(LOCK_MODES)}, not {locks!r}")
-        wrong = [k for k in cuda_kinds if k not in CUDA_KINDS]
+        wrong = [k for k in cuda_kinds if k not in CUDA_KINDS + EXTRA_KINDS]
         if wrong:
-            raise ValueError(f"CUDA activity kinds are some of {', '.join(CUDA_KINDS)}, "
+            raise ValueError(f"CUDA activity kinds are some of {', '.join(CUDA_KINDS + EXTRA_KINDS)}, "
                              f"not {', '.join(wrong)}")
         self.argv = list(argv)
         self.shims = shims
         self.locks = locks
-        self.cuda_kinds = tuple(k for k in CUDA_KINDS if k in cuda_kinds)
+        self.cuda_kinds = tuple(k for k in CUDA_KINDS + EXTRA_KINDS if k in cuda_kinds)
         self.nvtx = nvtx and shims.nvtx
         self.preload = preload
         self.knobs = dict(env or {})
@@ -234,7 +237,7 @@ class Session:
             notes.append("no NVTX ranges: the program made no NVTX calls")
         if self.shims.cupti is not None and "cupti" not in features:
             notes.append("no CUDA activity: the program did not initialise CUDA")
-        elif self.shims.cupti is not None and set(self.cuda_kinds) != set(CUDA_KINDS):
+        elif self.shims.cupti is not None and not set(CUDA_KINDS) <= set(self.cuda_kinds):
             left = [k for k in CUDA_KINDS if k not in self.cuda_kinds]
             notes.append(f"CUDA activity kinds left out: {', '.join(left)} (--cuda-kinds "
                          f"{','.join(self.cuda_kinds) or 'none'})")
