@@ -33,7 +33,7 @@ def register(commands: Any) -> None:
     record.add_argument("--cuda-kinds", default="all", metavar="KINDS",
                         help="CUDA activity recorded: a comma list of kernel, memcpy, memset, sync, runtime "
                              "(the launching, copying, waiting and allocating runtime calls), all (default) "
-                             "or none; add overhead for CUPTI's records of its own time (summed in the counts)")
+                             "or none; add overhead for CUPTI's records of its own time (counted)")
     record.add_argument("--roles", type=Path, metavar="FILE",
                         help="role mapping file, stored with the trace (names locks by address, ...)")
     record.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
