@@ -189,6 +189,8 @@ def main() -> None:
                                  "flush-0", "drain-end", "bare", "overhead"],
                         help="how to run the launch loop (benchmarks/record_variants.py)")
     parser.add_argument("--launch-reps", type=int, default=3)
+    parser.add_argument("--launch-details", nargs="*", default=["overhead"],
+                        help="launch variants whose runs' traces are read (their counts)")
     parser.add_argument("--kineto-rounds", type=int, default=3,
                         help="kineto stage: rounds of plain, profiler CUDA, profiler CPU+CUDA in one process")
     parser.add_argument("--kineto-steps", type=int, default=300,
@@ -277,11 +279,12 @@ def main() -> None:
         kineto = [sys.executable, str(step), "kineto", str(torch_steps)]
         out_["torch_steps"] = torch_steps
         out_.update(alternate(args.variants, args.reps or (2 if args.quick else 5), argv, kineto, "step_ms",
-                              began, args.deadline_s, details=torch_steps))
+                              began, args.deadline_s, details=torch_steps, read=args.details))
         return out_
 
     def alternate(variants: list[str], reps: int, argv: list[str], kineto: list[str] | None, key: str,
-                  began: float, deadline_s: float, details: int = 0) -> dict[str, Any]:
+                  began: float, deadline_s: float, details: int = 0,
+                  read: list[str] | None = None) -> dict[str, Any]:
         """Each variant in turn, `reps` rounds: each run's figure, its fifths, its wall time;
         medians and slowdowns against plain. Written out after every run."""
         figures: dict[str, list[float]] = {v: [] for v in variants}
@@ -297,7 +300,7 @@ def main() -> None:
                 if time.monotonic() - STARTED + longest > args.end_by_s:
                     found["stopped"] = f"--end-by-s {args.end_by_s}: no time for another run"
                     break
-                reads = bool(details) and variant in args.details and VARIANTS[variant].recorded
+                reads = bool(details) and variant in (read or []) and VARIANTS[variant].recorded
                 try:
                     out, made, wall = run_variant(variant, argv, shims, kineto, trace=reads)
                 except subprocess.CalledProcessError as err:
@@ -341,7 +344,7 @@ def main() -> None:
         argv = [str(loop), str(args.launch_steps), *args.launch_args]
         variants = [v for v in args.launch_variants if VARIANTS[v].kineto is None]
         found = alternate(variants, args.launch_reps, argv, None, "step_us", began, args.launch_deadline_s,
-                          details=args.launch_steps)
+                          details=args.launch_steps, read=args.launch_details)
         launches = int(args.launch_args[0]) if args.launch_args else 25
         if "plain" in found["median"]:
             p = found["median"]["plain"]
