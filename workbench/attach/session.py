@@ -12,7 +12,7 @@ What the recording costs the program is set part by part (benchmarks/record_gpu.
 `cuda_kinds` (the CUPTI activity kinds, WORKBENCH_RECORD_CUDA_KINDS of cupti_injection.c),
 `nvtx` (the NVTX injection), `preload` (the lock shim in LD_PRELOAD), `period_s` (how often
 the ring is drained; None: only once the program has ended) and `env` (the shims' other
-knobs, WORKBENCH_RECORD_FLUSH_MS and WORKBENCH_RECORD_BUFFER_KB).
+knobs: WORKBENCH_RECORD_FLUSH_MS, WORKBENCH_RECORD_BUFFER_KB, WORKBENCH_RECORD_CUDA_TIDS).
 
 Contract: `Session(argv, ...)`: `.start()`, `.wait(stops)`, `.trace()`; `exit_status(code)`.
 """
