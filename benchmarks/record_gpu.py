@@ -1,7 +1,9 @@
 """`workbench record` on the GPU machine: a CUDA program of ours and a PyTorch training loop.
 
-    python benchmarks/record_gpu.py --out DIR [--quick] [--stages slowdown ...] [--reps N]
-        [--steps N] [--variants plain contended none all] [--no-cuda-loop] [--deadline-s S]
+    python benchmarks/record_gpu.py --out DIR [--quick] [--stages slowdown launch ...] [--reps N]
+        [--steps N] [--variants plain contended none ...] [--no-cuda-loop] [--deadline-s S]
+        [--launch-variants ...] [--launch-reps N] [--launch-steps N] [--launch-deadline-s S]
+        [--kineto-rounds N] [--end-by-s S]
 
 1. tests/programs/cuda_work.cu, built with nvcc and recorded: the kernels, copies (by memory
    kind) and memsets in the trace against the counts the program prints of itself; whether
@@ -11,13 +13,22 @@
    NVTX ranges, in a second run of the same seeded steps (two CUPTI clients cannot share one
    process, so the profiler's run is another run of the same program).
 3. Slowdown: the CUDA program's loop time and the training loop's step time, plain against
-   recorded, alternating, medians. The training loop runs plain and recorded under each
-   `--locks` mode named in `--variants` (`none`: CUDA activity and NVTX alone), in turn, each
-   `--reps` times; for each recorded run, the lock holds, waits and condition waits inside its
+   recorded, alternating, medians. The training loop runs under each variant named in
+   `--variants` (benchmarks/record_variants.py: plain, the default recording, each part of the
+   recording switched off alone, torch.profiler), in turn, each `--reps` times; for the
+   recorded runs of `--details` variants, the lock holds, waits and condition waits inside its
    timed steps (per step) and the mutexes held most often there. `--deadline-s`: no new run
    starts after that many seconds of the stage, and results are written after every run.
+4. Launch (`--stages launch`): benchmarks/launch_loop.cu, a launch-bound loop of ours that
+   starts in well under a second, under each of `--launch-variants` in turn, `--launch-reps`
+   times: what each part of the recording costs a launch, in microseconds.
+
+5. Kineto (`--stages kineto`): benchmarks/torch_step.py `alternate`: rounds of plain steps and
+   the same steps under torch.profiler (CUDA; CPU and CUDA), in one process.
 
 Results go to DIR/record_gpu.json and are printed; every stage runs even if one before failed.
+`--end-by-s`: no run of the alternating stages starts unless the longest run so far would end
+within that many seconds of the script's start.
 """
 
 from __future__ import annotations
@@ -40,22 +51,29 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.record_variants import VARIANTS, session_options  # noqa: E402
 from workbench.attach.build import build_shims  # noqa: E402
 from workbench.attach.session import Session  # noqa: E402
 from workbench.model import roles as rl  # noqa: E402
 from workbench.model import tracks as tr  # noqa: E402
 
 results: dict[str, Any] = {}
+STARTED = time.monotonic()
 
 
 def said(text: str) -> dict[str, float]:
     return {k: float(v) for k, v in re.findall(r"(\w+)=([0-9.]+)", text)}
 
 
-def recorded(argv: list[str], shims: Any, locks: str = "contended",
-             poll: bool = True) -> tuple[Any, str, list[tuple[float, int]]]:
-    """(trace, the program's stdout, (seconds, kernel spans in the recorder) while it ran)."""
-    session = Session(argv, shims, locks=locks)
+def recorded(argv: list[str], shims: Any, locks: str = "contended", poll: bool = True,
+             variant: str | None = None, trace: bool = True) -> tuple[Any, str, list[tuple[float, int]]]:
+    """(trace, the program's stdout, (seconds, kernel spans in the recorder) while it ran); the
+    trace is None when not asked for (`trace=False`: a timing run only)."""
+    if variant is not None:
+        shims, options = session_options(VARIANTS[variant], shims)
+        session = Session(argv, shims, **options)
+    else:
+        session = Session(argv, shims, locks=locks)
     seen: list[tuple[float, int]] = []
     with tempfile.TemporaryFile("w+") as out:
         began = time.monotonic()
@@ -66,10 +84,32 @@ def recorded(argv: list[str], shims: Any, locks: str = "contended",
             seen.append((round(time.monotonic() - began, 3), kernels))
             time.sleep(0.05)
         session.wait()
-        trace = session.trace()
+        made = session.trace() if trace else None
         session.close()
         out.seek(0)
-        return trace, out.read(), seen
+        return made, out.read(), seen
+
+
+def run_variant(variant: str, argv: list[str], shims: Any, kineto_argv: list[str] | None = None,
+                trace: bool = False) -> tuple[str, Any, float]:
+    """(the program's stdout, its trace or None, wall seconds) of one run under `variant`."""
+    chosen = VARIANTS[variant]
+    began = time.monotonic()
+    if chosen.kineto is not None:
+        assert kineto_argv is not None
+        done = subprocess.run([*kineto_argv, chosen.kineto], capture_output=True, text=True, timeout=300,
+                              check=True)
+        return done.stdout, None, time.monotonic() - began
+    if not chosen.recorded:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=True)
+        return done.stdout, None, time.monotonic() - began
+    made, out, _ = recorded(argv, shims, poll=False, variant=variant, trace=trace)
+    return out, made, time.monotonic() - began
+
+
+def blocks(text: str) -> list[float]:
+    found = re.search(r"block_(?:ms|us)=([0-9.,]+)", text)
+    return [float(v) for v in found.group(1).split(",")] if found else []
 
 
 def counts(trace: Any, inside: str | None = None, last: int = 0) -> dict[str, Any]:
@@ -114,7 +154,7 @@ def in_steps(trace: Any, steps: int) -> dict[str, Any]:
     codes = rl.span_roles(trace)
     roles = np.array(rl.ROLE_NAMES, dtype=object)[codes]
     n = max(len(ranges), 1)
-    found = {f"{r}_per_step": round(float((inside & (roles == r)).sum()) / n, 1)
+    found: dict[str, Any] = {f"{r}_per_step": round(float((inside & (roles == r)).sum()) / n, 1)
              for r in ("lock_hold", "lock_wait", "cond_wait", "kernel", "launch")}
     held = Counter(tracks[inside & (roles == "lock_hold")].tolist())
     found["most_held"] = [(k, round(v / n, 1)) for k, v in held.most_common(5)]
@@ -140,10 +180,30 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=0,
                         help="training loop runs of each variant (default 2 --quick, 5)")
     parser.add_argument("--steps", type=int, default=0, help="timed steps a run (default 100 --quick, 300)")
-    parser.add_argument("--variants", nargs="*", default=["plain", "contended"],
-                        help="plain and the --locks modes to record the training loop under")
+    parser.add_argument("--variants", nargs="*", default=["plain", "contended"], choices=sorted(VARIANTS),
+                        help="how to run the training loop (benchmarks/record_variants.py)")
+    parser.add_argument("--details", nargs="*", default=["contended", "all", "none", "overhead"],
+                        help="recorded variants whose runs' traces are read for the locks inside the steps")
+    parser.add_argument("--launch-variants", nargs="*", choices=sorted(VARIANTS),
+                        default=["plain", "contended", "no-cuda", "cuda-none", "only-kernel", "no-runtime",
+                                 "flush-0", "drain-end", "bare", "overhead"],
+                        help="how to run the launch loop (benchmarks/record_variants.py)")
+    parser.add_argument("--launch-reps", type=int, default=3)
+    parser.add_argument("--launch-details", nargs="*", default=["overhead"],
+                        help="launch variants whose runs' traces are read (their counts)")
+    parser.add_argument("--kineto-rounds", type=int, default=3,
+                        help="kineto stage: rounds of plain, profiler CUDA, profiler CPU+CUDA in one process")
+    parser.add_argument("--kineto-steps", type=int, default=300,
+                        help="kineto stage: timed steps a block (the profiler's processing at each "
+                             "stop grows with them)")
+    parser.add_argument("--launch-steps", type=int, default=2000)
+    parser.add_argument("--launch-args", nargs="*", default=["25", "10", "0"],
+                        help="the launch loop's KERNELS GAP_US LOCKS")
+    parser.add_argument("--launch-deadline-s", type=float, default=1e9)
     parser.add_argument("--no-cuda-loop", action="store_true", help="slowdown: the training loop only")
     parser.add_argument("--deadline-s", type=float, default=1e9)
+    parser.add_argument("--end-by-s", type=float, default=1e9,
+                        help="no run starts that would end later than this many seconds after the start")
     parser.add_argument("--program", type=Path, default=ROOT / "benchmarks" / "torch_step.py",
                         help="the training loop (its `plain STEPS` prints step_ms=)")
     args = parser.parse_args()
@@ -215,34 +275,104 @@ def main() -> None:
             p, r = statistics.median(loop["plain"]), statistics.median(loop["recorded"])
             out_["cuda_work_loop_ms"] = {**loop, "slowdown": round(r / p - 1, 4)}
         torch_steps = args.steps or (100 if args.quick else 300)
-        torch_ms: dict[str, list[float]] = {v: [] for v in args.variants}
-        detail: dict[str, list[Any]] = {v: [] for v in args.variants if v != "plain"}
-        out_["torch_step_ms"] = torch_ms
-        out_["torch_steps"] = torch_steps
-        out_["torch_in_steps"] = detail
         argv = [sys.executable, str(step), "plain", str(torch_steps)]
-        for _ in range(args.reps or (2 if args.quick else 5)):
-            for variant in args.variants:
-                if time.monotonic() - began > args.deadline_s:  # plain and the first variant go first
-                    out_["stopped"] = f"deadline of {args.deadline_s} s"
-                    break
-                if variant == "plain":
-                    done = subprocess.run(argv, capture_output=True, text=True, timeout=180, check=True)
-                    torch_ms["plain"].append(said(done.stdout)["step_ms"])
-                else:
-                    trace, out, _ = recorded(argv, shims, locks=variant, poll=False)
-                    torch_ms[variant].append(said(out)["step_ms"])
-                    record = trace.meta["record"]
-                    detail[variant].append({**in_steps(trace, torch_steps), "counts": record["counts"],
-                                            "unrecorded_holds": record["unrecorded_holds"],
-                                            "dropped": record["dropped"]})
-                save()
-        if torch_ms.get("plain"):
-            p = statistics.median(torch_ms["plain"])
-            out_["torch_slowdown"] = {v: round(statistics.median(ms) / p - 1, 4)
-                                      for v, ms in torch_ms.items() if v != "plain" and ms}
-            out_["torch_vs_target"] = {v: round(d / 0.03, 2) for v, d in out_["torch_slowdown"].items()}
+        kineto = [sys.executable, str(step), "kineto", str(torch_steps)]
+        out_["torch_steps"] = torch_steps
+        out_.update(alternate(args.variants, args.reps or (2 if args.quick else 5), argv, kineto, "step_ms",
+                              began, args.deadline_s, details=torch_steps, read=args.details))
         return out_
+
+    def alternate(variants: list[str], reps: int, argv: list[str], kineto: list[str] | None, key: str,
+                  began: float, deadline_s: float, details: int = 0,
+                  read: list[str] | None = None) -> dict[str, Any]:
+        """Each variant in turn, `reps` rounds: each run's figure, its fifths, its wall time;
+        medians and slowdowns against plain. Written out after every run."""
+        figures: dict[str, list[float]] = {v: [] for v in variants}
+        found: dict[str, Any] = {key: figures, "block": {v: [] for v in variants},
+                                 "wall_s": {v: [] for v in variants}, "in_steps": {}, "stopped": None}
+        results["running"] = found
+        for _ in range(reps):
+            for variant in variants:
+                longest = max((w for ws in found["wall_s"].values() for w in ws), default=0.0)
+                if time.monotonic() - began > deadline_s:  # the first variants of a round go first
+                    found["stopped"] = f"deadline of {deadline_s} s"
+                    break
+                if time.monotonic() - STARTED + longest > args.end_by_s:
+                    found["stopped"] = f"--end-by-s {args.end_by_s}: no time for another run"
+                    break
+                reads = bool(details) and variant in (read or []) and VARIANTS[variant].recorded
+                try:
+                    out, made, wall = run_variant(variant, argv, shims, kineto, trace=reads)
+                except subprocess.CalledProcessError as err:
+                    found.setdefault("errors", []).append(f"{variant}: {err}; {(err.stderr or '')[-300:]}")
+                    continue
+                if key not in said(out):
+                    found.setdefault("errors", []).append(f"{variant}: no {key} in {out[-300:]!r}")
+                    continue
+                figures[variant].append(said(out)[key])
+                found["block"][variant].append(blocks(out))
+                found["wall_s"][variant].append(round(wall, 2))
+                if made is not None:
+                    record = made.meta["record"]
+                    found["in_steps"].setdefault(variant, []).append(
+                        {**in_steps(made, details), "counts": record["counts"],
+                         "unrecorded_holds": record["unrecorded_holds"], "dropped": record["dropped"],
+                         "notes": record["notes"][-3:]})
+                print(f"   {variant}: {key} {figures[variant][-1]} ({wall:.1f} s)", flush=True)
+                save()
+            if found["stopped"]:
+                break
+        medians = {v: statistics.median(f) for v, f in figures.items() if f}
+        found["median"] = {v: round(m, 4) for v, m in medians.items()}
+        if "plain" in medians:
+            p = medians["plain"]
+            found["slowdown"] = {v: round(m / p - 1, 4) for v, m in medians.items() if v != "plain"}
+            found["vs_target"] = {v: round(d / 0.03, 2) for v, d in found["slowdown"].items()}
+            found["extra_per_step"] = {v: round(m - p, 4) for v, m in medians.items() if v != "plain"}
+        results.pop("running", None)
+        return found
+
+    def launch() -> dict[str, Any]:
+        began = time.monotonic()
+        loop = work / "launch_loop"
+        nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+        source = ROOT / "benchmarks" / "launch_loop.cu"
+        built = subprocess.run([nvcc, "-O2", "-arch=sm_90", "-o", str(loop), str(source)],
+                               capture_output=True, text=True, timeout=120)
+        if built.returncode:
+            return {"build": built.stderr[-1000:]}
+        argv = [str(loop), str(args.launch_steps), *args.launch_args]
+        variants = [v for v in args.launch_variants if VARIANTS[v].kineto is None]
+        found = alternate(variants, args.launch_reps, argv, None, "step_us", began, args.launch_deadline_s,
+                          details=args.launch_steps, read=args.launch_details)
+        launches = int(args.launch_args[0]) if args.launch_args else 25
+        if "plain" in found["median"]:
+            p = found["median"]["plain"]
+            found["us_per_launch"] = {v: round((m - p) / launches, 3) for v, m in found["median"].items()
+                                      if v != "plain"}
+        found["argv"] = argv[1:]
+        return found
+
+    if "launch" in args.stages:
+        stage("launch", launch)
+
+    def kineto() -> dict[str, Any]:
+        torch_steps = args.kineto_steps
+        began = time.monotonic()
+        argv = [sys.executable, str(step), "alternate", str(torch_steps), str(args.kineto_rounds)]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=400, check=True)
+        found: dict[str, Any] = {k: [float(x) for x in v.split(",")]
+                                 for k, v in re.findall(r"(\w+_ms)=([0-9.,]+)", done.stdout)}
+        medians = {k: statistics.median(v) for k, v in found.items()}
+        found["median"] = {k: round(m, 4) for k, m in medians.items()}
+        if "plain_ms" in medians:
+            p = medians["plain_ms"]
+            found["slowdown"] = {k: round(m / p - 1, 4) for k, m in medians.items() if k != "plain_ms"}
+        found["steps"], found["wall_s"] = torch_steps, round(time.monotonic() - began, 1)
+        return found
+
+    if "kineto" in args.stages:
+        stage("kineto", kineto)
 
     if "slowdown" in args.stages:
         stage("slowdown", slowdown)

@@ -12,6 +12,7 @@ import sys
 import time
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -263,3 +264,69 @@ def test_recorded_from_a_notebook_with_its_live_view(program: Path) -> None:
     assert trace is not None and recording.exit_code == 0
     holds = int(rl.role_mask(trace, "lock_hold").sum())
     assert holds >= 6 and recording.live.stats.spans == len(trace.spans)  # every span reached the view
+
+
+def _said(text: str) -> dict[str, str]:
+    return dict(word.split("=", 1) for line in text.splitlines() for word in line.split() if "=" in word)
+
+
+def test_each_part_of_the_recording_switched_off_alone(program: Path, tmp_path: Path) -> None:
+    """The cost knobs (benchmarks/record_gpu.py times them): the lock shim not preloaded, the
+    NVTX injection left off, the ring drained only at the end; what is left is whole."""
+    from workbench.attach.build import build_shims
+    from workbench.attach.session import Session
+
+    shims = build_shims(cuda=False)
+    rounds = 4
+
+    def run(**options: Any) -> tuple[dict[str, str], Any]:
+        session = Session([str(program), str(rounds), "handoff"], shims, locks="all", **options)
+        out = tmp_path / "out.txt"
+        with out.open("w") as sink:
+            session.start(stdout=sink)
+            session.wait()
+        trace = session.trace()
+        session.close()
+        return _said(out.read_text()), trace
+
+    said, trace = run(period_s=None)  # nothing drained while it ran: all of it at the end
+    gpu = f"lock/{said['gpu_mutex']}"
+    holds = len(spans_on(trace, gpu, "hold"))
+    assert holds == int(said["gpu_locks0"]) + int(said["gpu_locks1"]) == 2 * rounds
+    assert len(spans_on(trace, f"lock/{said['quiet_mutex']}", "hold")) == int(said["quiet_locks"])
+
+    said, trace = run(preload=False)
+    record = trace.meta["record"]
+    assert not rl.role_mask(trace, "lock_hold", "lock_wait", "cond_wait").any()
+    assert "locks" not in record["features"] and any("not preloaded" in n for n in record["notes"])
+    if said.get("nvtx") == "1":  # NVTX still recorded: the same library, loaded as the injection only
+        assert len(spans_on(trace, f"thread/{said['tid0']}", "round")) == rounds
+
+    said, trace = run(nvtx=False)
+    record = trace.meta["record"]
+    assert record["features"] == ["locks"] and not trace.span_mask(track=f"thread/{said['tid0']}").any()
+    assert len(spans_on(trace, f"lock/{said['gpu_mutex']}", "hold")) == 2 * rounds
+    if shims.nvtx:
+        assert any("NVTX injection was left off" in n for n in record["notes"])
+
+
+def test_cuda_kinds_are_checked_and_named_to_the_shim(tmp_path: Path,
+                                                      capfd: pytest.CaptureFixture[str]) -> None:
+    from workbench.attach.build import Shims
+    from workbench.attach.session import CUDA_KINDS, Session, cuda_kinds
+
+    assert cuda_kinds("all") == CUDA_KINDS and cuda_kinds("none") == ()
+    assert cuda_kinds("runtime,kernel") == ("kernel", "runtime")  # in the shim's order
+    assert cuda_kinds("all,overhead") == (*CUDA_KINDS, "overhead")
+    shims = Shims(tmp_path / "shim.so", False, tmp_path / "cupti.so")
+    session = Session(["true"], shims, cuda_kinds=("memcpy", "kernel"),
+                      env={"WORKBENCH_RECORD_FLUSH_MS": "0"})
+    env = session.environment()
+    assert env["WORKBENCH_RECORD_CUDA_KINDS"] == "kernel,memcpy" and env["WORKBENCH_RECORD_FLUSH_MS"] == "0"
+    assert Session(["true"], shims, cuda_kinds=()).environment()["WORKBENCH_RECORD_CUDA_KINDS"] == "none"
+    with pytest.raises(ValueError, match="not 'kernels'"):
+        cuda_kinds("kernels")
+    code = cli.main(["record", "--cuda-kinds", "kernel,copies", "-o", str(tmp_path / "t.wbtrace"), "--",
+                     "true"])
+    err = capfd.readouterr().err
+    assert code == 2 and "kernel,copies" in err and len(err.strip().splitlines()) == 1

@@ -81,6 +81,46 @@ def test_device_records_on_the_host_clock() -> None:
     assert trace.time_range() == (1001, 1410)
 
 
+def test_each_record_moved_by_the_clock_reading_before_it() -> None:
+    """Two clock readings in one drain and the next: each record takes the last one sent
+    before it; a record before any reading is counted, not placed."""
+    rows = [(rg.KERNEL, 0, 1, 7, 1, 7, CUPTI_EPOCH + 1, CUPTI_EPOCH + 2),  # before any reading
+            (rg.CLOCK, 0, 0, 7, 0, 0, CUPTI_EPOCH, 1000),
+            (rg.KERNEL, 0, 2, 7, 1, 7, CUPTI_EPOCH + 100, CUPTI_EPOCH + 200),
+            (rg.API, 0, 99, 7, 2, 2, CUPTI_EPOCH + 50, CUPTI_EPOCH + 60),
+            (rg.CLOCK, 0, 0, 7, 0, 0, CUPTI_EPOCH + 10_000, 5000),  # the clocks drifted 6,000 ns apart
+            (rg.KERNEL, 0, 3, 7, 1, 7, CUPTI_EPOCH + 10_100, CUPTI_EPOCH + 10_300)]
+    ring = rg.Ring.create(1 << 6, 1 << 4)
+    recorder = Recorder(FakeClock(), nvtx=False)
+    converter = Converter(recorder, main_pid=7)
+    publish(ring, rows[:4], [(rg.T_STRING, 1, "scale"), (rg.T_STRING, 2, "cudaLaunchKernel")])
+    converter.feed(ring.drain())
+    other_stream = (rg.KERNEL, 0, 4, 7, 1, (1 << 32) | 9, CUPTI_EPOCH + 10_400, CUPTI_EPOCH + 10_500)
+    publish(ring, [*rows[4:], other_stream])
+    converter.feed(ring.drain())
+    trace = Trace.from_recorder(recorder)
+    ring.close()
+    assert spans(trace, "gpu0/stream/7") == [("scale", 1100, 1200, {"correlation": 2}),
+                                             ("scale", 5100, 5300, {"correlation": 3})]
+    assert spans(trace, "gpu1/stream/9") == [("scale", 5400, 5500, {"correlation": 4})]
+    assert spans(trace, "cuda/thread/99") == [("cudaLaunchKernel", 1050, 1060, {"correlation": 2})]
+    assert converter.counts["device records before a clock reading"] == 1
+    assert converter.counts["kernels"] == 3 and converter.threads == {99}
+    assert converter.last_ns == 5500
+
+
+def test_cupti_overhead_summed_by_kind() -> None:
+    flush, instrumentation = 1 << 16, 2 << 16  # CUpti_ActivityOverheadKind
+    rows = [(rg.OVERHEAD, 0, 0, 7, flush, 0, CUPTI_EPOCH, CUPTI_EPOCH + 100),
+            (rg.OVERHEAD, 0, 0, 7, instrumentation, 0, CUPTI_EPOCH + 5, CUPTI_EPOCH + 35),
+            (rg.OVERHEAD, 0, 0, 7, flush, 0, CUPTI_EPOCH + 200, CUPTI_EPOCH + 250)]
+    trace, converter, _ = convert(rows)
+    assert converter.counts["CUPTI overhead: buffer flush"] == 2
+    assert converter.counts["CUPTI overhead ns: buffer flush"] == 150
+    assert converter.counts["CUPTI overhead ns: instrumentation"] == 30
+    assert len(trace.spans) == 0 and "unknown events" not in converter.counts
+
+
 def test_recursive_mutex_hand_off_and_a_name() -> None:
     lock = 0x1000
     rows = [(rg.LOCK, 0, 1, 7, lock, 0, 10, 12), (rg.LOCK, 0, 1, 7, lock, 0, 13, 13),  # taken twice

@@ -113,11 +113,12 @@ def _cupti_shim() -> tuple[Path | None, str]:
 # The activity records the shim reads, by the struct names this toolkit's headers give them.
 RECORDS = {"WB_KERNEL_T": "CUpti_ActivityKernel", "WB_MEMCPY_T": "CUpti_ActivityMemcpy",
            "WB_MEMSET_T": "CUpti_ActivityMemset", "WB_SYNC_T": "CUpti_ActivitySynchronization"}
+OPTIONAL = {"WB_OVERHEAD_T": "CUpti_ActivityOverhead"}  # CUPTI's own overhead (the `overhead` kind)
 
 
 def _record_layouts(header: Path) -> list[str] | str:
     """-D flags naming the newest version of each record struct in the header (CUPTI fills
-    records in the layout of the library beside these headers)."""
+    records in the layout of the library beside these headers), and its number (`_V`)."""
     import re
 
     try:
@@ -125,10 +126,12 @@ def _record_layouts(header: Path) -> list[str] | str:
     except OSError as err:
         return f"cannot read {header} ({err.strerror})"
     flags = []
-    for macro, struct in RECORDS.items():
+    for macro, struct in {**RECORDS, **OPTIONAL}.items():
         versions = [int(v or 0) for v in re.findall(rf"}}\s*{struct}(\d*)\s*;", text)]
         if not versions:
+            if macro in OPTIONAL:
+                continue
             return f"{header} defines no {struct}"
         newest = max(versions)
-        flags.append(f"-D{macro}={struct}{newest if newest else ''}")
+        flags += [f"-D{macro}={struct}{newest if newest else ''}", f"-D{macro}_V={max(newest, 1)}"]
     return flags

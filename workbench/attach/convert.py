@@ -12,7 +12,8 @@ as they come; model/tracks.py and model/roles.py give them their roles).
 - NVTX ranges on `thread/<tid>`, attrs `domain`; marks as instants there.
 - CUDA activity: kernels on `gpu<n>/stream/<s>`, copies on `gpu<n>/copy` (bytes, src_kind,
   dst_kind), memsets on `gpu<n>/memset`, synchronisations on `gpu<n>/sync`, API calls on
-  `cuda/thread/<tid>`; device times moved onto the host clock by the offsets the shim sent.
+  `cuda/thread/<tid>`; device times moved onto the host clock by the offsets the shim sent
+  (device_records.py, a drain's records at a time).
 
 The ring's order is the locks' order (the shim sends a release before the real unlock and an
 acquire after the real lock), so hand-offs are read off in one pass. Times are CLOCK_MONOTONIC
@@ -28,12 +29,16 @@ from typing import Any
 import numpy as np
 
 from workbench.attach import ring as rg
-from workbench.collectors.attribution import COPY_KINDS, MEMORY_KINDS, SYNC_KINDS
+from workbench.attach.device_records import DeviceRecords
 from workbench.model import tracks as tr
 from workbench.trace.recorder import Recorder
 
 COND_NAMES = {0: "pthread_cond_wait", rg.F_TIMED: "pthread_cond_timedwait"}
 SEM_NAMES = {0: "sem_wait", rg.F_TIMED: "sem_timedwait"}
+OVERHEAD_KINDS = {0: "unknown", 1: "driver compiler", 1 << 16: "buffer flush", 2 << 16: "instrumentation",
+                  3 << 16: "resource", 4 << 16: "module loading", 5 << 16: "lazy function loading",
+                  6 << 16: "command buffer full", 7 << 16: "activity buffer request",
+                  8 << 16: "UVM activity init"}  # CUpti_ActivityOverheadKind
 
 
 class Converter:
@@ -54,8 +59,7 @@ class Converter:
         self._stacks: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
         self._started: dict[tuple[int, int], tuple[int, int, int, int]] = {}
         self._pending_names: list[rg.Text] = []
-        self._device_offset: int | None = None
-        self._contexts: dict[int, int] = {}
+        self._device = DeviceRecords(recorder, offset_ns)
 
     def _t(self, ns: int) -> int:
         return ns - self.offset_ns
@@ -71,21 +75,30 @@ class Converter:
         if not len(events):
             return
         self.counts["events"] += len(events)
-        host = events[events["kind"] < rg.KERNEL]  # device times are another clock's (moved in _device)
+        kinds = events["kind"]
+        host = events[kinds < rg.KERNEL]  # device times are another clock's (device_records.py)
         if len(host):
             self.last_ns = max(self.last_ns, self._t(int(host["t0"].max())), self._t(int(host["t1"].max())))
+        device = events[(kinds >= rg.KERNEL) & (kinds <= rg.CLOCK)]
+        if len(device):
+            last = self._device.feed(device, self._name, self.counts, self.threads)
+            if last is not None:
+                self.last_ns = max(self.last_ns, last)
+        overheads = events[kinds == rg.OVERHEAD]
+        if len(overheads):
+            self._overheads(overheads)
+        unknown = int((kinds > rg.OVERHEAD).sum())  # those below KERNEL are counted in the loop
+        if unknown:
+            self.counts["unknown events"] += unknown
         handlers = {rg.LOCK: self._lock, rg.UNLOCK: self._unlock, rg.COND: self._cond, rg.SEM: self._sem,
                     rg.PUSH: self._push, rg.POP: self._pop, rg.START: self._start, rg.END: self._end,
-                    rg.MARK: self._mark, rg.CLOCK: self._clock}
-        device = {rg.KERNEL, rg.MEMCPY, rg.MEMSET, rg.SYNC, rg.API}
+                    rg.MARK: self._mark}
         for kind, flags, tid, pid, obj, aux, t0, t1 in zip(
-                *(events[f].tolist() for f in ("kind", "flags", "tid", "pid", "obj", "aux", "t0", "t1")),
+                *(host[f].tolist() for f in ("kind", "flags", "tid", "pid", "obj", "aux", "t0", "t1")),
                 strict=True):
             handler = handlers.get(kind)
             if handler is not None:
                 handler(flags, tid, pid, obj, aux, t0, t1)
-            elif kind in device:
-                self._device(kind, flags, tid, pid, obj, aux, t0, t1)
             else:
                 self.counts["unknown events"] += 1
 
@@ -195,45 +208,16 @@ class Converter:
                               attrs={"domain": self.domains.get(obj, f"#{obj}")})
         self.counts["NVTX marks"] += 1
 
-    # -- CUDA -------------------------------------------------------------------------------
-    def _clock(self, flags: int, tid: int, pid: int, obj: int, aux: int, t0: int, t1: int) -> None:
-        self._device_offset = t1 - t0  # host monotonic minus the device timestamp, read together
-
-    def _device(self, kind: int, flags: int, tid: int, pid: int, obj: int, aux: int, t0: int,
-                t1: int) -> None:
-        if self._device_offset is None:  # the shim reads the clocks first: never, unless damaged
-            self.counts["device records before a clock reading"] += 1
-            return
-        shift = self._device_offset - self.offset_ns
-        start, end = t0 + shift, t1 + shift
-        self.last_ns = max(self.last_ns, end)
-        device, stream = aux >> 32, aux & 0xFFFFFFFF
-        if kind == rg.KERNEL:
-            self.recorder.add_span(tr.stream_track(device, stream), self._name(obj), start, end,
-                                   attrs={"correlation": tid})
-            self.counts["kernels"] += 1
-        elif kind == rg.MEMCPY:
-            attrs = {"bytes": obj, "src_kind": MEMORY_KINDS.get((flags >> 5) & 31, "unknown"),
-                     "dst_kind": MEMORY_KINDS.get((flags >> 10) & 31, "unknown"), "stream": stream,
-                     "correlation": tid}
-            self.recorder.add_span(tr.copy_track(device), COPY_KINDS.get(flags & 31, "copy"), start, end,
-                                   attrs=attrs)
-            self.counts["copies"] += 1
-        elif kind == rg.MEMSET:
-            attrs = {"bytes": obj, "memory_kind": MEMORY_KINDS.get(flags, "unknown"), "stream": stream,
-                     "correlation": tid}
-            self.recorder.add_span(tr.memset_track(device), "memset", start, end, attrs=attrs)
-            self.counts["memsets"] += 1
-        elif kind == rg.SYNC:
-            name = SYNC_KINDS.get(obj, "synchronize")
-            self.recorder.add_span(tr.gpu_track(device, "sync"), name, start, end,
-                                   attrs={"stream": stream, "correlation": tid})
-            self.counts["synchronisations"] += 1
-        else:  # an API call, on its thread's CUDA track
-            self.threads.add(tid)
-            self.recorder.add_span(tr.cuda_track(tr.thread_track(tid)), self._name(obj), start, end,
-                                   attrs={"correlation": aux})
-            self.counts["CUDA API calls"] += 1
+    def _overheads(self, events: np.ndarray) -> None:
+        """CUPTI's records of its own overhead (`--cuda-kinds ...,overhead`): counted and summed by
+        kind, for telling what the recording costs a program (no spans: CUPTI's time, not the
+        program's)."""
+        took = (events["t1"].astype(np.int64) - events["t0"].astype(np.int64)).clip(min=0)
+        for kind in np.unique(events["obj"]).tolist():
+            chosen = events["obj"] == kind
+            name = OVERHEAD_KINDS.get(kind, f"kind {kind}")
+            self.counts[f"CUPTI overhead: {name}"] += int(chosen.sum())
+            self.counts[f"CUPTI overhead ns: {name}"] += int(took[chosen].sum())
 
     # -- the end ----------------------------------------------------------------------------
     def finish(self, end_ns: int) -> None:

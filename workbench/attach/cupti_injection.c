@@ -6,17 +6,30 @@
    follows the program; the rest is flushed at exit. Device timestamps are CUPTI's clock: a
    WB_CLOCK event pairs one with CLOCK_MONOTONIC at every buffer, and the recorder shifts.
    The record layouts are those of this toolkit's headers (build.py names the newest version
-   of each struct it finds there as WB_KERNEL_T, WB_MEMCPY_T, WB_MEMSET_T, WB_SYNC_T). */
+   of each struct it finds there as WB_KERNEL_T, WB_MEMCPY_T, WB_MEMSET_T, WB_SYNC_T).
+
+   What is recorded, and how often it is handed over, are the environment's (each costs the
+   program's threads time, benchmarks/record_gpu.py measures them one by one):
+   - WORKBENCH_RECORD_CUDA_KINDS: the activity kinds, a comma list of kernel, memcpy, memset,
+     sync and runtime (the launching, copying, waiting and allocating runtime calls), or
+     `all`, or `none` (CUPTI attached, nothing enabled); by default all of them; `overhead`
+     (not in `all`) adds CUPTI's records of its own overhead, which the recorder sums;
+   - WORKBENCH_RECORD_CUDA_CALLS=all: every runtime call, not only those (with `runtime`);
+   - WORKBENCH_RECORD_FLUSH_MS: CUPTI's flush period (default 100; 0: CUPTI's own heuristics);
+   - WORKBENCH_RECORD_BUFFER_KB: the size of each activity buffer (default 4096);
+   - WORKBENCH_RECORD_CUDA_TIDS=pthread: CUPTI's own thread ids, not the system's (below). */
 #define _GNU_SOURCE
 #include <cupti.h>
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "ring.h"
 
 #define WB_EXPORT __attribute__((visibility("default")))
-#define BUFFER_BYTES (4u << 20)
-#define FLUSH_MS 100
+#define BUFFER_KB 4096u
+#define FLUSH_MS 100u
 #define NAMES 8192u
 #define CALLS 8192u
 #define CONTEXTS 256u
@@ -26,6 +39,13 @@ static struct name_entry names[NAMES];
 static uint64_t call_ids[2][CALLS];
 static int32_t context_device[CONTEXTS];
 static atomic_flag names_lock = ATOMIC_FLAG_INIT;
+static size_t buffer_bytes = (size_t)BUFFER_KB << 10;
+
+/* A kernel's name is one string for all of its records (CUPTI's documented contract), so its
+   id is found by the pointer first: no hashing of a long mangled name per launch. */
+#define BY_POINTER 4096u
+struct pointer_entry { const char *name; uint64_t id; };
+static struct pointer_entry by_pointer[BY_POINTER];
 
 static uint64_t fnv1a(const char *s, size_t n) {
     uint64_t h = 1469598103934665603ULL;
@@ -58,6 +78,23 @@ static uint64_t name_id(const char *s) {
     return id;
 }
 
+/* Buffers are delivered on CUPTI's thread and, at exit, on the flushing one: the table is
+   read and written under the names' lock (a look-up there costs less than hashing the name). */
+static uint64_t kernel_id(const char *name) {
+    if (!name) return name_id(name);
+    unsigned i = (unsigned)((((uintptr_t)name >> 3) * 0x9E3779B97F4A7C15ULL) >> 52) & (BY_POINTER - 1);
+    uint64_t id = 0;
+    while (atomic_flag_test_and_set_explicit(&names_lock, memory_order_acquire)) {}
+    if (by_pointer[i].name == name) id = by_pointer[i].id;
+    atomic_flag_clear_explicit(&names_lock, memory_order_release);
+    if (id) return id;
+    id = name_id(name);
+    while (atomic_flag_test_and_set_explicit(&names_lock, memory_order_acquire)) {}
+    by_pointer[i] = (struct pointer_entry){name, id};
+    atomic_flag_clear_explicit(&names_lock, memory_order_release);
+    return id;
+}
+
 static uint64_t call_id(int driver, uint32_t cbid) {
     if (cbid < CALLS && call_ids[driver][cbid]) return call_ids[driver][cbid];
     const char *name = NULL;
@@ -86,7 +123,8 @@ static void take(CUpti_Activity *record) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
         WB_KERNEL_T *k = (WB_KERNEL_T *)record;
         learn_context(k->contextId, k->deviceId);
-        wb_emit(WB_KERNEL, 0, k->correlationId, name_id(k->name), where(k->deviceId, k->streamId), k->start, k->end);
+        wb_emit(WB_KERNEL, 0, k->correlationId, kernel_id(k->name), where(k->deviceId, k->streamId), k->start,
+                k->end);
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -110,6 +148,16 @@ static void take(CUpti_Activity *record) {
         wb_emit(WB_SYNC, 0, s->correlationId, (uint64_t)s->type, where(device, stream), s->start, s->end);
         break;
     }
+#ifdef WB_OVERHEAD_T
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: { /* CUPTI's own time: its kind in obj, summed by the recorder */
+        WB_OVERHEAD_T *o = (WB_OVERHEAD_T *)record;
+        wb_emit(WB_OVERHEAD, 0, 0, (uint64_t)o->overheadKind, (uint64_t)o->objectKind, o->start, o->end);
+#if WB_OVERHEAD_T_V >= 3
+        free(o->overheadData); /* the client's to free (cupti_activity.h) */
+#endif
+        break;
+    }
+#endif
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: {
         CUpti_ActivityAPI *a = (CUpti_ActivityAPI *)record;
@@ -123,8 +171,8 @@ static void take(CUpti_Activity *record) {
 }
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
-    *buffer = aligned_alloc(8, BUFFER_BYTES);
-    *size = *buffer ? BUFFER_BYTES : 0;
+    *buffer = aligned_alloc(8, buffer_bytes);
+    *size = *buffer ? buffer_bytes : 0;
     *max_records = 0;
 }
 
@@ -175,23 +223,71 @@ static void enable_calls(void) {
     }
 }
 
+/* The activity kinds asked for (WORKBENCH_RECORD_CUDA_KINDS); a word not known is noted. */
+enum { KIND_KERNEL = 1, KIND_MEMCPY = 2, KIND_MEMSET = 4, KIND_SYNC = 8, KIND_RUNTIME = 16, KINDS_ALL = 31,
+       KIND_OVERHEAD = 32 };
+
+static unsigned chosen_kinds(void) {
+    const char *asked = getenv("WORKBENCH_RECORD_CUDA_KINDS");
+    if (!asked || !*asked) return KINDS_ALL;
+    static const struct { const char *word; unsigned bits; } words[] = {
+        {"kernel", KIND_KERNEL}, {"memcpy", KIND_MEMCPY}, {"memset", KIND_MEMSET}, {"sync", KIND_SYNC},
+        {"runtime", KIND_RUNTIME}, {"overhead", KIND_OVERHEAD}, {"all", KINDS_ALL}, {"none", 0}};
+    unsigned chosen = 0;
+    for (const char *at = asked; *at;) {
+        size_t n = strcspn(at, ",");
+        unsigned w = 0;
+        while (w < sizeof words / sizeof words[0] && (strlen(words[w].word) != n || strncmp(at, words[w].word, n)))
+            w++;
+        if (w < sizeof words / sizeof words[0]) {
+            chosen |= words[w].bits;
+        } else if (n) {
+            char text[WB_TEXT_MAX];
+            int len = snprintf(text, sizeof text, "WORKBENCH_RECORD_CUDA_KINDS: %.*s is not one of kernel, memcpy, "
+                               "memset, sync, runtime, overhead, all, none: left out", (int)n, at);
+            wb_emit_text(WB_T_NOTE, 0, 0, 0, text, len > 0 ? (size_t)len : 0);
+        }
+        at += n + (at[n] == ',');
+    }
+    return chosen;
+}
+
+/* A whole number from the environment within [low, high], else `fallback`. */
+static unsigned long number(const char *name, unsigned long fallback, unsigned long low, unsigned long high) {
+    const char *text = getenv(name);
+    char *end = NULL;
+    unsigned long value = text && *text ? strtoul(text, &end, 10) : fallback;
+    return end && (*end || value < low || value > high) ? fallback : value;
+}
+
 static void flush_at_exit(void) { cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); }
 
 WB_EXPORT int InitializeInjection(void) {
     void *(*mapped)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "workbench_record_ring");
     if (!wb_attach(mapped ? (struct wb_header *)mapped() : NULL, 0) && !wb_map(0))
         return 1; /* not being recorded: nothing to do */
+    buffer_bytes = (size_t)number("WORKBENCH_RECORD_BUFFER_KB", BUFFER_KB, 16, 1u << 20) << 10;
     CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
     if (r != CUPTI_SUCCESS) {
         note("CUDA activity not recorded: cuptiActivityRegisterCallbacks", r);
         return 1;
     }
-    cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
-    const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                        CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
+    /* System thread ids, as the lock shim's; WORKBENCH_RECORD_CUDA_TIDS=pthread leaves CUPTI's
+       own (pthread_self, which the recorder cannot put on a thread's track: for measuring). */
+    const char *tids = getenv("WORKBENCH_RECORD_CUDA_TIDS");
+    if (!tids || strcmp(tids, "pthread") != 0) cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+    unsigned chosen = chosen_kinds();
+    const struct { unsigned bit; CUpti_ActivityKind kind; } kinds[] = {
+        {KIND_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL}, {KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY},
+        {KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET}, {KIND_SYNC, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION},
+#ifdef WB_OVERHEAD_T
+        {KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_OVERHEAD},
+#endif
+    };
     for (unsigned i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-        if ((r = cuptiActivityEnable(kinds[i])) != CUPTI_SUCCESS) note("cuptiActivityEnable", r);
-    enable_calls();
+        if (chosen & kinds[i].bit && (r = cuptiActivityEnable(kinds[i].kind)) != CUPTI_SUCCESS)
+            note("cuptiActivityEnable", r);
+    if (chosen & KIND_RUNTIME) enable_calls();
     /* The driver's and the profiling library's own locks are not the program's. */
     void (*ignore)(const char *) = (void (*)(const char *))dlsym(RTLD_DEFAULT, "workbench_record_ignore_library");
     if (ignore) {
@@ -199,7 +295,7 @@ WB_EXPORT int InitializeInjection(void) {
         ignore("libcupti.so");
     }
     clock_pair();
-    cuptiActivityFlushPeriod(FLUSH_MS);
+    cuptiActivityFlushPeriod((uint32_t)number("WORKBENCH_RECORD_FLUSH_MS", FLUSH_MS, 0, 60000));
     atexit(flush_at_exit);
     atomic_fetch_or(&wb_ring->features, WB_FEATURE_CUPTI);
     return 1;

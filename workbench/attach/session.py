@@ -8,6 +8,12 @@ terminal and takes Ctrl-C itself, as it would unrecorded); elsewhere a Ctrl-C re
 recorder alone, which passes it on. A drain thread empties the ring every `period_s` into the
 recorder, which the journal and a live view read as they read any run's.
 
+What the recording costs the program is set part by part (benchmarks/record_gpu.py times each):
+`cuda_kinds` (the CUPTI activity kinds, WORKBENCH_RECORD_CUDA_KINDS of cupti_injection.c),
+`nvtx` (the NVTX injection), `preload` (the lock shim in LD_PRELOAD), `period_s` (how often
+the ring is drained; None: only once the program has ended) and `env` (the shims' other
+knobs: WORKBENCH_RECORD_FLUSH_MS, WORKBENCH_RECORD_BUFFER_KB, WORKBENCH_RECORD_CUDA_TIDS).
+
 Contract: `Session(argv, ...)`: `.start()`, `.wait(stops)`, `.trace()`; `exit_status(code)`.
 """
 
@@ -19,7 +25,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +41,24 @@ PERIOD_S = 0.05
 GRACE_S = 10.0  # after a stop is passed on, how long the program has to end before it is killed
 FORMAT = "workbench record"
 LOCK_MODES = ("contended", "all", "none")  # which locks the shim records (shim.c); the first is the default
+CUDA_KINDS = ("kernel", "memcpy", "memset", "sync", "runtime")  # CUPTI activity kinds (cupti_injection.c)
+EXTRA_KINDS = ("overhead",)  # not in `all`: CUPTI's records of its own overhead, summed in the counts
+
+
+def cuda_kinds(text: str) -> tuple[str, ...]:
+    """The CUDA activity kinds a comma list names (`all`, `none`, or some of CUDA_KINDS and
+    EXTRA_KINDS; `all,overhead` is every kind and CUPTI's overhead records)."""
+    words = [w.strip() for w in text.split(",") if w.strip()]
+    if words == ["none"]:
+        return ()
+    if "all" in words:
+        words = [*CUDA_KINDS, *(w for w in words if w != "all")]
+    known = CUDA_KINDS + EXTRA_KINDS
+    wrong = [w for w in words if w not in known]
+    if wrong or not words:
+        raise ValueError(f"CUDA activity kinds are a comma list of {', '.join(known)} (or all, none), "
+                         f"not {text!r}")
+    return tuple(k for k in known if k in words)
 
 
 def clock_offset(clock: Clock) -> int:
@@ -55,14 +79,24 @@ def clock_offset(clock: Clock) -> int:
 
 class Session:
     def __init__(self, argv: Sequence[str], shims: Shims, clock: Clock = DEFAULT_CLOCK,
-                 capacity: int = 1 << 19, period_s: float = PERIOD_S, locks: str = "contended") -> None:
+                 capacity: int = 1 << 19, period_s: float | None = PERIOD_S, locks: str = "contended",
+                 cuda_kinds: Sequence[str] = CUDA_KINDS, nvtx: bool = True, preload: bool = True,
+                 env: Mapping[str, str] | None = None) -> None:
         if not argv:
             raise ValueError("no program to record: give it after `--`")
         if locks not in LOCK_MODES:
             raise ValueError(f"locks must be one of {', '.join(LOCK_MODES)}, not {locks!r}")
+        wrong = [k for k in cuda_kinds if k not in CUDA_KINDS + EXTRA_KINDS]
+        if wrong:
+            raise ValueError(f"CUDA activity kinds are some of {', '.join(CUDA_KINDS + EXTRA_KINDS)}, "
+                             f"not {', '.join(wrong)}")
         self.argv = list(argv)
         self.shims = shims
         self.locks = locks
+        self.cuda_kinds = tuple(k for k in CUDA_KINDS + EXTRA_KINDS if k in cuda_kinds)
+        self.nvtx = nvtx and shims.nvtx
+        self.preload = preload
+        self.knobs = dict(env or {})
         self.recorder = Recorder(clock, nvtx=False)
         self.ring = Ring.create(capacity)
         self.converter = Converter(self.recorder, clock_offset(clock))
@@ -80,12 +114,15 @@ class Session:
 
     def environment(self) -> dict[str, str]:
         env = dict(os.environ)
-        preload = env.get("LD_PRELOAD", "")
-        env["LD_PRELOAD"] = f"{self.shims.locks}{' ' + preload if preload else ''}"
+        env.update(self.knobs)
+        if self.preload:
+            preload = env.get("LD_PRELOAD", "")
+            env["LD_PRELOAD"] = f"{self.shims.locks}{' ' + preload if preload else ''}"
         env["WORKBENCH_RECORD_RING"] = self.ring.path
         env["WORKBENCH_RECORD_RING_FD"] = str(self.ring.fd)
         env["WORKBENCH_RECORD_LOCKS"] = self.locks
-        hooks = {"NVTX_INJECTION64_PATH": str(self.shims.locks) if self.shims.nvtx else None,
+        env["WORKBENCH_RECORD_CUDA_KINDS"] = ",".join(self.cuda_kinds) or "none"
+        hooks = {"NVTX_INJECTION64_PATH": str(self.shims.locks) if self.nvtx else None,
                  "CUDA_INJECTION64_PATH": str(self.shims.cupti) if self.shims.cupti is not None else None}
         for name, ours in hooks.items():
             if ours is None:
@@ -109,7 +146,7 @@ class Session:
         if hasattr(signal, "pthread_sigmask"):  # stop signals are the main thread's
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
         try:
-            while not self._done.wait(self.period_s):
+            while not self._done.wait(self.period_s):  # period None: nothing until the end
                 self._drain_once(final=False)
         except Exception as err:  # the program goes on; the trace says recording stopped early
             self.error = f"{type(err).__name__}: {err}"
@@ -175,7 +212,9 @@ class Session:
         features = self.ring.features
         counts = dict(c.counts)
         unrecorded = self.ring.unrecorded
-        if "locks" not in features:
+        if not self.preload:
+            notes.append("the lock shim was not preloaded: no lock operations recorded")
+        elif "locks" not in features:
             notes.append("the lock shim did not attach (a statically linked program, or one that clears "
                          "LD_PRELOAD): no lock operations recorded")
         elif self.locks == "none":
@@ -192,10 +231,16 @@ class Session:
         if "locks" in features and self.locks != "none" and not counts.get("lock acquires") \
                 and not counts.get("condition waits") and not unrecorded:
             notes.append("the program took no pthread mutex, condition variable or semaphore: no lock spans")
-        if self.shims.nvtx and "nvtx" not in features:
+        if self.shims.nvtx and not self.nvtx:
+            notes.append("NVTX ranges not recorded: the NVTX injection was left off")
+        elif self.shims.nvtx and "nvtx" not in features:
             notes.append("no NVTX ranges: the program made no NVTX calls")
         if self.shims.cupti is not None and "cupti" not in features:
             notes.append("no CUDA activity: the program did not initialise CUDA")
+        elif self.shims.cupti is not None and not set(CUDA_KINDS) <= set(self.cuda_kinds):
+            left = [k for k in CUDA_KINDS if k not in self.cuda_kinds]
+            notes.append(f"CUDA activity kinds left out: {', '.join(left)} (--cuda-kinds "
+                         f"{','.join(self.cuda_kinds) or 'none'})")
         dropped, lost = self.ring.dropped, self.ring.lost
         if dropped or lost:
             notes.append(f"{dropped + lost} events lost: the ring was full ({dropped}) or an event was cut "
@@ -211,6 +256,7 @@ class Session:
             "record": {"command": self.argv, "exit_code": exit_status(code) if code is not None else None,
                        "features": sorted(features), "counts": counts, "dropped": dropped, "lost": lost,
                        "locks": self.locks, "unrecorded_holds": unrecorded,
+                       "cuda_kinds": list(self.cuda_kinds) if self.shims.cupti is not None else [],
                        "stopped_by": self.stopped_by, "notes": notes},
             "outcome": outcome,
         }

@@ -119,6 +119,15 @@ static void *next_symbol(const char *name, const char *version) {
     return found ? found : dlsym(RTLD_NEXT, name);
 }
 
+/* Whether the program's lock calls come here: loaded only as its NVTX injection (not
+   preloaded), this library is not the first that defines them. */
+static void init(void);
+static int preloaded(void) {
+    Dl_info mine, theirs;
+    void *found = dlsym(RTLD_DEFAULT, "pthread_mutex_lock");
+    return found && dladdr((void *)init, &mine) && dladdr(found, &theirs) && mine.dli_fbase == theirs.dli_fbase;
+}
+
 static void init(void) {
     int expected = 0;
     if (!atomic_compare_exchange_strong(&wb_state, &expected, 1)) return;
@@ -139,7 +148,7 @@ static void init(void) {
     read_mode();
     start_stamps();
     pthread_key_create(&unsent_key, flush_unsent);
-    if (wb_map(WB_FEATURE_LOCKS)) pthread_atfork(NULL, NULL, after_fork);
+    if (wb_map(preloaded() ? WB_FEATURE_LOCKS : 0)) pthread_atfork(NULL, NULL, after_fork);
     wb_guard = 0;
     atomic_store(&wb_state, 2);
 }

@@ -30,6 +30,10 @@ def register(commands: Any) -> None:
                         help="which mutexes to record: contended (default: each mutex from the first time "
                              "a thread waits for it, with the hold it waited for; condition waits always), "
                              "all (every hold: slower, ~2 ring events a lock), none")
+    record.add_argument("--cuda-kinds", default="all", metavar="KINDS",
+                        help="CUDA activity recorded: a comma list of kernel, memcpy, memset, sync, runtime "
+                             "(the launching, copying, waiting and allocating runtime calls), all (default) "
+                             "or none; add overhead for CUPTI's records of its own time (counted)")
     record.add_argument("--roles", type=Path, metavar="FILE",
                         help="role mapping file, stored with the trace (names locks by address, ...)")
     record.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
@@ -40,11 +44,12 @@ def register(commands: Any) -> None:
 def _record(args: argparse.Namespace) -> int:
     from workbench import compiled
     from workbench.attach.build import build_shims
-    from workbench.attach.session import Session
+    from workbench.attach.session import Session, cuda_kinds
     from workbench.commands._inputs import read_rules
     from workbench.model.roles import with_rules
     from workbench.trace import output
 
+    kinds = cuda_kinds(args.cuda_kinds)
     argv = list(args.command)
     if argv and argv[0] == "--":
         argv = argv[1:]
@@ -65,7 +70,7 @@ def _record(args: argparse.Namespace) -> int:
         raise ValueError(f"record: the recording shim cannot be built here: {err}") from None
     for note in shims.notes:
         print(f"workbench: {note}", file=sys.stderr)
-    session = Session(argv, shims, locks=args.locks)
+    session = Session(argv, shims, locks=args.locks, cuda_kinds=kinds)
     try:
         return _run(args, session, trace_path, fresh, rules, with_rules)
     finally:

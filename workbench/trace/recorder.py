@@ -128,6 +128,11 @@ class Recorder:
         if self.enabled:
             self.spans.append((track, name, start_ns, end_ns, partition, worker, attrs))
 
+    def add_spans(self, rows: list[SpanRow]) -> None:
+        """Many finished spans at once (a drain of a recorded program's ring)."""
+        if self.enabled:
+            self.spans.extend(rows)
+
     def instant(
         self, track: str, name: str, partition: int = NO_ID, worker: int = NO_ID,
         attrs: dict[str, Any] | None = None, ts_ns: int | None = None,

@@ -14,6 +14,7 @@ from typing import Any
 
 from workbench.attach.build import build_shims
 from workbench.attach.session import Session
+from workbench.attach.session import cuda_kinds as parse_cuda_kinds
 from workbench.trace.container import Trace
 from workbench.viz.deps import require
 from workbench.viz.live import LiveView, Poller
@@ -21,10 +22,11 @@ from workbench.viz.live import LiveView, Poller
 
 class LiveRecording:
     def __init__(self, command: Sequence[str], save: str | Path | None = None, cuda: bool = True,
-                 locks: str = "contended") -> None:
+                 locks: str = "contended", cuda_kinds: str = "all") -> None:
+        kinds = parse_cuda_kinds(cuda_kinds)
         shims = build_shims(cuda=cuda)
         self.notes = list(shims.notes)
-        self.session = Session(list(command), shims, locks=locks)
+        self.session = Session(list(command), shims, locks=locks, cuda_kinds=kinds)
         self.path = Path(save) if save is not None else None
         self.live = LiveView(self.session.recorder, title=f"live: {' '.join(command)[:80]}")
         self.trace: Trace | None = None
