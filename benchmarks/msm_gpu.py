@@ -37,7 +37,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from workbench.gpu import affine_rounds, kernels, srs_gen
+from workbench.gpu import affine_rounds, kernels, msm_tables, srs_gen
 from workbench.gpu import msm as gpu_msm
 
 BANDWIDTH = 4.1e12  # bytes/s, device-to-device copy measured on the lent H200
@@ -48,36 +48,32 @@ TARGETS_MS = {("msm", 20): 8.0, ("msm", 22): 28.0, ("msm", 24): 100.0, ("batch_a
 ANCHOR_MS = {("msm", 24): 109.0}  # the published G1 MSM 2^24 on a card of the H200's integer-multiply peak
 # The variants timed side by side. Keys name a module attribute set for the variant's
 # duration (affine_rounds', or with "msm." workbench.gpu.msm's), or "window_delta": c moved
-# from window_bits(n) by that much. "binary" is the code before this round's work (the binary
-# inversion, the global-atomic sort, the scaled reduction); "before" the same with the batched
-# inversion; "scanned" the default (that, and the scan reduction); "sort" adds the
-# block-local sort alone, "new" both it and the pending
-# reduction, "scan" the local sort and the scan reduction; the tuning variants (segments,
-# windows) are "new" with one setting changed. "xyzz" is "before" with the affine rounds
-# disabled; "local" batch_add by batch_add_local.
-BEFORE = {"msm.SORT": "atomics", "msm.REDUCE": "scaled", "INVERSION": "batched", "BATCH_ADD": "rounds"}
-SCANNED = {**BEFORE, "msm.REDUCE": "scan"}  # the default: the atomic sort and the scan reduction
-NEW = {**BEFORE, "msm.SORT": "local", "msm.REDUCE": "pending"}
+# from the window rule by that much. "default" is the default; "binary" the binary inversion;
+# "pending" the reduction's pending levels down to one point a row (no scan); "xyzz" the
+# affine rounds disabled; "aff_deep" G1's rounds by G2's rule; "local" batch_add by
+# batch_add_local; the tuning variants (scan rows, segments, windows c-2 .. c+3) the default
+# with one setting changed. "fixed" runs over precomputed window multiples of the bases
+# (msm_tables.py, one set of buckets for all windows), its window by msm_tables'
+# fixed_window_bits (fixed-2 .. fixed+2 moved from it); its table is built before the timing
+# (setup time and bytes reported), and its quarters run the default path, so the check
+# compares it with the default's sums.
+DEFAULT = {"msm.REDUCE": "scan", "msm.PRECOMPUTED": "off", "INVERSION": "batched", "BATCH_ADD": "rounds"}
+FIXED = {**DEFAULT, "msm.PRECOMPUTED": "always"}
 VARIANTS: dict[str, dict[str, Any]] = {
-    "binary": {**BEFORE, "INVERSION": "binary"},
-    "before": BEFORE,
-    "scanned": SCANNED,
-    "sort": {**BEFORE, "msm.SORT": "local"},
-    "new": NEW,
-    "xyzz": {**BEFORE, "MIN_PAIRS": 1 << 62, "MIN_PAIRS_G2": 1 << 62},
-    "aff_deep": {**BEFORE, "MIN_PAIRS": 1 << 19, "MIN_FRACTION": 0.1, "K_MIN": 16},  # G1 with G2's rule
-    "local": {**BEFORE, "BATCH_ADD": "local"},
-    "scan": {**NEW, "msm.REDUCE": "scan"},
-    "scan1k": {**NEW, "msm.REDUCE": "scan", "msm.SCAN_ROWS": 1024},
-    "seg2": {**NEW, "msm.REDUCE_FIRST_SEG_LOG2": 2},
-    "seg3": {**NEW, "msm.REDUCE_FIRST_SEG_LOG2": 3},
-    "seg5": {**NEW, "msm.REDUCE_FIRST_SEG_LOG2": 5},
-    "tail3": {**NEW, "msm.REDUCE_SEG_LOG2": 3},
-    "c-2": {**NEW, "window_delta": -2},
-    "c-1": {**NEW, "window_delta": -1},
-    "c+1": {**NEW, "window_delta": 1},
-    "c+2": {**NEW, "window_delta": 2},
-    "c+3": {**NEW, "window_delta": 3},
+    "default": DEFAULT,
+    "binary": {**DEFAULT, "INVERSION": "binary"},
+    "pending": {**DEFAULT, "msm.REDUCE": "pending"},
+    "xyzz": {**DEFAULT, "MIN_PAIRS": 1 << 62, "MIN_PAIRS_G2": 1 << 62},
+    "aff_deep": {**DEFAULT, "MIN_PAIRS": 1 << 19, "MIN_FRACTION": 0.1, "K_MIN": 16},  # G1 with G2's rule
+    "local": {**DEFAULT, "BATCH_ADD": "local"},
+    "scan1k": {**DEFAULT, "msm.SCAN_ROWS": 1024},
+    "seg2": {**DEFAULT, "msm.REDUCE_FIRST_SEG_LOG2": 2},
+    "seg3": {**DEFAULT, "msm.REDUCE_FIRST_SEG_LOG2": 3},
+    "seg5": {**DEFAULT, "msm.REDUCE_FIRST_SEG_LOG2": 5},
+    "tail3": {**DEFAULT, "msm.REDUCE_SEG_LOG2": 3},
+    **{f"c{d:+d}": {**DEFAULT, "window_delta": d} for d in (-2, -1, 1, 2, 3)},
+    "fixed": FIXED,
+    **{f"fixed{d:+d}": {**FIXED, "window_delta": d} for d in (-2, -1, 1, 2)},
 }
 # batch_add_local's shape, timed on batch_add alone: slice words, and the binary inversion.
 _LOCAL = VARIANTS["local"]
@@ -85,7 +81,7 @@ BATCH_VARIANTS: dict[str, dict[str, Any]] = {
     "local_w2": {**_LOCAL, "LOCAL_WORDS": 2}, "local_w8": {**_LOCAL, "LOCAL_WORDS": 8},
     "local_w16": {**_LOCAL, "LOCAL_WORDS": 16}, "local_bin": {**_LOCAL, "INVERSION": "binary"},
 }
-DEFAULT_VARIANTS = ["binary", "before", "scanned", "scan"]
+DEFAULT_VARIANTS = ["default", "fixed"]
 RATE_HEADER = '#include "g1.cuh"\n#include "batch_affine.cuh"\n'
 
 RATE_KERNELS = r"""
@@ -204,9 +200,17 @@ def variant(name: str) -> Iterator[None]:
             setattr(module, attr, v)
 
 
-def window_of(name: str, n: int) -> int:
+def is_fixed(name: str) -> bool:
+    """Whether a variant runs over precomputed window tables."""
+    return {**VARIANTS, **BATCH_VARIANTS}[name].get("msm.PRECOMPUTED", "off") != "off"
+
+
+def window_of(name: str, n: int, sets: int = 1) -> int:
     """The window a variant runs an MSM of n scalars with."""
-    return min(20, gpu_msm.window_bits(n) + int({**VARIANTS, **BATCH_VARIANTS}[name].get("window_delta", 0)))
+    delta = int({**VARIANTS, **BATCH_VARIANTS}[name].get("window_delta", 0))
+    if is_fixed(name):
+        return max(2, min(msm_tables.MAX_WINDOW_BITS, msm_tables.fixed_window_bits(n, sets) + delta))
+    return max(2, min(20, gpu_msm.window_bits(n) + delta))
 
 
 def _add(a: bytes, b: bytes) -> bytes:
@@ -219,8 +223,13 @@ def bench_msm(cupy: Any, points: gpu_msm.DevicePoints, scalars: Any, log2: int, 
     sub = gpu_msm.DevicePoints(data=points.data[:n], n=n, backend=points.backend)
     s = scalars[:n]
     c = window_of(name, n)
+    fixed = is_fixed(name)
+    table: dict[str, Any] | None = None
     with variant(name):
-        times = time_events(cupy, lambda: gpu_msm.msm(sub, s, window=c), args.warmup, args.repeats)
+        if fixed:  # built once for these bases; every call below reuses it
+            table = msm_tables.TABLES.build(sub, c).describe()
+        window = None if fixed else c  # over a table: the table's window (which may pass 20)
+        times = time_events(cupy, lambda: gpu_msm.msm(sub, s, window=window), args.warmup, args.repeats)
         marks: list[tuple[str, Any]] = []
 
         def hook(phase: str) -> None:
@@ -230,21 +239,26 @@ def bench_msm(cupy: Any, points: gpu_msm.DevicePoints, scalars: Any, log2: int, 
 
         gpu_msm.phase_hook = hook
         try:
-            result = gpu_msm.msm(sub, s, window=c)
+            result = gpu_msm.msm(sub, s, window=window)
         finally:
             gpu_msm.phase_hook = None
         marks[-1][1].synchronize()
-        phases = {a[0]: float(cupy.cuda.get_elapsed_time(a[1], b[1])) for a, b in itertools.pairwise(marks)}
-        quarter = n // 4
+    if fixed:
+        msm_tables.TABLES.drop(sub)
+        cupy.get_default_memory_pool().free_all_blocks()
+    phases = {a[0]: float(cupy.cuda.get_elapsed_time(a[1], b[1])) for a, b in itertools.pairwise(marks)}
+    quarter = n // 4
+    check = "default" if fixed else name  # a fixed variant's quarters: the default path's sums
+    with variant(check):
         parts = [gpu_msm.msm(gpu_msm.DevicePoints(data=points.data[k * quarter:(k + 1) * quarter], n=quarter,
                                                   backend=points.backend), s[k * quarter:(k + 1) * quarter],
-                             window=window_of(name, quarter))
+                             window=window_of(check, quarter))
                  for k in range(4)]
     total = parts[0]
     for part in parts[1:]:
         total = _add(total, part)
     windows = gpu_msm.window_count(c)
-    buckets = windows * ((1 << (c - 1)) + 1)
+    buckets = (1 if fixed else windows) * ((1 << (c - 1)) + 1)
     muls = n * windows * MULS_PER_MADD + buckets * 2 * MULS_PER_ADD
     madds = n * windows + buckets * 2 * MULS_PER_ADD / MULS_PER_MADD
     median = statistics.median(times)
@@ -254,7 +268,7 @@ def bench_msm(cupy: Any, points: gpu_msm.DevicePoints, scalars: Any, log2: int, 
     target = TARGETS_MS.get(("msm", log2))
     return {"op": "msm", "variant": name, "log2": log2, "window_bits": c, "windows": windows,
             "median_ms": median, "min_ms": min(times), "times_ms": times, "phases_ms": phases,
-            "floors": floors,
+            "floors": floors, "table": table,
             "over_imad_floor": median / floors["imad_ms"], "over_madd_floor": median / floors["madd_ms"],
             "target_ms": target, "over_target": median / target if target else None,
             "over_anchor": median / ANCHOR_MS[("msm", log2)] if ("msm", log2) in ANCHOR_MS else None,
@@ -292,7 +306,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--seed", type=int, default=20261129)
     parser.add_argument("--variants", nargs="+", default=DEFAULT_VARIANTS, choices=list(VARIANTS))
-    parser.add_argument("--batch-add-variants", nargs="*", default=["binary", "before", "new"],
+    parser.add_argument("--batch-add-variants", nargs="*", default=["default"],
                         choices=[*VARIANTS, *BATCH_VARIANTS])
     args = parser.parse_args()
     cupy = kernels.require_cupy()
@@ -333,6 +347,9 @@ def main() -> None:
         if r["op"] == "msm":
             extra = " ".join(f"{k}={v:.2f}" for k, v in r["phases_ms"].items())
             extra += f" quarters_ok={r['quarters_consistent']}"
+            if r["table"]:
+                t = r["table"]
+                extra += f" table: {t['setup_ms']:.0f} ms setup, {t['bytes'] / 2**30:.2f} GiB"
         print(f"{r['op']:10} {r['variant']:9} {r['log2']:>4} {r.get('window_bits', '-'):>3} "
               f"{r['median_ms']:>10.2f} "
               f"{r['target_ms'] or 0:>7.1f} {r['floors']['imad_ms']:>10.2f} {r['over_imad_floor']:>5.2f} "
