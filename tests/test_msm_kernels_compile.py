@@ -498,6 +498,9 @@ def test_fixed_window_rule():
         msm_tables.build(dev, 16)
     with pytest.raises(ValueError, match="window must be in"):
         msm_tables.build(dev, 25)
+    g2 = gpu_msm.DevicePoints(data=None, n=4, backend=None, group=gpu_msm.G2)
+    with pytest.raises(ValueError, match="G1 bases only"):
+        msm_tables.build(g2, 8)
 
 
 # ---------------------------------------------------------------- G2 (Fp2 coordinates)

@@ -158,8 +158,10 @@ class GpuBackend(HostCurvePhases, Backend):
 
     def _precompute(self, gpu: int, points: dict[str, Any], span: Any) -> None:
         """The H MSM's window table (msm.PRECOMPUTED; msm_tables.py), its cost on the span and
-        in the run's metadata (describe). The tails keep the per-window path: their tables
-        would hold the three G1 queries' points W times, for a tenth of the scalars."""
+        in the run's metadata (describe). With "prepared" the tails keep the per-window path:
+        their table would hold the three G1 queries' points W times (18 GiB at 2^22) for a tenth
+        of the scalars; with "always" it is built on their first MSM (the warm-up), and neither
+        device_need nor the metadata counts it."""
         from workbench.gpu import msm_tables
 
         h = points["h"]

@@ -87,12 +87,13 @@ and after). "scan" won at every size on the H200 (2^20 3.7 against 6.3 ms, 2^24 
 30.4 for the scaled levels it replaced, which were removed; NOTES_msm.md rows 4a, 4b)."""
 
 PRECOMPUTED = "off"
-"""Whether MSMs run over precomputed window multiples of their bases (msm_tables.py: every
+"""Whether G1 MSMs run over precomputed window multiples of their bases (msm_tables.py: every
 window's digits in one set of buckets, reduced once): "off"; "prepared", over the tables
 built beforehand (msm_tables.TABLES.build; the GPU backend's setup builds the H query's), bases
 without one taking the path of a bucket set per window; or "always", a table built on first use
-for every set of bases, at msm_tables.fixed_window_bits of that first MSM (tests, benchmarks).
-Off until timed on the H200 (kernels/NOTES_msm.md, row 5)."""
+for every set of G1 bases, at msm_tables.fixed_window_bits of that first MSM (tests,
+benchmarks). G2 MSMs take the per-window path in every mode. Off until timed on the H200
+(kernels/NOTES_msm.md, row 5)."""
 
 REDUCE_FIRST_SEG_LOG2, REDUCE_SEG_LOG2 = 4, 2  # buckets a thread folds at the first level, and after
 SCAN_ROWS = 4096  # REDUCE = "scan": rows at most that the scan finishes (its work is m log2 m a row)
@@ -504,7 +505,7 @@ def _table_of(points: DevicePoints, sets: int, m: int, window: int | None) -> ms
     a table of another window than the one asked for does not serve."""
     if PRECOMPUTED not in ("off", "prepared", "always"):
         raise ValueError(f"PRECOMPUTED must be 'off', 'prepared' or 'always', got {PRECOMPUTED!r}")
-    if PRECOMPUTED == "off":
+    if PRECOMPUTED == "off" or points.group is not G1:  # kernels/msm.cu builds G1 tables only
         return None
     table = msm_tables.TABLES.get(points)
     if PRECOMPUTED == "always" and (table is None or window not in (None, table.c)):

@@ -10,8 +10,9 @@ kernels), the bucket reduction runs once instead of W times, and no window combi
 left. The price is W times the bases' memory on each GPU that holds them (2^24 G1 bases at
 c = 22: 12 windows, 19.3 GB) and one pass of about c (W - 1) doublings a base to build it.
 
-This module sits below msm.py (which runs the MSM over a table, switch msm.PRECOMPUTED): it
-knows the bases only by their attributes (data, n, backend, group).
+Tables are built for G1 bases only (kernels/msm.cu says why). This module sits below msm.py
+(which runs the MSM over a table, switch msm.PRECOMPUTED): it knows the bases only by their
+attributes (data, n, backend, group).
 """
 
 from __future__ import annotations
@@ -88,6 +89,8 @@ def build(points: Any, c: int, stream: Any = None) -> WindowTable:
     if windows * points.n >= 1 << 31:
         raise ValueError(f"a table of {windows} x {points.n} rows is past the 32-bit entry indexing")
     be, group = points.backend, points.group
+    if group.name != "g1":
+        raise ValueError(f"window tables are built for G1 bases only, got {group.name}")
     with be.stream_context(stream):
         data = be.xp.empty((windows * points.n, group.affine_words), dtype=np.uint32)
         start = time.perf_counter()
