@@ -48,38 +48,49 @@ TARGETS_MS = {("msm", 20): 8.0, ("msm", 22): 28.0, ("msm", 24): 100.0, ("batch_a
 ANCHOR_MS = {("msm", 24): 109.0}  # the published G1 MSM 2^24 on a card of the H200's integer-multiply peak
 # The variants timed side by side. Keys name a module attribute set for the variant's
 # duration (affine_rounds', or with "msm." workbench.gpu.msm's), or "window_delta": c moved
-# from the window rule by that much. "default" is the default; "binary" the binary inversion;
-# "pending" the reduction's pending levels down to one point a row (no scan); "xyzz" the
-# affine rounds disabled; "aff_deep" G1's rounds by G2's rule; "local" batch_add by
-# batch_add_local; the tuning variants (scan rows, segments, windows c-2 .. c+3) the default
-# with one setting changed. "fixed" runs over precomputed window multiples of the bases
-# (msm_tables.py, one set of buckets for all windows), its window by msm_tables'
-# fixed_window_bits (fixed-2 .. fixed+2 moved from it); its table is built before the timing
-# (setup time and bytes reported), and its quarters run the default path, so the check
-# compares it with the default's sums.
-DEFAULT = {"msm.REDUCE": "scan", "msm.PRECOMPUTED": "off", "INVERSION": "batched", "BATCH_ADD": "rounds"}
+# from the window rule by that much. "default" is the default (rolled products: NOTES_msm.md
+# row 5); "binary" the binary inversion; "pending" the reduction's pending levels down to one
+# point a row (no scan); "xyzz" the affine rounds disabled; "aff_deep" G1's rounds by G2's
+# rule; the tuning variants (scan rows, segments, windows c-2 .. c+3) the default with one
+# setting changed. The rounds' build options (affine_rounds.PRODUCTS, SQUARE): "inline" (the
+# unrolled products, the default before row 5), "called" (products called, one copy of their
+# code), "sqr" (inline with the dedicated squaring), "called_sqr" and "rolled_sqr". "fixed"
+# runs over precomputed window multiples of the bases (msm_tables.py, one set of buckets for
+# all windows), its window by msm_tables' fixed_window_bits (fixed-2 .. fixed+2 moved from
+# it); its table is built before the timing (setup time and bytes reported), and its quarters
+# run the default path, so the check compares it with the default's sums.
+DEFAULT = {"msm.REDUCE": "scan", "msm.PRECOMPUTED": "off", "INVERSION": "batched", "PRODUCTS": "rolled",
+           "SQUARE": "product", "BATCH_ADD": "rounds"}
+INLINE = {**DEFAULT, "PRODUCTS": "inline"}
 FIXED = {**DEFAULT, "msm.PRECOMPUTED": "always"}
 VARIANTS: dict[str, dict[str, Any]] = {
     "default": DEFAULT,
+    "rolled": DEFAULT,  # sitting E's name for it
     "binary": {**DEFAULT, "INVERSION": "binary"},
     "pending": {**DEFAULT, "msm.REDUCE": "pending"},
     "xyzz": {**DEFAULT, "MIN_PAIRS": 1 << 62, "MIN_PAIRS_G2": 1 << 62},
     "aff_deep": {**DEFAULT, "MIN_PAIRS": 1 << 19, "MIN_FRACTION": 0.1, "K_MIN": 16},  # G1 with G2's rule
-    "local": {**DEFAULT, "BATCH_ADD": "local"},
     "scan1k": {**DEFAULT, "msm.SCAN_ROWS": 1024},
     "seg2": {**DEFAULT, "msm.REDUCE_FIRST_SEG_LOG2": 2},
     "seg3": {**DEFAULT, "msm.REDUCE_FIRST_SEG_LOG2": 3},
     "seg5": {**DEFAULT, "msm.REDUCE_FIRST_SEG_LOG2": 5},
     "tail3": {**DEFAULT, "msm.REDUCE_SEG_LOG2": 3},
     **{f"c{d:+d}": {**DEFAULT, "window_delta": d} for d in (-2, -1, 1, 2, 3)},
+    "inline": INLINE,
+    "called": {**DEFAULT, "PRODUCTS": "called"},
+    "called_sqr": {**DEFAULT, "PRODUCTS": "called", "SQUARE": "dedicated"},
+    "rolled_sqr": {**DEFAULT, "SQUARE": "dedicated"},
+    "sqr": {**INLINE, "SQUARE": "dedicated"},
     "fixed": FIXED,
     **{f"fixed{d:+d}": {**FIXED, "window_delta": d} for d in (-2, -1, 1, 2)},
 }
-# batch_add_local's shape, timed on batch_add alone: slice words, and the binary inversion.
-_LOCAL = VARIANTS["local"]
+# Variants timed on batch_add alone: the hybrid method (affine_rounds.BATCH_ADD, two rounds in
+# each thread over slices of the bitmap) on the default, with its slices' words.
+_ROLLED = VARIANTS["rolled"]
 BATCH_VARIANTS: dict[str, dict[str, Any]] = {
-    "local_w2": {**_LOCAL, "LOCAL_WORDS": 2}, "local_w8": {**_LOCAL, "LOCAL_WORDS": 8},
-    "local_w16": {**_LOCAL, "LOCAL_WORDS": 16}, "local_bin": {**_LOCAL, "INVERSION": "binary"},
+    "hybrid": {**_ROLLED, "BATCH_ADD": "hybrid"},
+    "hybrid_w2": {**_ROLLED, "BATCH_ADD": "hybrid", "HYBRID_WORDS": 2},
+    "hybrid_w8": {**_ROLLED, "BATCH_ADD": "hybrid", "HYBRID_WORDS": 8},
 }
 DEFAULT_VARIANTS = ["default", "fixed"]
 RATE_HEADER = '#include "g1.cuh"\n#include "batch_affine.cuh"\n'
@@ -90,6 +101,19 @@ extern "C" __global__ void fp_mul_rate(uint4* data, unsigned int iters)
     const unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
     fp_t a = fp_load(data, 3 * i), b = fp_load(data, 3 * i + 1), c = fp_load(data, 3 * i + 2);
     for (unsigned int k = 0; k < iters; ++k) { a = fp_mul(a, b); c = fp_mul(c, b); }
+    fp_store(data, 3 * i, fp_add(a, c));
+}
+
+// Squarings: method 0 fp_mul(a, a), 1 fp_sqr_dedicated, 2 fp_mul_rolled(a, a); two chains.
+extern "C" __global__ void fp_sqr_rate(uint4* data, unsigned int iters, unsigned int method)
+{
+    const unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    fp_t a = fp_load(data, 3 * i), c = fp_load(data, 3 * i + 2);
+    for (unsigned int k = 0; k < iters; ++k) {
+        if (method == 1) { a = fp_sqr_dedicated(a); c = fp_sqr_dedicated(c); }
+        else if (method == 2) { a = fp_mul_rolled(a, a); c = fp_mul_rolled(c, c); }
+        else { a = fp_mul(a, a); c = fp_mul(c, c); }
+    }
     fp_store(data, 3 * i, fp_add(a, c));
 }
 
@@ -164,8 +188,16 @@ def measure_rates(cupy: Any, info: dict[str, Any], points: gpu_msm.DevicePoints)
     blocks, madd_iters = sms * 4, 256
     out = cupy.empty((blocks * 128, 48), dtype=cupy.uint32)
     table = points.data[:1024]
-    rates = {"fp_mul_per_s": 2 * threads * iters / (ms / 1e3),
-             "imad_per_s": sms * IMAD_PER_CLOCK_PER_SM * info["clock_ghz"] * 1e9}
+    rates: dict[str, float] = {"fp_mul_per_s": 2 * threads * iters / (ms / 1e3),
+                               "imad_per_s": sms * IMAD_PER_CLOCK_PER_SM * info["clock_ghz"] * 1e9}
+    sqr = module.get_function("fp_sqr_rate")
+    for name, method in (("fp_mul_square_per_s", 0), ("fp_sqr_dedicated_per_s", 1),
+                         ("fp_mul_rolled_per_s", 2)):
+        def launch_sqr(m: int = method) -> None:
+            sqr((sms * 8,), (256,), (data, np.uint32(iters), np.uint32(m)))
+
+        sqr_ms = statistics.median(time_events(cupy, launch_sqr, 1, 5))
+        rates[name] = 2 * threads * iters / (sqr_ms / 1e3)
     for name, kernel in (("madd_per_s", "madd_rate"), ("madd_call_per_s", "madd_call_rate")):
         fn = module.get_function(kernel)
 
@@ -344,6 +376,9 @@ def main() -> None:
           f"fp_mul {rates['fp_mul_per_s']:.3g}/s, madd {rates['madd_per_s']:.3g}/s "
           f"(called {rates['madd_call_per_s']:.3g}/s); inv {rates['inv_fermat_per_s']:.3g}/s Fermat, "
           f"{rates['inv_binary_per_s']:.3g}/s binary, {rates['inv_batched_per_s']:.3g}/s batched; "
+          f"squaring {rates['fp_mul_square_per_s']:.3g}/s as a product, "
+          f"{rates['fp_sqr_dedicated_per_s']:.3g}/s dedicated, "
+          f"rolled product {rates['fp_mul_rolled_per_s']:.3g}/s; "
           f"SRS gen 2^{top}: {t2 - t1:.2f} s device (its module's compile included) + {t1 - t0:.2f} s host; "
           f"rates {t3 - t2:.1f} s", flush=True)
     print(f"{'op':10} {'variant':9} {'log2':>4} {'c':>3} {'median ms':>10} {'target':>7} {'imad floor':>10} "

@@ -1,9 +1,8 @@
-// Sum of the G1 or G2 points whose bit is set in a bitmap, by one of two methods
-// (workbench/gpu/affine_rounds.py, BATCH_ADD): batch_add_local at the end of this file, every
-// thread halving its own slices of the bitmap in affine rounds; or, with many selected points,
-// their indices compacted by the host and halved in affine rounds (batch_affine.cuh's
+// Sum of the G1 or G2 points whose bit is set in a bitmap. With many selected points, their
+// indices are compacted by the host and halved in affine rounds (batch_affine.cuh's
 // affine_round), then affine_chunk_sums and xyzz_sum_groups finish; with few, the kernels
-// below work straight from the bitmap.
+// below work straight from the bitmap. The hybrid method at the end of this file (a switch,
+// affine_rounds.BATCH_ADD) halves slices of the bitmap twice inside each thread instead.
 //
 // The bitmap path (bit i % 8 of byte i / 8, the packed
 // "scalar == 1" selections that prep_msm builds), as a parallel tree reduction:
@@ -113,57 +112,32 @@ BA_ROUND_KERNEL(_g2, fp2_t)
 BA_CHUNK_KERNEL(, fp_t)
 BA_CHUNK_KERNEL(_g2, fp2_t)
 
-// The bitmap path with affine rounds inside each thread (workbench/gpu/msm.py,
-// batch_add_sets, when affine_rounds.BATCH_ADD is "local"): a slice is `words` 64-bit words of
-// one set's bitmap, and thread u of a set's per_set threads sums the selected points of its
-// slices u, u + per_set, ... alone, so no compaction pass, no host read-back and one launch;
-// a fixed number of threads bounds the scratch. A slice's points are halved in rounds down to
-// one: round 0 pairs consecutive selected points of the table (a first walk over the bits
-// writes each pair's offsets in the slice, 16 bits each, to the picks), the later rounds the
-// thread's own sums, in scratch slots that alternate between two buffers (slot q of a thread
-// at q * threads + t: the lanes of a warp touch consecutive words). Each round's divisions
-// share one inversion (Montgomery's trick, as in affine_round_body). With 2^16 threads over
-// 2^24 bits half set, a slice's rounds have k = 64, 32, ..., 1 pairs.
-//
-// Every round runs the same two loops, with the inputs' addresses picked per round, so the
-// kernel's hot code is one copy of each pass. On the H200, 2^24 bits half set: a first version
-// with a loop copy per kind of round and an XYZZ tail took 15.3 ms, this one 12.9, against
-// 10.0 for the compaction path (ncu: its warps wait on instruction fetch for 60 % of their
-// cycles, and a slice's late rounds pay an inversion for a few additions), so it is not the
-// default (kernels/NOTES_msm.md, rows 3-3b). The slice's point
-// joins the thread's XYZZ partial (kept in memory between slices) by a mixed addition only
-// when the thread has several slices.
-template <class F>
-FP_FN void batch_local_inputs(const uint4* points, const uint4* src, const unsigned int* picks, bool first,
-                              batch_u64 base, unsigned int q, batch_u64 threads, batch_u64 t,
-                              const uint4*& from, batch_u64& i0, batch_u64& i1)
-{
-    if (first) {
-        const unsigned int pick = picks[q * threads + t];
-        from = points;
-        i0 = base + (pick & 0xffffu);
-        i1 = base + (pick >> 16);
-    } else {
-        from = src;
-        i0 = 2 * q * threads + t;
-        i1 = i0 + threads;
-    }
-}
+// The hybrid method (workbench/gpu/msm.py, batch_add_sets, when affine_rounds.BATCH_ADD is
+// "hybrid"; not the default until timed): no compaction and no host read-back. A slice is
+// `words` 64-bit words of one set's bitmap; thread t halves the selected points of its slices
+// t, t + threads, ... in two affine rounds inside the thread (round 0 pairs consecutive
+// selected points straight from the table, round 1 the thread's own sums, each round's
+// divisions sharing one inversion), so that a slice of 256 bits half set runs rounds of k = 64
+// and 32, where the per-thread inversion still pays; the at most 16 * words points a slice
+// leaves go to `left` (point j of slice g at j * total + g, total = sets * slices, so that the
+// threads of a warp touch consecutive entries) with their count, and batch_slice_sums adds
+// them up in XYZZ: the mixed addition's code stays out of the rounds' hot loop. Rounds down
+// to one point inside a thread (batch_add_local, removed) measured slower than compaction on
+// the H200: their late rounds paid an inversion for a handful of additions (NOTES_msm.md 3b).
+#define BATCH_HYBRID_ROUNDS 2
 
 template <class F>
-EC_KERNEL_BODY void batch_add_local_body(const uint4* points, const unsigned char* bitmap, uint4* partials,
-                                         uint4* slots_a, uint4* slots_b, uint4* prefix, unsigned int* picks,
-                                         batch_u64 n, batch_u64 slices, batch_u64 per_set, batch_u64 threads,
-                                         unsigned int words, unsigned int binary)
+EC_KERNEL_BODY void batch_add_slices_body(const uint4* points, const unsigned char* bitmap, uint4* left,
+                                          unsigned int* counts, uint4* slots, uint4* prefix,
+                                          unsigned int* picks, batch_u64 n, batch_u64 slices, batch_u64 total,
+                                          batch_u64 threads, unsigned int words, unsigned int binary)
 {
     BATCH_GRID_STRIDE(t, threads) {
-        const batch_u64 set_base = (t / per_set) * n;  // the set's first point in the table
-        if (t % per_set >= slices) ec_xyzz_store(partials, t, ec_infinity<F>());
 #pragma unroll 1
-        for (batch_u64 slice = t % per_set; slice < slices; slice += per_set) {
-            const batch_u64 begin = slice * 64ull * words;
+        for (batch_u64 g = t; g < total; g += threads) {
+            const batch_u64 begin = (g % slices) * 64ull * words;
             const batch_u64 end = begin + 64ull * words < n ? begin + 64ull * words : n;
-            const batch_u64 base = set_base + begin;
+            const batch_u64 base = (g / slices) * n + begin;  // the slice's first point in the table
             unsigned int count = 0, pending = 0;
 #pragma unroll 1
             for (batch_u64 first = begin; first < end; first += 64) {
@@ -177,66 +151,88 @@ EC_KERNEL_BODY void batch_add_local_body(const uint4* points, const unsigned cha
                     ++count;
                 }
             }
-            bool first = true;
-            const uint4* src = points;
-            uint4* dst = slots_a;
+            // Round 0 reads the table and writes the thread's slots, round 1 reads the slots and
+            // writes `left`; one copy of each pass serves both.
+            unsigned int round = 0;
 #pragma unroll 1
-            while (count > 1) {
+            for (; round < BATCH_HYBRID_ROUNDS && count > 1; ++round) {
+                const bool from_table = round == 0;
+                const uint4* src = from_table ? points : slots;
+                uint4* dst = from_table ? slots : left;
+                const batch_u64 dst_stride = from_table ? threads : total, dst_at = from_table ? t : g;
                 const unsigned int half = count / 2;
                 F acc = fe_one<F>();
 #pragma unroll 1
                 for (unsigned int q = 0; q < half; ++q) {
-                    const uint4* from;
-                    batch_u64 i0, i1;
-                    batch_local_inputs<F>(points, src, picks, first, base, q, threads, t, from, i0, i1);
-                    acc = fe_mul(acc, ba_pair_denominator<F>(from, i0, i1));
+                    const unsigned int pick = from_table ? picks[q * threads + t] : 0u;
+                    const batch_u64 i0 = from_table ? base + (pick & 0xffffu) : 2 * q * threads + t;
+                    const batch_u64 i1 = from_table ? base + (pick >> 16) : i0 + threads;
+                    acc = ba_mul(acc, ba_pair_denominator<F>(src, i0, i1));
                     fe_store(prefix, q * threads + t, acc);
                 }
                 F inv = fe_inv_batch(acc, binary);
 #pragma unroll 1
                 for (unsigned int q = half; q-- > 0;) {
-                    const uint4* from;
-                    batch_u64 i0, i1;
-                    batch_local_inputs<F>(points, src, picks, first, base, q, threads, t, from, i0, i1);
-                    const ec_affine<F> p = ec_affine_load<F>(from, i0), r = ec_affine_load<F>(from, i1);
+                    const unsigned int pick = from_table ? picks[q * threads + t] : 0u;
+                    const batch_u64 i0 = from_table ? base + (pick & 0xffffu) : 2 * q * threads + t;
+                    const batch_u64 i1 = from_table ? base + (pick >> 16) : i0 + threads;
+                    const ec_affine<F> p = ec_affine_load<F>(src, i0), r = ec_affine_load<F>(src, i1);
                     const int kind = ba_classify(p, r, true);
                     const F den = ba_denominator(p, r, kind);
                     // 1 / den = inv * (the product of the denominators before it).
-                    const F den_inv = q == 0 ? inv : fe_mul(inv, fe_load<F>(prefix, (q - 1) * threads + t));
-                    inv = fe_mul(inv, den);
-                    ec_affine_store(dst, q * threads + t, ba_pair_sum(p, r, kind, den_inv));
+                    const F den_inv = q == 0 ? inv : ba_mul(inv, fe_load<F>(prefix, (q - 1) * threads + t));
+                    inv = ba_mul(inv, den);
+                    ec_affine_store(dst, q * dst_stride + dst_at, ba_pair_sum(p, r, kind, den_inv));
                 }
                 if (count & 1) {
-                    const ec_affine<F> last = first ? ec_affine_load<F>(points, base + pending)
-                                                    : ec_affine_load<F>(src, (count - 1) * threads + t);
-                    ec_affine_store(dst, half * threads + t, last);
+                    const ec_affine<F> last = from_table ? ec_affine_load<F>(points, base + pending)
+                                                         : ec_affine_load<F>(slots, (count - 1) * threads + t);
+                    ec_affine_store(dst, half * dst_stride + dst_at, last);
                 }
                 count = half + (count & 1);
-                first = false;
-                src = dst;
-                dst = dst == slots_a ? slots_b : slots_a;
             }
-            ec_affine<F> sum;
-            if (count == 0) {
-                sum.x = fe_zero<F>(); sum.y = sum.x;
-            } else {
-                sum = first ? ec_affine_load<F>(points, base + pending) : ec_affine_load<F>(src, t);
-            }
-            ec_xyzz_store(partials, t, slice < per_set ? ec_from_affine(sum)
-                                                       : ec_add_affine(ec_xyzz_load<F>(partials, t), sum));
+            if (round < BATCH_HYBRID_ROUNDS && count == 1)  // the rounds stopped early: move the point
+                ec_affine_store(left, g, round == 0 ? ec_affine_load<F>(points, base + pending)
+                                                    : ec_affine_load<F>(slots, t));
+            counts[g] = count;
         }
     }
 }
 
-#define BATCH_LOCAL_KERNEL(suffix, F)                                                             \
-    extern "C" __global__ void __launch_bounds__(128) batch_add_local##suffix(                    \
-        const uint4* points, const unsigned char* bitmap, uint4* partials, uint4* slots_a,        \
-        uint4* slots_b, uint4* prefix, unsigned int* picks, batch_u64 n, batch_u64 slices,        \
-        batch_u64 per_set, batch_u64 threads, unsigned int words, unsigned int binary)            \
+// Partial u of set q (per_set a power of two, at least the slices of a set) sums the points
+// slice q * slices + u left; partials past the set's slices are infinity.
+template <class F>
+EC_KERNEL_BODY void batch_slice_sums_body(const uint4* left, const unsigned int* counts, uint4* partials,
+                                          batch_u64 slices, batch_u64 total, batch_u64 per_set, batch_u64 sets)
+{
+    BATCH_GRID_STRIDE(i, sets * per_set) {
+        const batch_u64 q = i / per_set, u = i % per_set;
+        ec_xyzz<F> acc = ec_infinity<F>();
+        if (u < slices) {
+            const batch_u64 g = q * slices + u;
+#pragma unroll 1
+            for (unsigned int j = 0; j < counts[g]; ++j)
+                acc = ec_add_affine_inline(acc, ec_affine_load<F>(left, j * total + g));
+        }
+        ec_xyzz_store(partials, i, acc);
+    }
+}
+
+#define BATCH_HYBRID_KERNELS(suffix, F)                                                           \
+    extern "C" __global__ void __launch_bounds__(128) batch_add_slices##suffix(                   \
+        const uint4* points, const unsigned char* bitmap, uint4* left, unsigned int* counts,      \
+        uint4* slots, uint4* prefix, unsigned int* picks, batch_u64 n, batch_u64 slices,          \
+        batch_u64 total, batch_u64 threads, unsigned int words, unsigned int binary)              \
     {                                                                                             \
-        batch_add_local_body<F>(points, bitmap, partials, slots_a, slots_b, prefix, picks, n,      \
-                                slices, per_set, threads, words, binary);                         \
+        batch_add_slices_body<F>(points, bitmap, left, counts, slots, prefix, picks, n, slices,   \
+                                 total, threads, words, binary);                                  \
+    }                                                                                             \
+    extern "C" __global__ void __launch_bounds__(128) batch_slice_sums##suffix(                   \
+        const uint4* left, const unsigned int* counts, uint4* partials, batch_u64 slices,         \
+        batch_u64 total, batch_u64 per_set, batch_u64 sets)                                       \
+    {                                                                                             \
+        batch_slice_sums_body<F>(left, counts, partials, slices, total, per_set, sets);           \
     }
 
-BATCH_LOCAL_KERNEL(, fp_t)
-BATCH_LOCAL_KERNEL(_g2, fp2_t)
+BATCH_HYBRID_KERNELS(, fp_t)
+BATCH_HYBRID_KERNELS(_g2, fp2_t)

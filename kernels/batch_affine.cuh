@@ -319,14 +319,67 @@ FP_FN fp_t fp_inv_batch(const fp_t& a, unsigned int binary)
     return binary ? fp_inv_binary(a) : fp_inv_batched(a);
 }
 FP_FN fp_t fe_inv_batch(const fp_t& a, unsigned int binary) { return fp_inv_batch(a, binary); }
-FP_FN fp2_t fe_inv_batch(const fp2_t& a, unsigned int binary)
-{
-    const fp_t t = fp_inv_batch(fp_add(fp_sqr(a.c0), fp_sqr(a.c1)), binary);
-    return fp2_make(fp_mul(a.c0, t), fp_neg(fp_mul(a.c1, t)));
-}
 
 template <class F>
 FP_FN bool fe_equal(const F& a, const F& b) { return fe_is_zero(fe_sub(a, b)); }
+
+// The products and squarings of the rounds' two passes and of their inversions' Fp2 norm, by
+// one of three build options (workbench/gpu/affine_rounds.py, PRODUCTS). The default is
+// fp_mul_rolled inlined (its twelve CIOS rounds in a loop: one round's code a product; Fp2's
+// products stay fp2_mul's calls): on the H200 the rounds of an MSM 2^24 took 118.8 ms against
+// 151.8 with every product unrolled and inlined (BA_PRODUCTS_INLINE: six ~590-instruction
+// copies in the back pass, 162 KB of SASS in the G1 kernel's body against 53 KB, whose warps
+// waited on instruction fetch for 40-60 % of their cycles), 125.4 with BA_PRODUCTS_CALLED
+// (calls of one copy of fp_mul, operands and result by value so that they stay in registers,
+// Fp2's products over it too; kernels/NOTES_msm.md row 5). FP_SQR_DEDICATED (fp.cuh) picks
+// the squaring under each.
+#if defined(BA_PRODUCTS_CALLED)
+FP_CALL fp_t ba_mul_call(fp_t a, fp_t b) { return fp_mul(a, b); }
+FP_FN fp_t ba_mul(const fp_t& a, const fp_t& b) { return ba_mul_call(a, b); }
+#if defined(FP_SQR_DEDICATED)
+FP_CALL fp_t ba_sqr_call(fp_t a) { return fp_sqr_dedicated(a); }
+FP_FN fp_t ba_sqr(const fp_t& a) { return ba_sqr_call(a); }
+#else
+FP_FN fp_t ba_sqr(const fp_t& a) { return ba_mul_call(a, a); }
+#endif
+#elif defined(BA_PRODUCTS_INLINE)
+FP_FN fp_t ba_mul(const fp_t& a, const fp_t& b) { return fp_mul(a, b); }
+FP_FN fp_t ba_sqr(const fp_t& a) { return fp_sqr(a); }
+#else
+FP_FN fp_t ba_mul(const fp_t& a, const fp_t& b) { return fp_mul_rolled(a, b); }
+#if defined(FP_SQR_DEDICATED)
+FP_FN fp_t ba_sqr(const fp_t& a) { return fp_sqr_dedicated(a); }
+#else
+FP_FN fp_t ba_sqr(const fp_t& a) { return fp_mul_rolled(a, a); }
+#endif
+#endif
+#if defined(BA_PRODUCTS_CALLED)
+// fp2_mul and fp2_sqr each inline three fp_mul (61 and 41 KB of SASS); these are the same
+// formulas (fp2.cuh) over the one called copy.
+FP_CALL fp2_t ba_mul2_call(fp2_t a, fp2_t b)
+{
+    const fp_t t0 = ba_mul(a.c0, b.c0);
+    const fp_t t1 = ba_mul(a.c1, b.c1);
+    const fp_t t2 = ba_mul(fp_add(a.c0, a.c1), fp_add(b.c0, b.c1));
+    return fp2_make(fp_sub(t0, t1), fp_sub(fp_sub(t2, t0), t1));
+}
+FP_CALL fp2_t ba_sqr2_call(fp2_t a)
+{
+    const fp_t t = ba_mul(a.c0, a.c1);
+    return fp2_make(ba_mul(fp_add(a.c0, a.c1), fp_sub(a.c0, a.c1)), fp_dbl(t));
+}
+FP_FN fp2_t ba_mul(const fp2_t& a, const fp2_t& b) { return ba_mul2_call(a, b); }
+FP_FN fp2_t ba_sqr(const fp2_t& a) { return ba_sqr2_call(a); }
+#else
+FP_FN fp2_t ba_mul(const fp2_t& a, const fp2_t& b) { return fp2_mul(a, b); }
+FP_FN fp2_t ba_sqr(const fp2_t& a) { return fp2_sqr(a); }
+#endif
+
+FP_FN fp2_t fe_inv_batch(const fp2_t& a, unsigned int binary)
+{
+    const fp_t t = fp_inv_batch(fp_add(ba_sqr(a.c0), ba_sqr(a.c1)), binary);
+    return fp2_make(ba_mul(a.c0, t), fp_neg(ba_mul(a.c1, t)));
+}
 
 // Input i of a round: points[i], or for the first round of an MSM the table point an entry
 // names (index | sign << 31), negated when the sign is set.
@@ -406,12 +459,12 @@ FP_FN ec_affine<F> ba_pair_sum(const ec_affine<F>& p, const ec_affine<F>& r, int
         if (kind == BA_SUM) {
             num = fe_sub(r.y, p.y);
         } else {
-            const F x2 = fe_sqr(p.x);
+            const F x2 = ba_sqr(p.x);
             num = fe_add(fe_dbl(x2), x2);
         }
-        const F lambda = fe_mul(num, den_inv);
-        s.x = fe_sub(fe_sub(fe_sqr(lambda), p.x), r.x);
-        s.y = fe_sub(fe_mul(lambda, fe_sub(p.x, s.x)), p.y);
+        const F lambda = ba_mul(num, den_inv);
+        s.x = fe_sub(fe_sub(ba_sqr(lambda), p.x), r.x);
+        s.y = fe_sub(ba_mul(lambda, fe_sub(p.x, s.x)), p.y);
     }
     return s;
 }
@@ -451,7 +504,7 @@ EC_KERNEL_BODY void affine_round_body(const uint4* points, const unsigned int* e
                 const bool has_q = first + 1 < in_ends[b];
                 const ba_u64 slot = (q - q0) * threads + t;
                 picks[slot] = (unsigned int)first | (has_q ? BA_SIGN_BIT : 0u);
-                acc = fe_mul(acc, ba_first_denominator<F>(points, entries, has_entries, first, has_q));
+                acc = ba_mul(acc, ba_first_denominator<F>(points, entries, has_entries, first, has_q));
                 fe_store(prefix, slot, acc);
             }
             F inv = fe_inv_batch(acc, binary);
@@ -467,8 +520,8 @@ EC_KERNEL_BODY void affine_round_body(const uint4* points, const unsigned int* e
                 const int kind = ba_classify(p, r, has_q);
                 const F den = ba_denominator(p, r, kind);
                 // 1 / den = inv * (the product of the denominators before it).
-                const F den_inv = q == q0 ? inv : fe_mul(inv, fe_load<F>(prefix, slot - threads));
-                inv = fe_mul(inv, den);
+                const F den_inv = q == q0 ? inv : ba_mul(inv, fe_load<F>(prefix, slot - threads));
+                inv = ba_mul(inv, den);
                 const ec_affine<F> s = ba_pair_sum(p, r, kind, den_inv);
                 ec_affine_store(out, q, s);
             }

@@ -240,9 +240,104 @@ FP_FN fp_t fp_mul(const fp_t& a, const fp_t& b)
     return fp_reduce_once(s);
 }
 
+// The same product with its twelve CIOS rounds in a loop instead of unrolled: one round's
+// code (~50 instructions) instead of twelve, for hot loops that wait on instruction fetch
+// (kernels/NOTES_msm.md: the affine rounds inline six ~590-instruction products). b's limbs
+// move down one a round (11 moves), since a limb picked by a run-time index would go to
+// local memory.
+FP_FN fp_t fp_mul_rolled(const fp_t& a, const fp_t& b)
+{
+    unsigned int t[FP_LIMBS + 1];
+    fp_t bb = b;
+    fp_mul_round<true>(t, a, bb.l[0]);
+#pragma unroll 1
+    for (int i = 1; i < FP_LIMBS; ++i) {
+#pragma unroll
+        for (int j = 0; j < FP_LIMBS - 1; ++j) bb.l[j] = bb.l[j + 1];
+        fp_mul_round<false>(t, a, bb.l[0]);
+    }
+    fp_t s;
+#pragma unroll
+    for (int j = 0; j < FP_LIMBS; ++j) s.l[j] = t[j];
+    return fp_reduce_once(s);
+}
+
+// a^2 * 2^-384 mod p for a < 2^382 (so any a < 2p): the 66 cross products a_i a_j (i < j)
+// once, doubled, plus the 12 squares a_i^2 (78 limb products against fp_mul's 144), into 24
+// limbs T; then the low half reduced alone by 12 Montgomery rounds, u = (T_lo + m p) / 2^384
+// <= p, and the high half added: T_hi < 2^380 (a^2 < 2^764), so u + T_hi < 2p and one
+// conditional subtraction finishes. About 444 multiply instructions against fp_mul's 576.
+FP_FN fp_t fp_sqr_dedicated(const fp_t& a)
+{
+    using namespace fp_cc;
+    unsigned int t[2 * FP_LIMBS];
+#pragma unroll
+    for (int j = 0; j < 2 * FP_LIMBS; ++j) t[j] = 0;
+    // Row i adds a_i (a_{i+1} .. a_11) at limb 2i + 1; the rows before it fit below limb i + 12.
+#pragma unroll
+    for (int i = 0; i < FP_LIMBS - 1; ++i) {
+        t[2 * i + 1] = mad_lo_cc(a.l[i], a.l[i + 1], t[2 * i + 1]);
+#pragma unroll
+        for (int j = i + 2; j < FP_LIMBS; ++j) t[i + j] = madc_lo_cc(a.l[i], a.l[j], t[i + j]);
+        t[i + FP_LIMBS] = addc(0u, 0u);
+        if (i + 1 == FP_LIMBS - 1) {
+            t[2 * i + 2] = mad_hi_cc(a.l[i], a.l[i + 1], t[2 * i + 2]);
+        } else {
+            t[2 * i + 2] = mad_hi_cc(a.l[i], a.l[i + 1], t[2 * i + 2]);
+#pragma unroll
+            for (int j = i + 2; j < FP_LIMBS - 1; ++j) t[i + j + 1] = madc_hi_cc(a.l[i], a.l[j], t[i + j + 1]);
+            t[i + FP_LIMBS] = madc_hi(a.l[i], a.l[FP_LIMBS - 1], t[i + FP_LIMBS]);
+        }
+    }
+    t[0] = add_cc(t[0], t[0]);
+#pragma unroll
+    for (int j = 1; j < 2 * FP_LIMBS - 1; ++j) t[j] = addc_cc(t[j], t[j]);
+    t[2 * FP_LIMBS - 1] = addc(t[2 * FP_LIMBS - 1], t[2 * FP_LIMBS - 1]);
+    t[0] = mad_lo_cc(a.l[0], a.l[0], t[0]);
+    t[1] = madc_hi_cc(a.l[0], a.l[0], t[1]);
+#pragma unroll
+    for (int i = 1; i < FP_LIMBS - 1; ++i) {
+        t[2 * i] = madc_lo_cc(a.l[i], a.l[i], t[2 * i]);
+        t[2 * i + 1] = madc_hi_cc(a.l[i], a.l[i], t[2 * i + 1]);
+    }
+    t[2 * FP_LIMBS - 2] = madc_lo_cc(a.l[FP_LIMBS - 1], a.l[FP_LIMBS - 1], t[2 * FP_LIMBS - 2]);
+    t[2 * FP_LIMBS - 1] = madc_hi(a.l[FP_LIMBS - 1], a.l[FP_LIMBS - 1], t[2 * FP_LIMBS - 1]);
+
+    unsigned int r[FP_LIMBS + 1];
+#pragma unroll
+    for (int j = 0; j < FP_LIMBS; ++j) r[j] = t[j];
+#pragma unroll
+    for (int i = 0; i < FP_LIMBS; ++i) {
+        const unsigned int m = r[0] * FP_NINV;
+        r[0] = mad_lo_cc(m, fp_modulus_limb(0), r[0]);  // zero by the choice of m; keeps the carry
+#pragma unroll
+        for (int j = 1; j < FP_LIMBS; ++j) r[j] = madc_lo_cc(m, fp_modulus_limb(j), r[j]);
+        r[FP_LIMBS] = addc(0u, 0u);
+        r[1] = mad_hi_cc(m, fp_modulus_limb(0), r[1]);
+#pragma unroll
+        for (int j = 1; j < FP_LIMBS - 1; ++j) r[j + 1] = madc_hi_cc(m, fp_modulus_limb(j), r[j + 1]);
+        r[FP_LIMBS] = madc_hi(m, fp_modulus_limb(FP_LIMBS - 1), r[FP_LIMBS]);
+#pragma unroll
+        for (int j = 0; j < FP_LIMBS; ++j) r[j] = r[j + 1];
+    }
+    fp_t s;
+    s.l[0] = add_cc(r[0], t[FP_LIMBS]);
+#pragma unroll
+    for (int j = 1; j < FP_LIMBS - 1; ++j) s.l[j] = addc_cc(r[j], t[FP_LIMBS + j]);
+    s.l[FP_LIMBS - 1] = addc(r[FP_LIMBS - 1], t[2 * FP_LIMBS - 1]);
+    return fp_reduce_once(s);
+}
+
+// FP_SQR_DEDICATED: squarings by fp_sqr_dedicated, a build option of the affine rounds
+// (workbench/gpu/affine_rounds.py SQUARE). Off by default: 1.28 times the product's rate on
+// the H200, but in the rounds its second copy of hot code cost more than it saved.
 FP_FN fp_t fp_sqr(const fp_t& a)
 {
+#if defined(FP_SQR_DEDICATED)
+    return fp_sqr_dedicated(a);
+#else
     return fp_mul(a, a);
+#endif
 }
 
 // Canonical integer (< p) -> Montgomery form.

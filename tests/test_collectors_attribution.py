@@ -84,6 +84,28 @@ def test_innermost_and_outermost_spans_on_equal_starts():
     assert index.containing("elsewhere", 10) == (None, None)
 
 
+def test_a_launch_within_the_clocks_error_of_its_phase_is_placed_by_its_call():
+    # A launch made as its phase begins, read through a clock sample whose bracket is 40 us
+    # wide: the call maps 20 us before the phase's span opened, inside the sample's error.
+    spans = [("worker/0", "batch_add", 1_000_000, 2_000_000, 3, 0, None),
+             ("worker/0", "tail_msm", 2_100_000, 3_000_000, 3, 0, None)]
+    clock = at.ClockMap([at.ClockSample(host_ns=0, device_ns=0, error_ns=40_000)])
+    apis = {1: at.ApiRecord(1, 101, 980_000, 990_000, "cuLaunchKernel")}
+    kernel = at.DeviceRecord("kernel", "k", 1_500_000, 1_600_000, 0, 13, 1, 0, None)
+    index = at.HostIndex(spans)
+    assert at.settled(kernel, apis, clock, index, {101: "worker/0"}, horizon_ns=0)
+    row = at.attribute([kernel], apis, clock, index, {101: "worker/0"}).rows[0]
+    assert (row[4], row[6]["phase"], row[6]["by"]) == (3, "batch_add", "api")
+    # Beyond the error bound the call is not claimed by the phase it missed.
+    tight = at.ClockMap([at.ClockSample(host_ns=0, device_ns=0, error_ns=10_000)])
+    assert not at.settled(kernel, apis, tight, index, {101: "worker/0"}, horizon_ns=0)
+    # Two spans within reach of the call: it is not guessed between them.
+    between = {1: at.ApiRecord(1, 101, 2_050_000, 2_060_000, "cuLaunchKernel")}
+    wide = at.ClockMap([at.ClockSample(host_ns=0, device_ns=0, error_ns=60_000)])
+    assert index.around("worker/0", 2_050_000, 60_000) == (None, None)
+    assert not at.settled(kernel, between, wide, index, {101: "worker/0"}, horizon_ns=0)
+
+
 def test_the_tightest_bracket_gives_the_offset_within_its_bound():
     offset = 7_000_000_000
     host_reads = iter([0, 900, 1_000, 1_100, 2_000, 2_050, 3_000, 3_700])  # widths 900, 100, 50, 700

@@ -383,7 +383,7 @@ def forced_rounds(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     from workbench.gpu import affine_rounds
 
     for name, value in (("MIN_PAIRS", 1), ("MIN_FRACTION", 0.0), ("MIN_PAIRS_G2", 1),
-                        ("MIN_FRACTION_G2", 0.0), ("BATCH_ADD", "rounds"),
+                        ("MIN_FRACTION_G2", 0.0),
                         ("INVERSION", "batched" if request.param == "wide" else "binary")):
         monkeypatch.setattr(affine_rounds, name, value)
     if request.param == "looping":
@@ -455,46 +455,132 @@ def test_affine_rounds_agree_with_xyzz_at_scale(rng: random.Random, monkeypatch:
     _poison()
     monkeypatch.setattr(affine_rounds, "INVERSION", "batched")
     affine = gpu_msm.msm(quarter[0], scalars[: 1 << 20]), gpu_msm.batch_add(dev, bitmap)
-    monkeypatch.setattr(affine_rounds, "BATCH_ADD", "local")  # its default shape at 2^22
-    _poison()
-    local = gpu_msm.batch_add(dev, bitmap)
-    monkeypatch.setattr(affine_rounds, "BATCH_ADD", "rounds")
     monkeypatch.setattr(affine_rounds, "MIN_PAIRS", 1 << 62)
     _poison()
     assert (gpu_msm.msm(quarter[0], scalars[: 1 << 20]), gpu_msm.batch_add(dev, bitmap)) == affine
-    assert local == affine[1]
 
 
-# ---------------------------------------------------------------- batch_add_local (batch_add.cu)
+# ---------------------------------------------------------------- the rounds' build options
+
+# affine_rounds.PRODUCTS and SQUARE: each build of kernels/affine_round.cu against the default
+# rounds (msm.cu's and batch_add.cu's own: rolled products) and the library.
+ROUND_BUILDS = {"inline": ("inline", "product"), "called": ("called", "product"),
+                "called_sqr": ("called", "dedicated"), "rolled_sqr": ("rolled", "dedicated"),
+                "sqr": ("inline", "dedicated")}
+
+SQR_TEST_KERNEL = r"""
+extern "C" __global__ void fp_products(const uint4* a, const uint4* b, uint4* out, unsigned long long n)
+{
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        const fp_t x = fp_load(a, i), y = fp_load(b, i);
+        fp_store(out, 2 * i, fp_sqr_dedicated(x));
+        fp_store(out, 2 * i + 1, fp_mul_rolled(x, y));
+    }
+}
+"""
 
 
-@pytest.fixture(params=["one_word", "four_words"])
-def local_shape(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """batch_add_local on one-word slices, with threads looping over several slices; or on
-    four-word slices with 16 threads, each of two slices or one."""
+def test_product_forms_match_python_ints(rng: random.Random):
+    """fp_sqr_dedicated over every a < 2^382 that it admits, fp_mul_rolled over a, b < p: the
+    device's own carry chains."""
+    module = cupy.RawModule(code=(KERNELS / "fp.cuh").read_text() + SQR_TEST_KERNEL, options=("-std=c++17",))
+    edges = [0, 1, 2, P - 1, P - 2, R384, 2**32 - 1, 2**380, P - 2**32]
+    reduced = edges + [rng.randrange(P) for _ in range(3000)]
+    wide = [P, P + 1, 2 * P - 1, 2 * P, 2**381, 2**382 - 1] + [rng.randrange(P, 2**382) for _ in range(1000)]
+    xs = reduced + wide
+    ys = [rng.choice(reduced) for _ in xs]
+    n = len(xs)
+    out = cupy.full((2 * n, 12), 0xFFFFFFFF, dtype=cupy.uint32)
+    args = (cupy.asarray(_fp_limbs(xs)), cupy.asarray(_fp_limbs(ys)), out, np.uint64(n))
+    module.get_function("fp_products")((32,), (128,), args)
+    got = _fp_ints(out.get())
+    assert got[0::2] == [x * x * R384_INV % P for x in xs]
+    assert got[1:2 * len(reduced):2] == [x * y * R384_INV % P for x, y in zip(reduced, ys, strict=False)]
+
+
+@pytest.mark.parametrize("build", sorted(ROUND_BUILDS))
+def test_round_builds_match_default(rng: random.Random, monkeypatch: pytest.MonkeyPatch, build: str):
+    """Rounds on every MSM and batch addition (G1 and G2, P + P, P + (-P), infinity), each
+    build's results equal to the default's and the library's; and at 2^18, where the rounds
+    run with k = 32 and more, equal to the default's."""
     from workbench.gpu import affine_rounds
 
-    words, threads = {"one_word": (1, 96), "four_words": (4, 16)}[request.param]
-    for name, value in (("BATCH_ADD", "local"), ("INVERSION", "batched"), ("LOCAL_WORDS", words),
-                        ("LOCAL_THREADS", threads)):
-        monkeypatch.setattr(affine_rounds, name, value)
-    return str(request.param)
+    for name in ("MIN_PAIRS", "MIN_PAIRS_G2"):
+        monkeypatch.setattr(affine_rounds, name, 1)
+    for name in ("MIN_FRACTION", "MIN_FRACTION_G2"):
+        monkeypatch.setattr(affine_rounds, name, 0.0)
+    n = 4001
+    xy = np.array(_points(rng, n).xy)
+    xy[::97] = 0
+    xy[1000:1400] = xy[999]
+    points = G1Points(xy)
+    values = [rng.choice([5, R_MODULUS - 5, rng.randrange(R_MODULUS)]) for _ in range(n)]
+    scalars = _mont_scalars(values)
+    nprng = np.random.default_rng(rng.randrange(2**32))
+    mask = nprng.random(n) < 0.6
+    mask[999:1400] = True
+    bitmap = np.packbits(mask, bitorder="little")
+    dev = gpu_msm.DevicePoints.from_points(points)
+    g2 = _g2_points(rng, 900)
+    g2_dev = gpu_msm.DevicePoints.from_points(g2)
+    g2_scalars = _mont_scalars([rng.randrange(R_MODULUS) for _ in range(900)])
+    g2_mask = nprng.random(900) < 0.7
+    g2_bitmap = np.packbits(g2_mask, bitorder="little")
+    big_n = 1 << 18
+    big = srs_gen.device_points_from_scalars(srs_gen.random_scalars(big_n, nprng))
+    big_scalars = cupy.asarray(srs_gen.random_scalars(big_n, nprng))
+    big_bitmap = cupy.asarray(np.packbits(nprng.random(big_n) < 0.5, bitorder="little"))
+
+    def run() -> list[bytes]:
+        _poison()
+        return [gpu_msm.msm(dev, scalars), gpu_msm.batch_add(dev, bitmap), gpu_msm.msm(g2_dev, g2_scalars),
+                gpu_msm.batch_add(g2_dev, g2_bitmap), gpu_msm.msm(big, big_scalars),
+                gpu_msm.batch_add(big, big_bitmap)]
+
+    default = run()
+    assert default[:4] == [point_to_bytes(msm(points, scalars)), point_to_bytes(batch_add(points, mask)),
+                           point_to_bytes(msm(g2, g2_scalars)),
+                           point_to_bytes(batch_add(g2, g2_mask))]
+    products, square = ROUND_BUILDS[build]
+    monkeypatch.setattr(affine_rounds, "PRODUCTS", products)
+    monkeypatch.setattr(affine_rounds, "SQUARE", square)
+    assert affine_rounds.round_module("msm") != "msm"
+    assert run() == default, build
 
 
-def test_batch_add_local(rng: random.Random, local_shape: str):
+# ---------------------------------------------------------------- the hybrid batch addition (batch_add.cu)
+
+
+@pytest.mark.parametrize("shape", ["one_word", "default"])
+def test_batch_add_hybrid(rng: random.Random, monkeypatch: pytest.MonkeyPatch, shape: str):
+    """affine_rounds.BATCH_ADD = "hybrid" against the library (infinity in the table, odd
+    counts, P + (-P), P + P, G2, joined sets) and, at 2^20, against the default method."""
+    from workbench.gpu import affine_rounds
+
+    nprng = np.random.default_rng(rng.randrange(2**32))
+    big_n = 1 << 20
+    big = srs_gen.device_points_from_scalars(srs_gen.random_scalars(big_n, nprng))
+    big_bitmap = cupy.asarray(np.packbits(nprng.random(big_n) < 0.5, bitorder="little"))
+    _poison()
+    default = gpu_msm.batch_add(big, big_bitmap)
+    monkeypatch.setattr(affine_rounds, "BATCH_ADD", "hybrid")
+    if shape == "one_word":
+        monkeypatch.setattr(affine_rounds, "HYBRID_WORDS", 1)
+        monkeypatch.setattr(affine_rounds, "HYBRID_THREADS", 96)
+    _poison()
+    assert gpu_msm.batch_add(big, big_bitmap) == default
     n = 6001
-    points = _points(rng, n)
-    xy = np.array(points.xy)
+    xy = np.array(_points(rng, n).xy)
     xy[::97] = 0  # points at infinity in the table
     points = G1Points(xy)
     dev = gpu_msm.DevicePoints.from_points(points)
-    nprng = np.random.default_rng(rng.randrange(2**32))
     odd = np.zeros(n, bool)
     odd[::3] = True
     for mask in (nprng.random(n) < 0.5, np.ones(n, bool), odd):
         _poison()
         assert gpu_msm.batch_add(dev, cupy.asarray(np.packbits(mask, bitorder="little"))) == point_to_bytes(
-            batch_add(points, mask)), local_shape
+            batch_add(points, mask)), shape
     p = G1Point() * Scalar(rng.randrange(1, R_MODULUS))
     every = np.packbits(np.ones(1202, bool), bitorder="little")
     cancel = gpu_msm.DevicePoints.from_points(G1Points.from_objects([p, -p] * 600 + [p, p]))
@@ -503,9 +589,9 @@ def test_batch_add_local(rng: random.Random, local_shape: str):
     assert gpu_msm.batch_add(cancel, every) == point_to_bytes(p + p)
     assert gpu_msm.batch_add(repeated, every) == point_to_bytes(p * Scalar(1202))
     g2 = _g2_points(rng, 1500)
+    g2_mask = nprng.random(1500) < 0.7
     sets = [_points(rng, 2048) for _ in range(3)]
     joined = gpu_msm.concat([gpu_msm.DevicePoints.from_points(s) for s in sets])
-    g2_mask = nprng.random(1500) < 0.7
     set_mask = nprng.random(2048) < 0.5
     _poison()
     g2_dev = gpu_msm.DevicePoints.from_points(g2)

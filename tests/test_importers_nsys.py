@@ -72,6 +72,38 @@ def test_without_thread_names_roles_come_from_the_ranges(run_trace, tmp_path):
         assert span.track == f"worker/{span.worker}/prep"
 
 
+def test_prep_threads_pair_with_their_workers_when_their_barrier_ends_are_recorded_late(run_trace, tmp_path):
+    # A thread released by the barrier records its range's end when it next runs: on a busy
+    # host that is microseconds to milliseconds after its party's. Delay every prep thread's
+    # barrier ends by 2.5-40 us (a different one each), and let the prep thread that started
+    # later open a range first (so the order threads started in says nothing): the pairing
+    # must still follow the barrier.
+    path = export_like_nsys(run_trace, tmp_path / "late.sqlite", thread_names=False, inline_text=True,
+                            tables=tuple(t for t in SCHEMA if t != "ThreadNames"))
+    with sqlite3.connect(path) as conn:
+        firsts = conn.execute("SELECT globalTid, MIN(start) FROM NVTX_EVENTS WHERE text = 'prep_msm' "
+                              "GROUP BY globalTid ORDER BY 2").fetchall()
+        preps = [tid for tid, _ in firsts]
+        rows = conn.execute("SELECT rowid, globalTid FROM NVTX_EVENTS WHERE text = 'barrier_wait'").fetchall()
+        late = [(2_500 + 7_500 * (k % 6), rowid) for k, (rowid, tid) in enumerate(rows) if tid in preps]
+        conn.executemany("UPDATE NVTX_EVENTS SET end = end + ? WHERE rowid = ?", late)
+        conn.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) "
+                     "SELECT start, start + 10, eventType, 'warm_up', ?, domainId FROM NVTX_EVENTS "
+                     "WHERE globalTid = ? ORDER BY start LIMIT 1", (preps[1], preps[0]))
+        conn.execute("UPDATE NVTX_EVENTS SET start = start - 1000, end = end - 1000 WHERE text = 'warm_up'")
+    assert len(preps) == 2 and late
+    imported = load_nsys(path)
+    # Workers are numbered by when they started: map the run's numbers to the import's.
+    worker_of_start = {s.start_ns: s.worker for s in imported.iter_spans() if s.track.startswith("worker/")}
+    renumber = {s.worker: worker_of_start[s.start_ns] for s in run_trace.iter_spans()
+                if s.track == f"worker/{s.worker}" and s.start_ns in worker_of_start}
+    served = {s.start_ns: renumber[s.worker] for s in run_trace.select(name="prep_msm")}
+    spans = imported.select(name="prep_msm")
+    assert len(spans) == 6 and len(set(renumber.values())) == 2
+    for span in spans:
+        assert (span.track, span.worker) == (f"worker/{served[span.start_ns]}/prep", served[span.start_ns])
+
+
 def test_missing_tables_and_columns_are_named_not_fatal(run_trace, tmp_path):
     path = export_like_nsys(
         run_trace, tmp_path / "old.sqlite", tables=("StringIds", "NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_KERNEL"),

@@ -160,6 +160,36 @@ def test_sources_inline_local_headers_once():
     assert "ntt_pass_kernel" in code
 
 
+def test_module_names_carry_build_defines(monkeypatch: pytest.MonkeyPatch):
+    """A round variant's module is kernels/affine_round.cu with its defines; the default build
+    is the caller's own module."""
+    from workbench.gpu import affine_rounds
+
+    assert kernels.split_name("msm") == ("msm", ())
+    assert kernels.split_name("affine_round+BA_PRODUCTS_CALLED+N=3") == ("affine_round",
+                                                                         ("BA_PRODUCTS_CALLED", "N=3"))
+    for bad in ("", "+X", "msm+x y", "msm+-DX"):
+        with pytest.raises(ValueError, match="bad kernel module name"):
+            kernels.split_name(bad)
+    assert affine_rounds.round_module("msm") == "msm"
+    defines = {}
+    for products in ("rolled", "inline", "called"):
+        for square in ("product", "dedicated"):
+            monkeypatch.setattr(affine_rounds, "PRODUCTS", products)
+            monkeypatch.setattr(affine_rounds, "SQUARE", square)
+            defines[products, square] = kernels.split_name(affine_rounds.round_module("batch_add"))
+    assert defines["rolled", "product"] == ("batch_add", ())
+    assert defines["inline", "dedicated"] == ("affine_round", ("BA_PRODUCTS_INLINE", "FP_SQR_DEDICATED"))
+    assert len(set(defines.values())) == 6
+    source = kernels.source("affine_round")
+    assert all(d in (KERNELS / "batch_affine.cuh").read_text() + (KERNELS / "fp.cuh").read_text()
+               for _, ds in defines.values() for d in ds)
+    assert "affine_round##suffix" in source
+    monkeypatch.setattr(affine_rounds, "PRODUCTS", "unrolled")
+    with pytest.raises(ValueError, match="PRODUCTS must be one of"):
+        affine_rounds.round_module("msm")
+
+
 def test_pass_plans_cover_every_stage_once():
     for log2 in range(1, 29):
         passes = plan_passes(log2)

@@ -181,6 +181,18 @@ class HostIndex:
             j -= 1
         return inner, outer
 
+    def around(self, track: str, t: int, slack: int) -> tuple[SpanRow | None, SpanRow | None]:
+        """`containing(t)`, or else the one span within `slack` of t: a call mapped from the
+        device clock is only known to within the clock's error bound, and a launch made as its
+        phase begins can land just outside it. Two different spans within reach: neither."""
+        inner, outer = self.containing(track, t)
+        if inner is not None or slack <= 0:
+            return inner, outer
+        before, after = self.containing(track, t - slack), self.containing(track, t + slack)
+        if before[0] is not None and after[0] is not None and before[0] is not after[0]:
+            return None, None
+        return before if before[0] is not None else after
+
 
 # -- attribution ---------------------------------------------------------------------------
 @dataclass
@@ -231,7 +243,7 @@ def attribute(
         api = apis.get(record.correlation) or apis.get(record.runtime_correlation)
         track = thread_tracks.get(api.thread) if api is not None else None
         if api is not None and track is not None:
-            inner, outer = index.containing(track, clock.to_host(api.start))
+            inner, outer = index.around(track, clock.to_host(api.start), clock.error_ns)
             if inner is not None:
                 attrs["by"] = "api"
                 attrs["api"] = api.name
@@ -284,5 +296,5 @@ def settled(
     track = thread_tracks.get(api.thread) if api is not None else None
     if api is None or track is None:
         return False
-    _, outer = index.containing(track, clock.to_host(api.start))
+    _, outer = index.around(track, clock.to_host(api.start), clock.error_ns)
     return outer is not None and outer[1] in TOP_LEVEL

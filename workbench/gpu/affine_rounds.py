@@ -7,8 +7,8 @@ a round pays while it has many pairs, so that k stays at 32 or more with the GPU
 pairs are few the rest is cheaper as XYZZ additions (the callers' existing passes), and each
 round also costs a read-back of its size. The rule is :func:`round_pays`, its constants
 module attributes that tests and benchmarks may change. So are the switches between the
-inversions (INVERSION) and between batch_add's methods (BATCH_ADD), with batch_add_local's
-shape (LOCAL_*): they change no result, only how it is computed.
+inversions (INVERSION), the rounds' build options (PRODUCTS, SQUARE) and batch_add's method
+(BATCH_ADD, with the hybrid's shape HYBRID_*): they change no result, only how it is computed.
 """
 
 from __future__ import annotations
@@ -37,18 +37,50 @@ H200, 41 products' time) or "binary" (fp_inv_binary, one full-width step at a ti
 2): batch_add 2^24 10.7 -> 10.0 ms, MSM 2^20 / 2^22 1-3 % faster, the partition's sums 1-5 %,
 MSM 2^24 1 % slower."""
 
+PRODUCTS = "rolled"
+"""How the round kernels form their Fp products (kernels/batch_affine.cuh, a build option of
+the kernels): "rolled" (the default: inlined products whose twelve CIOS rounds run in a loop,
+one round's code each), "inline" (every product unrolled and inlined: six ~590-instruction
+copies in the back pass, whose warps waited on instruction fetch for 40-60 % of their cycles)
+or "called" (calls of one copy of the product's code). On the H200 (NOTES_msm.md row 5) the
+rounds of an MSM 2^24 took 118.8 / 151.8 / 125.4 ms, batch_add 2^24 8.87 / 9.68 / 9.08."""
+
+SQUARE = "product"
+"""The rounds' squarings (lambda^2, and the norm in G2's inversion): "product" (the default:
+the product of PRODUCTS with itself) or "dedicated" (fp_sqr_dedicated in kernels/fp.cuh: 78
+limb products for a^2 instead of 144, the reduction unchanged; 2.22e10/s against 1.73e10/s
+on the H200, but a second ~15 KB of hot code: MSM 2^24 197.7 ms against 201.7 with inlined
+products, 187.0 against 176.4 with called ones)."""
+
 BATCH_ADD = "rounds"
-"""batch_add's method: "rounds" (the selected indices compacted, halved here over all of them
-while round_pays, XYZZ for the rest), or "local" (batch_add_local in kernels/batch_add.cu:
-every thread halves its own slices of the bitmap in affine rounds, one launch, no read-back).
-"local" measured slower (batch_add 2^24 12.9 ms against 10.0: its rounds shrink to k = 1-4 and
-its warps stall on instruction fetch; NOTES_msm.md, row 3), so it is not the default."""
+"""batch_add's method: "rounds" (the selected indices compacted on the device and read back,
+halved here over all of them while round_pays, XYZZ for the rest), or "hybrid" (kernels/
+batch_add.cu, batch_add_slices: every thread halves its slices of the bitmap in two affine
+rounds, k = 64 and 32 at half density, no compaction and no read-back, and batch_slice_sums
+adds the quarter left in XYZZ). "hybrid" is not timed yet."""
 
-LOCAL_THREADS = 1 << 16
-"""batch_add_local's threads (about one resident wave on the H200): they bound its scratch."""
+HYBRID_THREADS = 1 << 16
+"""batch_add_slices' threads at most (about one resident wave on the H200): they bound its
+scratch, each thread looping over slices beyond."""
 
-LOCAL_WORDS = 4
-"""64-bit bitmap words a slice of batch_add_local (at most 1024: offsets are 16 bits)."""
+HYBRID_WORDS = 4
+"""64-bit bitmap words a slice of batch_add_slices (at most 1024: offsets are 16 bits)."""
+
+_PRODUCT_DEFINES = {"rolled": (), "inline": ("BA_PRODUCTS_INLINE",), "called": ("BA_PRODUCTS_CALLED",)}
+_SQUARE_DEFINES = {"product": (), "dedicated": ("FP_SQR_DEDICATED",)}
+
+
+def round_module(default: str) -> str:
+    """The module whose affine_round kernels a round launches: the caller's own (`default`,
+    msm or batch_add) with the default build, else kernels/affine_round.cu built with the
+    options PRODUCTS and SQUARE name (workbench.gpu.kernels.split_name)."""
+    if PRODUCTS not in _PRODUCT_DEFINES:
+        raise ValueError(f"PRODUCTS must be one of {sorted(_PRODUCT_DEFINES)}, got {PRODUCTS!r}")
+    if SQUARE not in _SQUARE_DEFINES:
+        raise ValueError(f"SQUARE must be one of {sorted(_SQUARE_DEFINES)}, got {SQUARE!r}")
+    defines = _PRODUCT_DEFINES[PRODUCTS] + _SQUARE_DEFINES[SQUARE]
+    return "+".join(("affine_round", *defines)) if defines else default
+
 
 TARGET_THREADS = 1 << 16  # a round's threads when its outputs allow k >= K_MIN
 MAX_THREADS = 1 << 17  # beyond it threads loop over chunks (bounds the scratch)
@@ -111,7 +143,7 @@ def halve_runs(be: Any, ws: Any, module: str, kernel: str, affine_words: int, da
         prefix = ws.buffer("round_prefix", np.uint32, threads * k * words)
         picks = ws.buffer("round_picks", np.uint32, threads * k)
         has_entries = src_entries is not None
-        be.launch(module, kernel, threads,
+        be.launch(round_module(module), kernel, threads,
                   (src, src_entries if has_entries else out_ends, np.uint32(has_entries), ends, out_ends,
                    np.uint64(runs), out, prefix, picks, np.uint64(threads), np.uint32(k), binary_flag()))
         src, src_entries, counts, ends, total = out, None, out_counts, out_ends, total_out

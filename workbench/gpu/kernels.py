@@ -58,9 +58,20 @@ def source(name: str) -> str:
     return expand_includes(path.read_text())
 
 
-def _compile(cupy: Any, code: str, probe: str) -> Any:
+def split_name(name: str) -> tuple[str, tuple[str, ...]]:
+    """A module name's source file and preprocessor defines: "affine_round+BA_PRODUCTS_CALLED"
+    is kernels/affine_round.cu built with -DBA_PRODUCTS_CALLED (a kernel build option that a
+    variant switches on; see affine_rounds.round_module)."""
+    file, *defines = name.split("+")
+    bad = [d for d in defines if not re.fullmatch(r"[A-Z_][A-Z0-9_]*(=\w+)?", d)]
+    if not file or bad:
+        raise ValueError(f"bad kernel module name {name!r}")
+    return file, tuple(defines)
+
+
+def _compile(cupy: Any, code: str, probe: str, defines: tuple[str, ...] = ()) -> Any:
     cc = cupy.cuda.Device().compute_capability
-    base = ("-std=c++17",)
+    base = ("-std=c++17", *(f"-D{d}" for d in defines))
     try:
         module = cupy.RawModule(code=code, options=(*base, f"-arch=sm_{cc}"))
         module.get_function(probe)  # compiles now, so a bad option shows up here
@@ -81,17 +92,19 @@ _KERNEL_NAME = re.compile(
 
 
 def module(name: str) -> Any:
-    """The compiled RawModule of kernels/<name>.cu for the current device."""
+    """The compiled RawModule of kernels/<name>.cu for the current device (with the defines
+    the name carries, split_name)."""
     cupy = require_cupy()
     key = (name, cupy.cuda.Device().id)
     with _lock:
         mod = _modules.get(key)
         if mod is None:
-            code = source(name)
+            file, defines = split_name(name)
+            code = source(file)
             first = _KERNEL_NAME.search(code)
             if first is None:
-                raise ValueError(f"kernels/{name}.cu defines no extern \"C\" kernel")
-            mod = _modules[key] = _compile(cupy, code, first.group(1))
+                raise ValueError(f"kernels/{file}.cu defines no extern \"C\" kernel")
+            mod = _modules[key] = _compile(cupy, code, first.group(1), defines)
         return mod
 
 

@@ -93,7 +93,7 @@ built beforehand (msm_tables.TABLES.build; the GPU backend's setup builds the H 
 without one taking the path of a bucket set per window; or "always", a table built on first use
 for every set of G1 bases, at msm_tables.fixed_window_bits of that first MSM (tests,
 benchmarks). G2 MSMs take the per-window path in every mode. Off until timed on the H200
-(kernels/NOTES_msm.md, row 5)."""
+(kernels/NOTES_msm.md, row 6)."""
 
 REDUCE_FIRST_SEG_LOG2, REDUCE_SEG_LOG2 = 4, 2  # buckets a thread folds at the first level, and after
 SCAN_ROWS = 4096  # REDUCE = "scan": rows at most that the scan finishes (its work is m log2 m a row)
@@ -681,11 +681,10 @@ def batch_add_sets(points: DevicePoints, sets: int, bitmap: Any, stream: Any = N
     """:func:`batch_add` of one bitmap over `sets` point sets stored back to back (concat),
     each pass launched once for all of them.
 
-    With affine_rounds.BATCH_ADD "local": batch_add_local, every thread halving its own
-    slices of the bitmap in affine rounds, and pairwise XYZZ passes over the threads' partials.
-    Otherwise, many selected points: their indices are compacted into one run per set, halved
-    in affine rounds (affine_rounds.py) and the rest summed in XYZZ; few: XYZZ additions
-    straight from the bitmap (batch_add_chunks), where a round would not pay."""
+    Many selected points: their indices are compacted into one run per set, halved in affine
+    rounds (affine_rounds.py) and the rest summed in XYZZ; few: XYZZ additions straight from
+    the bitmap (batch_add_chunks), where a round would not pay. With affine_rounds.BATCH_ADD
+    "hybrid": two rounds inside each thread over slices of the bitmap (_batch_add_hybrid)."""
     if sets < 1 or points.n % sets:
         raise ValueError(f"{points.n} points do not split into {sets} sets")
     size = points.n // sets
@@ -696,8 +695,8 @@ def batch_add_sets(points: DevicePoints, sets: int, bitmap: Any, stream: Any = N
     ws = _workspace(be)
     with be.stream_context(stream):
         bits = _on_device(be, ws, "bitmap", bitmap, np.uint8, None)
-        if affine_rounds.BATCH_ADD == "local":
-            sums = _batch_add_local(be, ws, points, sets, size, bits)
+        if affine_rounds.BATCH_ADD == "hybrid":
+            sums = _batch_add_hybrid(be, ws, points, sets, size, bits)
             return [encode_affine(point, group) for point in _rows_to_affine(sums, group)]
         if affine_rounds.round_pays(sets * (size // 2), sets * size, g2=group is G2):
             totals = _batch_add_affine(be, ws, points, sets, size, bits)
@@ -706,33 +705,32 @@ def batch_add_sets(points: DevicePoints, sets: int, bitmap: Any, stream: Any = N
         return _batch_add_xyzz(be, ws, points, sets, size, bits)
 
 
-def _batch_add_local(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int,
-                     bits: Any) -> np.ndarray:
-    """Per set, the XYZZ sum of its selected points by batch_add_local (kernels/batch_add.cu):
-    slices of LOCAL_WORDS bitmap words, halved while the slices would fill less than half of
-    LOCAL_THREADS (a G2 batch addition of 2^22 points: 2 words, 2^15 threads), a power of two
-    of threads per set (so that the pairwise passes after it never mix sets), each thread's
-    scratch sized for slices whose every bit is set."""
+def _batch_add_hybrid(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int,
+                      bits: Any) -> np.ndarray:
+    """Per set, the XYZZ sum of its selected points by batch_add_slices (two affine rounds in
+    each thread over slices of HYBRID_WORDS bitmap words) and batch_slice_sums, then pairwise
+    XYZZ passes: no compaction, no read-back before the result. Scratch is sized for slices
+    whose every bit is set."""
     group = points.group
-    words = max(1, min(affine_rounds.LOCAL_WORDS, 1024))
-    while words > 1 and 2 * sets * -(-size // (64 * words)) < affine_rounds.LOCAL_THREADS:
-        words //= 2
+    words = max(1, min(affine_rounds.HYBRID_WORDS, 1024))
     slices = -(-size // (64 * words))
-    per_set = 1
-    while per_set * 2 <= max(1, affine_rounds.LOCAL_THREADS // sets) and per_set < slices:
-        per_set *= 2
-    threads = sets * per_set
-    most = 32 * words  # round 0's pairs and outputs for a slice whose every bit is set
-    slots_a = ws.buffer("local_slots_a", np.uint32, most * threads * group.affine_words)
-    slots_b = ws.buffer("local_slots_b", np.uint32, most // 2 * threads * group.affine_words)
-    prefix = ws.buffer("local_prefix", np.uint32, most * threads * group.affine_words // 2)
-    picks = ws.buffer("local_picks", np.uint32, most * threads)
-    partials = ws.buffer("batch_partials", np.uint32, threads * group.xyzz_words)
-    be.launch("batch_add", group.kernel("batch_add_local"), threads,
-              (points.data, bits, partials, slots_a, slots_b, prefix, picks, np.uint64(size),
-               np.uint64(slices), np.uint64(per_set), np.uint64(threads), np.uint32(words),
-               affine_rounds.binary_flag()))
-    current = _sum_partials(be, ws, group, partials, threads, sets)
+    total = sets * slices
+    threads = max(1, min(affine_rounds.HYBRID_THREADS, total))
+    pairs = 32 * words  # round 0's pairs (and outputs) in a slice whose every bit is set
+    left = ws.buffer("hybrid_left", np.uint32, total * (pairs // 2) * group.affine_words)
+    counts = ws.buffer("hybrid_counts", np.uint32, total)
+    slots = ws.buffer("hybrid_slots", np.uint32, threads * pairs * group.affine_words)
+    prefix = ws.buffer("hybrid_prefix", np.uint32, threads * pairs * group.affine_words // 2)
+    picks = ws.buffer("hybrid_picks", np.uint32, threads * pairs)
+    be.launch("batch_add", group.kernel("batch_add_slices"), threads,
+              (points.data, bits, left, counts, slots, prefix, picks, np.uint64(size), np.uint64(slices),
+               np.uint64(total), np.uint64(threads), np.uint32(words), affine_rounds.binary_flag()))
+    per_set = 1 << max(0, slices - 1).bit_length()  # a power of two: the pairwise passes never mix sets
+    partials = ws.buffer("batch_partials", np.uint32, sets * per_set * group.xyzz_words)
+    be.launch("batch_add", group.kernel("batch_slice_sums"), sets * per_set,
+              (left, counts, partials, np.uint64(slices), np.uint64(total), np.uint64(per_set),
+               np.uint64(sets)))
+    current = _sum_partials(be, ws, group, partials, sets * per_set, sets)
     return be.download(current[:sets * group.xyzz_words]).reshape(sets, group.xyzz_words)
 
 

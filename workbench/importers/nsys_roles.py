@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -103,18 +104,35 @@ def _pair_preps(
     named = all(re.search(r"prep-\d+", names.get(t, "")) for t in preps)
     if named and len(set(by_name.values())) == len(preps):
         return by_name
-    # A barrier releases both parties at once: their waits end in the same microsecond.
-    ends = {t: {r[1] // 1000 for r in by_thread[t] if r[2] == "barrier_wait"} for t in (*preps, *workers)}
+    # A barrier releases both parties at once, so a prep thread's barrier waits end next to
+    # its own worker's, however late either thread was scheduled to record the end: each prep
+    # goes to the worker whose waits end nearest its own (the median gap over its waits), the
+    # closest pairs first, one prep a worker.
+    ends = {t: sorted(r[1] for r in by_thread[t] if r[2] == "barrier_wait") for t in (*preps, *workers)}
+    scored = sorted((gap, first[p], p, w) for p in preps for w in workers
+                    if (gap := _median_gap(ends[p], ends[w])) is not None)
     paired: dict[int, int] = {}
-    for tid in preps:
-        best = max(workers, key=lambda w: (len(ends[tid] & ends[w]), -workers[w]), default=None)
-        if best is not None and ends[tid] & ends[best]:
-            paired[tid] = workers[best]
+    taken: set[int] = set()
+    for _, _, tid, w in scored:
+        if tid not in paired and w not in taken:
+            paired[tid] = workers[w]
+            taken.add(w)
     rest = [t for t in preps if t not in paired]
     free = sorted(set(workers.values()) - set(paired.values()))
     for tid, w in zip(sorted(rest, key=lambda t: first[t]), free, strict=False):
         paired[tid] = w
     return paired
+
+
+def _median_gap(mine: list[int], theirs: list[int]) -> float | None:
+    """Median over `mine` of the distance to the nearest of `theirs` (both sorted)."""
+    if not mine or not theirs:
+        return None
+    gaps = []
+    for t in mine:
+        k = bisect.bisect_left(theirs, t)
+        gaps.append(min(abs(theirs[j] - t) for j in (k - 1, k) if 0 <= j < len(theirs)))
+    return float(statistics.median(gaps))
 
 
 def _synthesis_partitions(
