@@ -37,7 +37,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from workbench.gpu import affine_rounds, kernels, srs_gen
+from workbench.gpu import affine_rounds, kernels, msm_tables, srs_gen
 from workbench.gpu import msm as gpu_msm
 
 BANDWIDTH = 4.1e12  # bytes/s, device-to-device copy measured on the lent H200
@@ -48,45 +48,41 @@ TARGETS_MS = {("msm", 20): 8.0, ("msm", 22): 28.0, ("msm", 24): 100.0, ("batch_a
 ANCHOR_MS = {("msm", 24): 109.0}  # the published G1 MSM 2^24 on a card of the H200's integer-multiply peak
 # The variants timed side by side. Keys name a module attribute set for the variant's
 # duration (affine_rounds', or with "msm." workbench.gpu.msm's), or "window_delta": c moved
-# from window_bits(n) by that much. "binary" is the code before this round's work (the binary
-# inversion, the global-atomic sort, the scaled reduction); "before" the same with the batched
-# inversion; "scanned" that and the scan reduction; "sort" adds the
-# block-local sort alone, "new" both it and the pending
-# reduction, "scan" the local sort and the scan reduction; the tuning variants (segments,
-# windows) are "new" with one setting changed. "xyzz" is "before" with the affine rounds
-# disabled. The rounds' build options (affine_rounds.PRODUCTS, SQUARE), all on "scanned",
-# whose products are unrolled and inlined (the default before NOTES_msm.md row 5): "rolled"
-# (inlined products whose CIOS rounds run in a loop: the default now), "called" (products
-# called, one copy of their code), "sqr" (the dedicated squaring), "called_sqr" and
-# "rolled_sqr" both.
-BEFORE = {"msm.SORT": "atomics", "msm.REDUCE": "scaled", "INVERSION": "batched", "PRODUCTS": "inline",
-          "SQUARE": "product", "BATCH_ADD": "rounds"}
-SCANNED = {**BEFORE, "msm.REDUCE": "scan"}  # the atomic sort and the scan reduction
-NEW = {**BEFORE, "msm.SORT": "local", "msm.REDUCE": "pending"}
+# from the window rule by that much. "default" is the default (rolled products: NOTES_msm.md
+# row 5); "binary" the binary inversion; "pending" the reduction's pending levels down to one
+# point a row (no scan); "xyzz" the affine rounds disabled; "aff_deep" G1's rounds by G2's
+# rule; the tuning variants (scan rows, segments, windows c-2 .. c+3) the default with one
+# setting changed. The rounds' build options (affine_rounds.PRODUCTS, SQUARE): "inline" (the
+# unrolled products, the default before row 5), "called" (products called, one copy of their
+# code), "sqr" (inline with the dedicated squaring), "called_sqr" and "rolled_sqr". "fixed"
+# runs over precomputed window multiples of the bases (msm_tables.py, one set of buckets for
+# all windows), its window by msm_tables' fixed_window_bits (fixed-2 .. fixed+2 moved from
+# it); its table is built before the timing (setup time and bytes reported), and its quarters
+# run the default path, so the check compares it with the default's sums.
+DEFAULT = {"msm.REDUCE": "scan", "msm.PRECOMPUTED": "off", "INVERSION": "batched", "PRODUCTS": "rolled",
+           "SQUARE": "product", "BATCH_ADD": "rounds"}
+INLINE = {**DEFAULT, "PRODUCTS": "inline"}
+FIXED = {**DEFAULT, "msm.PRECOMPUTED": "always"}
 VARIANTS: dict[str, dict[str, Any]] = {
-    "binary": {**BEFORE, "INVERSION": "binary"},
-    "before": BEFORE,
-    "scanned": SCANNED,
-    "sort": {**BEFORE, "msm.SORT": "local"},
-    "new": NEW,
-    "xyzz": {**BEFORE, "MIN_PAIRS": 1 << 62, "MIN_PAIRS_G2": 1 << 62},
-    "aff_deep": {**BEFORE, "MIN_PAIRS": 1 << 19, "MIN_FRACTION": 0.1, "K_MIN": 16},  # G1 with G2's rule
-    "scan": {**NEW, "msm.REDUCE": "scan"},
-    "scan1k": {**NEW, "msm.REDUCE": "scan", "msm.SCAN_ROWS": 1024},
-    "seg2": {**NEW, "msm.REDUCE_FIRST_SEG_LOG2": 2},
-    "seg3": {**NEW, "msm.REDUCE_FIRST_SEG_LOG2": 3},
-    "seg5": {**NEW, "msm.REDUCE_FIRST_SEG_LOG2": 5},
-    "tail3": {**NEW, "msm.REDUCE_SEG_LOG2": 3},
-    "c-2": {**NEW, "window_delta": -2},
-    "c-1": {**NEW, "window_delta": -1},
-    "c+1": {**NEW, "window_delta": 1},
-    "c+2": {**NEW, "window_delta": 2},
-    "c+3": {**NEW, "window_delta": 3},
-    "called": {**SCANNED, "PRODUCTS": "called"},
-    "called_sqr": {**SCANNED, "PRODUCTS": "called", "SQUARE": "dedicated"},
-    "rolled": {**SCANNED, "PRODUCTS": "rolled"},
-    "rolled_sqr": {**SCANNED, "PRODUCTS": "rolled", "SQUARE": "dedicated"},
-    "sqr": {**SCANNED, "SQUARE": "dedicated"},
+    "default": DEFAULT,
+    "rolled": DEFAULT,  # sitting E's name for it
+    "binary": {**DEFAULT, "INVERSION": "binary"},
+    "pending": {**DEFAULT, "msm.REDUCE": "pending"},
+    "xyzz": {**DEFAULT, "MIN_PAIRS": 1 << 62, "MIN_PAIRS_G2": 1 << 62},
+    "aff_deep": {**DEFAULT, "MIN_PAIRS": 1 << 19, "MIN_FRACTION": 0.1, "K_MIN": 16},  # G1 with G2's rule
+    "scan1k": {**DEFAULT, "msm.SCAN_ROWS": 1024},
+    "seg2": {**DEFAULT, "msm.REDUCE_FIRST_SEG_LOG2": 2},
+    "seg3": {**DEFAULT, "msm.REDUCE_FIRST_SEG_LOG2": 3},
+    "seg5": {**DEFAULT, "msm.REDUCE_FIRST_SEG_LOG2": 5},
+    "tail3": {**DEFAULT, "msm.REDUCE_SEG_LOG2": 3},
+    **{f"c{d:+d}": {**DEFAULT, "window_delta": d} for d in (-2, -1, 1, 2, 3)},
+    "inline": INLINE,
+    "called": {**DEFAULT, "PRODUCTS": "called"},
+    "called_sqr": {**DEFAULT, "PRODUCTS": "called", "SQUARE": "dedicated"},
+    "rolled_sqr": {**DEFAULT, "SQUARE": "dedicated"},
+    "sqr": {**INLINE, "SQUARE": "dedicated"},
+    "fixed": FIXED,
+    **{f"fixed{d:+d}": {**FIXED, "window_delta": d} for d in (-2, -1, 1, 2)},
 }
 # Variants timed on batch_add alone: the hybrid method (affine_rounds.BATCH_ADD, two rounds in
 # each thread over slices of the bitmap) on the default, with its slices' words.
@@ -96,7 +92,7 @@ BATCH_VARIANTS: dict[str, dict[str, Any]] = {
     "hybrid_w2": {**_ROLLED, "BATCH_ADD": "hybrid", "HYBRID_WORDS": 2},
     "hybrid_w8": {**_ROLLED, "BATCH_ADD": "hybrid", "HYBRID_WORDS": 8},
 }
-DEFAULT_VARIANTS = ["binary", "before", "scanned", "scan", "rolled"]
+DEFAULT_VARIANTS = ["default", "fixed"]
 RATE_HEADER = '#include "g1.cuh"\n#include "batch_affine.cuh"\n'
 
 RATE_KERNELS = r"""
@@ -236,9 +232,17 @@ def variant(name: str) -> Iterator[None]:
             setattr(module, attr, v)
 
 
-def window_of(name: str, n: int) -> int:
+def is_fixed(name: str) -> bool:
+    """Whether a variant runs over precomputed window tables."""
+    return {**VARIANTS, **BATCH_VARIANTS}[name].get("msm.PRECOMPUTED", "off") != "off"
+
+
+def window_of(name: str, n: int, sets: int = 1) -> int:
     """The window a variant runs an MSM of n scalars with."""
-    return min(20, gpu_msm.window_bits(n) + int({**VARIANTS, **BATCH_VARIANTS}[name].get("window_delta", 0)))
+    delta = int({**VARIANTS, **BATCH_VARIANTS}[name].get("window_delta", 0))
+    if is_fixed(name):
+        return max(2, min(msm_tables.MAX_WINDOW_BITS, msm_tables.fixed_window_bits(n, sets) + delta))
+    return max(2, min(20, gpu_msm.window_bits(n) + delta))
 
 
 def _add(a: bytes, b: bytes) -> bytes:
@@ -251,8 +255,13 @@ def bench_msm(cupy: Any, points: gpu_msm.DevicePoints, scalars: Any, log2: int, 
     sub = gpu_msm.DevicePoints(data=points.data[:n], n=n, backend=points.backend)
     s = scalars[:n]
     c = window_of(name, n)
+    fixed = is_fixed(name)
+    table: dict[str, Any] | None = None
     with variant(name):
-        times = time_events(cupy, lambda: gpu_msm.msm(sub, s, window=c), args.warmup, args.repeats)
+        if fixed:  # built once for these bases; every call below reuses it
+            table = msm_tables.TABLES.build(sub, c).describe()
+        window = None if fixed else c  # over a table: the table's window (which may pass 20)
+        times = time_events(cupy, lambda: gpu_msm.msm(sub, s, window=window), args.warmup, args.repeats)
         marks: list[tuple[str, Any]] = []
 
         def hook(phase: str) -> None:
@@ -262,21 +271,26 @@ def bench_msm(cupy: Any, points: gpu_msm.DevicePoints, scalars: Any, log2: int, 
 
         gpu_msm.phase_hook = hook
         try:
-            result = gpu_msm.msm(sub, s, window=c)
+            result = gpu_msm.msm(sub, s, window=window)
         finally:
             gpu_msm.phase_hook = None
         marks[-1][1].synchronize()
-        phases = {a[0]: float(cupy.cuda.get_elapsed_time(a[1], b[1])) for a, b in itertools.pairwise(marks)}
-        quarter = n // 4
+    if fixed:
+        msm_tables.TABLES.drop(sub)
+        cupy.get_default_memory_pool().free_all_blocks()
+    phases = {a[0]: float(cupy.cuda.get_elapsed_time(a[1], b[1])) for a, b in itertools.pairwise(marks)}
+    quarter = n // 4
+    check = "default" if fixed else name  # a fixed variant's quarters: the default path's sums
+    with variant(check):
         parts = [gpu_msm.msm(gpu_msm.DevicePoints(data=points.data[k * quarter:(k + 1) * quarter], n=quarter,
                                                   backend=points.backend), s[k * quarter:(k + 1) * quarter],
-                             window=window_of(name, quarter))
+                             window=window_of(check, quarter))
                  for k in range(4)]
     total = parts[0]
     for part in parts[1:]:
         total = _add(total, part)
     windows = gpu_msm.window_count(c)
-    buckets = windows * ((1 << (c - 1)) + 1)
+    buckets = (1 if fixed else windows) * ((1 << (c - 1)) + 1)
     muls = n * windows * MULS_PER_MADD + buckets * 2 * MULS_PER_ADD
     madds = n * windows + buckets * 2 * MULS_PER_ADD / MULS_PER_MADD
     median = statistics.median(times)
@@ -286,7 +300,7 @@ def bench_msm(cupy: Any, points: gpu_msm.DevicePoints, scalars: Any, log2: int, 
     target = TARGETS_MS.get(("msm", log2))
     return {"op": "msm", "variant": name, "log2": log2, "window_bits": c, "windows": windows,
             "median_ms": median, "min_ms": min(times), "times_ms": times, "phases_ms": phases,
-            "floors": floors,
+            "floors": floors, "table": table,
             "over_imad_floor": median / floors["imad_ms"], "over_madd_floor": median / floors["madd_ms"],
             "target_ms": target, "over_target": median / target if target else None,
             "over_anchor": median / ANCHOR_MS[("msm", log2)] if ("msm", log2) in ANCHOR_MS else None,
@@ -315,6 +329,21 @@ def bench_batch_add(cupy: Any, points: gpu_msm.DevicePoints, log2: int, rates: d
             "over_target": median / target if target else None, "result": result.hex()}
 
 
+def _row(r: dict[str, Any]) -> str:
+    extra = ""
+    if r["op"] == "msm":
+        extra = " ".join(f"{k}={v:.2f}" for k, v in r["phases_ms"].items())
+        extra += f" quarters_ok={r['quarters_consistent']}"
+        if r["table"]:
+            t = r["table"]
+            extra += f" table: {t['setup_ms']:.0f} ms setup, {t['bytes'] / 2**30:.2f} GiB"
+    return (f"{r['op']:10} {r['variant']:9} {r['log2']:>4} {r.get('window_bits', '-'):>3} "
+            f"{r['median_ms']:>10.2f} "
+            f"{r['target_ms'] or 0:>7.1f} {r['floors']['imad_ms']:>10.2f} {r['over_imad_floor']:>5.2f} "
+            f"{r['floors']['madd_ms']:>10.2f} {r['over_madd_floor']:>5.2f} "
+            f"{r['over_target'] or 0:>5.2f}  {extra}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
@@ -324,7 +353,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--seed", type=int, default=20261129)
     parser.add_argument("--variants", nargs="+", default=DEFAULT_VARIANTS, choices=list(VARIANTS))
-    parser.add_argument("--batch-add-variants", nargs="*", default=["binary", "before", "new"],
+    parser.add_argument("--batch-add-variants", nargs="*", default=["default"],
                         choices=[*VARIANTS, *BATCH_VARIANTS])
     args = parser.parse_args()
     cupy = kernels.require_cupy()
@@ -340,18 +369,9 @@ def main() -> None:
     # The points' own scalars shifted by one row: uniform below r, no second host draw.
     scalars = cupy.roll(cupy.asarray(point_scalars), 1, axis=0)
     rates = measure_rates(cupy, info, points)
-    results = [bench_msm(cupy, points, scalars, log2, rates, args, name)
-               for log2 in args.sizes for name in args.variants]
-    results += [bench_batch_add(cupy, points, args.batch_add_log2, rates, args, name)
-                for name in args.batch_add_variants]
-    by_op: dict[tuple[str, int], set[str]] = {}
-    for r in results:
-        by_op.setdefault((r["op"], r["log2"]), set()).add(r["result"])
-    agree = {f"{op} 2^{log2}": len(v) == 1 for (op, log2), v in by_op.items()}
-    report = {"device": info, "rates": rates, "repeats": args.repeats, "warmup": args.warmup,
-              "srs_generation": {"log2": top, "host_scalars_s": t1 - t0, "device_points_s": t2 - t1},
-              "variants_agree": agree, "results": results}
-    args.out.write_text(json.dumps(report, indent=2))
+    t3 = time.perf_counter()
+    # Each line as it comes, and the report after each: a run cut short by a device call's time
+    # limit still says what it measured.
     print(f"{info['name']}: {info['sms']} SMs at {info['clock_ghz']:.2f} GHz; "
           f"fp_mul {rates['fp_mul_per_s']:.3g}/s, madd {rates['madd_per_s']:.3g}/s "
           f"(called {rates['madd_call_per_s']:.3g}/s); inv {rates['inv_fermat_per_s']:.3g}/s Fermat, "
@@ -359,20 +379,26 @@ def main() -> None:
           f"squaring {rates['fp_mul_square_per_s']:.3g}/s as a product, "
           f"{rates['fp_sqr_dedicated_per_s']:.3g}/s dedicated, "
           f"rolled product {rates['fp_mul_rolled_per_s']:.3g}/s; "
-          f"SRS gen 2^{top}: {t2 - t1:.2f} s device + {t1 - t0:.2f} s host")
-    print(f"variants agree: {agree}")
+          f"SRS gen 2^{top}: {t2 - t1:.2f} s device (its module's compile included) + {t1 - t0:.2f} s host; "
+          f"rates {t3 - t2:.1f} s", flush=True)
     print(f"{'op':10} {'variant':9} {'log2':>4} {'c':>3} {'median ms':>10} {'target':>7} {'imad floor':>10} "
-          f"{'x':>5} {'madd floor':>10} {'x':>5} {'x tgt':>5}  phases / check")
-    for r in results:
-        extra = ""
-        if r["op"] == "msm":
-            extra = " ".join(f"{k}={v:.2f}" for k, v in r["phases_ms"].items())
-            extra += f" quarters_ok={r['quarters_consistent']}"
-        print(f"{r['op']:10} {r['variant']:9} {r['log2']:>4} {r.get('window_bits', '-'):>3} "
-              f"{r['median_ms']:>10.2f} "
-              f"{r['target_ms'] or 0:>7.1f} {r['floors']['imad_ms']:>10.2f} {r['over_imad_floor']:>5.2f} "
-              f"{r['floors']['madd_ms']:>10.2f} {r['over_madd_floor']:>5.2f} "
-              f"{r['over_target'] or 0:>5.2f}  {extra}")
+          f"{'x':>5} {'madd floor':>10} {'x':>5} {'x tgt':>5}  phases / check", flush=True)
+    jobs = [("msm", log2, name) for log2 in args.sizes for name in args.variants]
+    jobs += [("batch_add", args.batch_add_log2, name) for name in args.batch_add_variants]
+    results: list[dict[str, Any]] = []
+    for op, log2, name in jobs:
+        results.append(bench_msm(cupy, points, scalars, log2, rates, args, name) if op == "msm"
+                       else bench_batch_add(cupy, points, log2, rates, args, name))
+        print(_row(results[-1]), flush=True)
+        by_op: dict[tuple[str, int], set[str]] = {}
+        for r in results:
+            by_op.setdefault((r["op"], r["log2"]), set()).add(r["result"])
+        agree = {f"{op} 2^{log2}": len(v) == 1 for (op, log2), v in by_op.items()}
+        report = {"device": info, "rates": rates, "repeats": args.repeats, "warmup": args.warmup,
+                  "srs_generation": {"log2": top, "host_scalars_s": t1 - t0, "device_points_s": t2 - t1},
+                  "variants_agree": agree, "results": results}
+        args.out.write_text(json.dumps(report, indent=2))
+    print(f"variants agree: {agree}")
 
 
 if __name__ == "__main__":

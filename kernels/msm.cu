@@ -21,19 +21,23 @@
 //   4. msm_bucket_sum: one thread per bucket adds its pieces, at most K_max / K + 1 of them.
 //      K = max(k0, ceil(sqrt(largest bucket))) bounds that serial chain to about sqrt(n)
 //      when one bucket holds every point (all scalars equal, say).
-//   5. msm_reduce_step (or msm_reduce_level, the one it is to replace), repeated: per window,
-//      sum_j j * S_j over the buckets, as a segmented running sum (see the kernels).
+//   5. msm_reduce_step, repeated while rows are long, then a suffix scan (msm_suffix_step,
+//      msm_scan_terms, msm_sum_groups): per window, sum_j j * S_j over the buckets (see the
+//      kernels).
 //   6. host: the W window sums are combined as sum_w 2^(c w) * T_w. That chain of 255
 //      doublings is inherently serial; one GPU thread runs it slower than the host does.
+//
+// With precomputed window multiples of the bases (msm_window_table below, msm_sort.cuh's
+// *_fixed sort), step 1 puts every window's digits into one set of 2^(c-1) + 1 buckets, the
+// entries naming rows 2^(c w) * P_i of the table, so steps 2-4 run over deeper buckets, step 5
+// runs once, and step 6 has one window sum to combine.
 //
 // At 2^24 (c = 20, 13 windows, mean 32 entries a bucket) the rounds take the buckets down to one
 // or two points each, so step 3 adds a few million points instead of 218 million.
 //
-// Every kernel is a grid-stride loop (over rows or bins of the sort, blocks of threads there,
-// with shared memory and barriers), with no warp intrinsics, so any grid is correct, and the
-// whole pipeline also runs on the CPU with a grid of one thread (the CI tests compile this
-// file with a host compiler and run it that way; the sort also runs there with blocks of
-// real threads).
+// Every kernel is a grid-stride loop with no shared memory, barriers or warp intrinsics, so
+// any grid is correct, and the whole pipeline also runs on the CPU with a grid of one thread
+// (the CI tests compile this file with a host compiler and run it that way).
 #include "fr.cuh"
 #include "g1.cuh"
 #include "g2.cuh"
@@ -134,45 +138,18 @@ EC_KERNEL_BODY void msm_bucket_sum_body(const uint4* heads, const uint4* tails, 
 // One level of the weighted sum WS(X) = sum_i i * X_i, per window (rows of m_in points).
 // Cutting X into segments of L = 2^seg_log2, i = s L + j:
 //   WS(X) = sum_s Aw_s + L * WS(U),  Aw_s = sum_j j * X_{sL+j},  U_s = sum_j X_{sL+j},
-// and Aw_s is a running sum inside the segment (2L additions, no multiplications). Level k
-// keeps the invariant  total = sum A^(k) + 2^scale_log2 * WS(X^(k)), so it emits
-// U as the next X and A_s = sum_j A^(k)_{sL+j} + 2^scale_log2 * Aw_s as the next A. When a
-// row is one point long, WS of it is zero and the row's A is the window's sum.
-template <class F>
-EC_KERNEL_BODY void msm_reduce_level_body(const uint4* x_in, const uint4* a_in, unsigned int has_a,
-                                          uint4* u_out, uint4* a_out, msm_u64 windows, msm_u64 m_in,
-                                          msm_u64 m_out, unsigned int seg_log2, unsigned int scale_log2)
-{
-    const msm_u64 seg = 1ull << seg_log2;
-    MSM_GRID_STRIDE(idx, windows * m_out) {
-        const msm_u64 w = idx / m_out, s = idx % m_out;
-        const msm_u64 row = w * m_in, first = s * seg;
-        ec_xyzz<F> running = ec_infinity<F>(), weighted = running, plain = running;
-#pragma unroll 1
-        for (msm_u64 j = seg - 1; j >= 1; --j) {
-            if (first + j < m_in) {
-                running = ec_add(running, ec_xyzz_load<F>(x_in, row + first + j));
-                if (has_a) plain = ec_add(plain, ec_xyzz_load<F>(a_in, row + first + j));
-            }
-            weighted = ec_add(weighted, running);
-        }
-        running = ec_add(running, ec_xyzz_load<F>(x_in, row + first));
-        if (has_a) plain = ec_add(plain, ec_xyzz_load<F>(a_in, row + first));
-        weighted = ec_add(plain, ec_dbl_n(weighted, scale_log2));
-        ec_xyzz_store(u_out, w * m_out + s, running);
-        ec_xyzz_store(a_out, w * m_out + s, weighted);
-    }
-}
-
-// The same level with the scale kept pending instead of applied to every A: the input
-// invariant is total = sum A + 2^pending * WS(X), so a level emits
+// and Aw_s is a running sum inside the segment (2L additions, no multiplications). The scale
+// is kept pending rather than applied to every A: the input invariant is
+// total = sum A + 2^pending * WS(X), so a level emits
 //   A'_s = sum_j A_{sL+j} + 2^pending * Aw_s   and   X'_s = 2^pending * U_s,
 // and the next level's pending scale is this level's seg_log2. Each output then doubles
 // 2 * pending times (at most 8) instead of the cumulative scale (up to c - 1 = 19 at the last
-// levels), and these levels run few threads, so each serial doubling costs its full
-// latency. G1's running-sum additions are inlined (no call spills in the hot loop).
-// The running sums' addition: inlined for G1; a call for G2, whose inlined form spills (ptxas
-// for sm_90: 2.7 KB of spill stores a thread, against none for G1's).
+// levels, in the scaled form this replaced: kernels/NOTES_msm.md, row 4a), and these levels
+// run few threads, so each serial doubling costs its full latency. When a row is one point
+// long, WS of it is zero and the row's A is the window's sum.
+// The running sums' addition: inlined for G1 (no call spills in the hot loop); a call for G2,
+// whose inlined form spills (ptxas for sm_90: 2.7 KB of spill stores a thread, against none
+// for G1's).
 template <class F>
 FP_FN ec_xyzz<F> msm_running_add(const ec_xyzz<F>& p, const ec_xyzz<F>& q) { return ec_add_inline(p, q); }
 template <>
@@ -264,14 +241,6 @@ EC_KERNEL_BODY void msm_sum_groups_body(const uint4* in, uint4* out, msm_u64 win
     {                                                                                              \
         msm_bucket_sum_body<F>(heads, tails, counts, bucket_ends, largest, sums, buckets, k0);     \
     }                                                                                              \
-    extern "C" __global__ void __launch_bounds__(128) msm_reduce_level##suffix(                    \
-        const uint4* x_in, const uint4* a_in, unsigned int has_a, uint4* u_out, uint4* a_out,      \
-        msm_u64 windows, msm_u64 m_in, msm_u64 m_out, unsigned int seg_log2,                       \
-        unsigned int scale_log2)                                                                   \
-    {                                                                                              \
-        msm_reduce_level_body<F>(x_in, a_in, has_a, u_out, a_out, windows, m_in, m_out, seg_log2,  \
-                                 scale_log2);                                                      \
-    }                                                                                              \
     extern "C" __global__ void __launch_bounds__(128) msm_reduce_step##suffix(                     \
         const uint4* x_in, const uint4* a_in, unsigned int has_a, uint4* u_out, uint4* a_out,      \
         msm_u64 windows, msm_u64 m_in, msm_u64 m_out, unsigned int seg_log2,                       \
@@ -306,6 +275,51 @@ MSM_KERNELS(_g2, fp2_t)
 // the later ones the previous round's output.
 BA_ROUND_KERNEL(, fp_t)
 BA_ROUND_KERNEL(_g2, fp2_t)
+
+// Window multiples of fixed bases for the precomputed MSM (workbench/gpu/msm_tables.py): row
+// w n + i of out is 2^(c w) * P_i for w < windows, affine in Montgomery form (infinity stays
+// all zeros). One thread a point: c XYZZ doublings a window, each window's point converted to
+// affine with fp_inv_batched (about 41 products' time, against ~710 for ec_to_affine's Fermat
+// inversion). At c = 22 (12 windows) a point costs 242 doublings and 11 conversions, about
+// 2,700 products; it is paid once per set of bases. G1 only for now: a G2 instance of the body
+// would add about 6 s to this module's compile (ptxas, sm_90) for MSMs the pipeline does not
+// run over tables.
+template <class F>
+FP_FN ec_affine<F> msm_table_affine(const ec_xyzz<F>& p)
+{
+    ec_affine<F> r;
+    if (ec_is_infinity(p)) {
+        r.x = fe_zero<F>(); r.y = r.x;
+        return r;
+    }
+    const F t = fe_inv_batch(fe_mul(p.zz, p.zzz), 0u);  // 1 / (ZZ ZZZ)
+    r.x = fe_mul(p.x, fe_mul(t, p.zzz));
+    r.y = fe_mul(p.y, fe_mul(t, p.zz));
+    return r;
+}
+
+template <class F>
+EC_KERNEL_BODY void msm_window_table_body(const uint4* points, uint4* out, msm_u64 n, unsigned int c,
+                                          unsigned int windows)
+{
+    MSM_GRID_STRIDE(i, n) {
+        const ec_affine<F> p = ec_affine_load<F>(points, i);
+        ec_affine_store(out, i, p);
+        ec_xyzz<F> acc = ec_from_affine(p);
+#pragma unroll 1
+        for (unsigned int w = 1; w < windows; ++w) {
+            acc = ec_dbl_n(acc, c);
+            ec_affine_store(out, w * n + i, msm_table_affine(acc));
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+msm_window_table(const uint4* points, uint4* out, msm_u64 n, unsigned int c, unsigned int windows)
+{
+    msm_window_table_body<fp_t>(points, out, n, c, windows);
+}
+
 
 // Canonical Fp elements -> Montgomery form, in place: a G1 point is 2 of them, a G2 point 4.
 extern "C" __global__ void fp_array_to_mont(uint4* elements, msm_u64 n)

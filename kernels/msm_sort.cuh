@@ -1,11 +1,9 @@
-// The MSM's first step, shared by msm.cu and the tests' threaded CPU build: each scalar
-// recoded into signed c-bit digits, and the (point index | sign << 31) entries sorted by
-// bucket, by one of two counting sorts:
-//   - msm_count + msm_scatter: one global atomic an entry to count its bucket, a prefix sum
-//     on the host side, and one more to claim its slot (at 2^24, 218M entries, 20 ms);
-//   - msm_sort_count + msm_sort_stage + msm_sort_buckets: block-local counting in shared
-//     memory, no global atomics (below).
-// Order inside a bucket varies from run to run; the sum does not.
+// The MSM's first step: each scalar recoded into signed c-bit digits, and the (point index |
+// sign << 31) entries sorted by bucket by a counting sort, msm_count + msm_scatter: one global
+// atomic an entry to count its bucket, a prefix sum on the host side, and one more to claim
+// its slot (at 2^24, 218M entries, 20 ms). A block-local counting sort in shared memory, with
+// no global atomics, measured slower at every size on the H200 and was removed
+// (kernels/NOTES_msm.md, row 4). Order inside a bucket varies from run to run; the sum does not.
 #pragma once
 
 #include "fr.cuh"
@@ -93,114 +91,31 @@ extern "C" __global__ void msm_scatter(const uint4* scalars, const long long* in
     }
 }
 
-// The block-local counting sort (workbench/gpu/msm.py's SORT = "local"). A bucket g = w * (B + 1) + |d| is split
-// into a coarse bin g >> fine_log2 and a fine index g & (2^fine_log2 - 1), the host choosing
-// fine_log2 so that at most MSM_SORT_BINS coarse bins exist:
-//   1. msm_sort_count: row r of the histogram (scalars [r per_row, (r + 1) per_row)) counts
-//      its entries per coarse bin in shared memory and writes hist[bin * rows + r].
-//   2. host: an inclusive prefix sum over hist in that order; starts = scan - hist.
-//   3. msm_sort_stage: each row scatters (entry, fine index) pairs to its slots of each
-//      coarse bin, claimed with shared atomics from its start.
-//   4. msm_sort_buckets: one block a coarse bin counts its fine indices in shared memory,
-//      scans them into the bins' counts and inclusive ends (so no global prefix sum over the
-//      buckets is needed) and scatters the entries to their final slots.
-// No global atomics: at 2^24 (218M entries) the atomic count and scatter took 20 ms. The
-// loops use blockDim and gridDim only, so with one thread (the CPU build) they still cover
-// every row and bin; the shared arrays are then plain arrays.
-#define MSM_SORT_BINS 4096
-#define MSM_SORT_FINE 2048
-#define MSM_SORT_THREADS 256
-
-extern "C" __global__ void __launch_bounds__(MSM_SORT_THREADS)
-msm_sort_count(const uint4* scalars, unsigned int* hist, msm_u64 n, unsigned int c, unsigned int windows,
-               unsigned int fine_log2, unsigned int bins, msm_u64 rows, msm_u64 per_row)
+// The same sort over precomputed window multiples of the bases (workbench/gpu/msm_tables.py):
+// table row w * table_n + i holds 2^(c w) * P_i, so s_i P_i = sum_w d_w * row(w table_n + i)
+// and every window's digits go into one set of buckets, bucket |d| (0 stays empty), the
+// entry naming the table row. W * table_n < 2^31 (the host checks), below the sign bit.
+extern "C" __global__ void msm_count_fixed(const uint4* scalars, unsigned int* counts, msm_u64 n,
+                                           unsigned int c, unsigned int windows)
 {
-    __shared__ unsigned int local[MSM_SORT_BINS];
-    const unsigned int stride = (1u << (c - 1)) + 1u;
-    for (msm_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
-        for (unsigned int j = threadIdx.x; j < bins; j += blockDim.x) local[j] = 0;
-        __syncthreads();
-        const msm_u64 begin = row * per_row, end = begin + per_row < n ? begin + per_row : n;
-        for (msm_u64 i = begin + threadIdx.x; i < end; i += blockDim.x)
-            msm_for_each_digit(msm_scalar(scalars, i), c, windows, [&](unsigned int w, unsigned int d, bool) {
-                atomicAdd(local + ((w * stride + d) >> fine_log2), 1u);
-            });
-        __syncthreads();
-        for (unsigned int j = threadIdx.x; j < bins; j += blockDim.x) hist[(msm_u64)j * rows + row] = local[j];
-        __syncthreads();
+    MSM_GRID_STRIDE(i, n) {
+        msm_for_each_digit(msm_scalar(scalars, i), c, windows,
+                           [&](unsigned int, unsigned int d, bool) { atomicAdd(counts + d, 1u); });
     }
 }
 
-extern "C" __global__ void __launch_bounds__(MSM_SORT_THREADS)
-msm_sort_stage(const uint4* scalars, const long long* indices, unsigned int has_indices,
-               const unsigned int* starts, uint2* staged, msm_u64 n, unsigned int c, unsigned int windows,
-               unsigned int fine_log2, unsigned int bins, msm_u64 rows, msm_u64 per_row)
+extern "C" __global__ void msm_scatter_fixed(const uint4* scalars, const long long* indices,
+                                             unsigned int has_indices, unsigned int* cursor,
+                                             unsigned int* entries, msm_u64 n, unsigned int c,
+                                             unsigned int windows, msm_u64 table_n)
 {
-    __shared__ unsigned int cursor[MSM_SORT_BINS];
-    const unsigned int stride = (1u << (c - 1)) + 1u, fine_mask = (1u << fine_log2) - 1u;
-    for (msm_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
-        for (unsigned int j = threadIdx.x; j < bins; j += blockDim.x) cursor[j] = starts[(msm_u64)j * rows + row];
-        __syncthreads();
-        const msm_u64 begin = row * per_row, end = begin + per_row < n ? begin + per_row : n;
-        for (msm_u64 i = begin + threadIdx.x; i < end; i += blockDim.x) {
-            const unsigned int point = has_indices ? (unsigned int)indices[i] : (unsigned int)i;
-            msm_for_each_digit(msm_scalar(scalars, i), c, windows,
-                               [&](unsigned int w, unsigned int d, bool negative) {
-                                   const unsigned int g = w * stride + d;
-                                   const unsigned int slot = atomicAdd(cursor + (g >> fine_log2), 1u);
-                                   staged[slot] = make_uint2(point | (negative ? MSM_SIGN_BIT : 0u),
-                                                             g & fine_mask);
-                               });
-        }
-        __syncthreads();
-    }
-}
-
-// scan: the inclusive prefix sum of hist (bin-major), so coarse bin b holds staged entries
-// [scan[b rows - 1], scan[b rows + rows - 1]).
-extern "C" __global__ void __launch_bounds__(MSM_SORT_THREADS)
-msm_sort_buckets(const uint2* staged, const unsigned int* scan, unsigned int* entries, unsigned int* counts,
-                 unsigned int* ends, msm_u64 buckets, unsigned int fine_log2, unsigned int bins, msm_u64 rows)
-{
-    __shared__ unsigned int fine[MSM_SORT_FINE];
-    __shared__ unsigned int partial[MSM_SORT_THREADS];
-    const unsigned int size = 1u << fine_log2, t = threadIdx.x;
-    const unsigned int per = (size + blockDim.x - 1) / blockDim.x;
-    const unsigned int lo = t * per < size ? t * per : size, hi = lo + per < size ? lo + per : size;
-    for (msm_u64 bin = blockIdx.x; bin < bins; bin += gridDim.x) {
-        const msm_u64 begin = bin ? scan[bin * rows - 1] : 0, end = scan[bin * rows + rows - 1];
-        for (unsigned int j = t; j < size; j += blockDim.x) fine[j] = 0;
-        __syncthreads();
-        for (msm_u64 e = begin + t; e < end; e += blockDim.x) atomicAdd(fine + staged[e].y, 1u);
-        __syncthreads();
-        // Exclusive scan of fine[]: each thread sums its run [lo, hi), a scan of those sums
-        // over the block (Hillis-Steele), then the thread's run again.
-        unsigned int sum = 0;
-        for (unsigned int j = lo; j < hi; ++j) sum += fine[j];
-        partial[t] = sum;
-        __syncthreads();
-        for (unsigned int off = 1; off < blockDim.x; off <<= 1) {
-            const unsigned int v = t >= off ? partial[t - off] : 0u;
-            __syncthreads();
-            partial[t] += v;
-            __syncthreads();
-        }
-        unsigned int run = partial[t] - sum;
-        for (unsigned int j = lo; j < hi; ++j) {
-            const unsigned int count = fine[j];
-            const msm_u64 g = (bin << fine_log2) + j;
-            if (g < buckets) {
-                counts[g] = count;
-                ends[g] = (unsigned int)(begin + run + count);
-            }
-            fine[j] = run;
-            run += count;
-        }
-        __syncthreads();
-        for (msm_u64 e = begin + t; e < end; e += blockDim.x) {
-            const uint2 s = staged[e];
-            entries[begin + atomicAdd(fine + s.y, 1u)] = s.x;
-        }
-        __syncthreads();
+    MSM_GRID_STRIDE(i, n) {
+        const msm_u64 point = has_indices ? (msm_u64)indices[i] : i;
+        msm_for_each_digit(msm_scalar(scalars, i), c, windows,
+                           [&](unsigned int w, unsigned int d, bool negative) {
+                               const unsigned int slot = atomicAdd(cursor + d, 1u);
+                               entries[slot] = (unsigned int)(w * table_n + point) |
+                                               (negative ? MSM_SIGN_BIT : 0u);
+                           });
     }
 }

@@ -48,13 +48,14 @@ def require_cuda_device():
     return cupy
 
 
-# The MSM's sorts and reductions, named in full so that the tests stay right when the
-# defaults change: the default (atomic sort, scan reduction), the code before the scan, and
-# the block-local sort with the pending reduction (the scan's long-row levels). The MSM tests
-# on the CPU build and on the GPU both run over them.
-MSM_PATHS = {"default": {"SORT": "atomics", "REDUCE": "scan"},
-             "scaled": {"SORT": "atomics", "REDUCE": "scaled"},
-             "local": {"SORT": "local", "REDUCE": "pending"}}
+# The MSM's paths, named in full so that the tests stay right when the defaults change: the
+# default (scan reduction, windows per scalar), the pending reduction down to one point a row
+# (the scan's long-row levels alone), and the precomputed window multiples of the bases (one
+# set of buckets for all windows; its tables built on first use). The MSM tests on the CPU
+# build and on the GPU both run over them.
+MSM_PATHS = {"default": {"REDUCE": "scan", "PRECOMPUTED": "off"},
+             "pending": {"REDUCE": "pending", "PRECOMPUTED": "off"},
+             "fixed": {"REDUCE": "scan", "PRECOMPUTED": "always"}}
 
 
 @pytest.fixture(params=sorted(MSM_PATHS))

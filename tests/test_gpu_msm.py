@@ -22,7 +22,7 @@ cupy = require_cuda_device()
 from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
 from workbench.gpu import msm as gpu_msm
-from workbench.gpu import srs_gen
+from workbench.gpu import msm_tables, srs_gen
 from workbench.prover.curve import R_MODULUS, G1Points, G2Points, batch_add, msm, point_to_bytes
 
 pytestmark = pytest.mark.gpu
@@ -263,6 +263,49 @@ def test_msm_signed_digit_carries(rng: random.Random, msm_path: str, window: int
     dev = gpu_msm.DevicePoints.from_points(points)
     _poison()
     assert gpu_msm.msm(dev, scalars, window=window) == point_to_bytes(msm(points, scalars))
+
+
+# ---------------------------------------------------------------- precomputed window tables
+
+
+def test_fixed_msm_matches_the_default_path(rng: random.Random, monkeypatch: pytest.MonkeyPatch):
+    """The MSM over precomputed window multiples against the default path where the rounds run
+    deep (2^20 uniform scalars, the rule's window 19), the table's rows against the library,
+    and the widest windows only a table gets (22, 24) with carry-driving scalars on 2^14."""
+    nprng = np.random.default_rng(rng.randrange(2**32))
+    n = 1 << 20
+    dev = srs_gen.device_points_from_scalars(srs_gen.random_scalars(n, nprng))
+    scalars = cupy.asarray(srs_gen.random_scalars(n, nprng))  # uniform below r, read as Montgomery
+    _poison()
+    default = gpu_msm.msm(dev, scalars)
+    monkeypatch.setattr(gpu_msm, "PRECOMPUTED", "prepared")
+    c = msm_tables.fixed_window_bits(n)
+    table = msm_tables.TABLES.build(dev, c)
+    windows = gpu_msm.window_count(c)
+    assert table.nbytes == windows * n * 96 and table.setup_ms > 0
+    _poison()
+    sums = gpu_msm.msm_windows(dev, scalars)
+    assert sums.rows is not None and sums.rows.shape == (1, 48)
+    assert sums.combine() == default
+    assert gpu_msm.msm(dev, scalars) == default  # the table again, scratch reused
+    picks = [0, 1, n - 1]
+    rows = gpu_msm.DevicePoints(data=cupy.ascontiguousarray(table.data.reshape(windows, n, 24)[:, picks]
+                                                            .reshape(-1, 24)), n=3 * windows,
+                                backend=dev.backend).to_points()
+    bases = [G1Point.from_xy_bytes_unchecked_le(bytes(xy)) for xy in dev.to_points().xy[picks]]
+    want = [p * Scalar(pow(2, c * w, R_MODULUS)) for w in range(windows) for p in bases]
+    assert rows == G1Points.from_objects(want)
+    msm_tables.TABLES.drop(dev)
+    small = _points(rng, 1 << 14)
+    small_dev = gpu_msm.DevicePoints.from_points(small)
+    for wide in (22, 24):
+        cases = carry_scalars(wide, rng)
+        values = [rng.choice(cases) if rng.random() < 0.5 else rng.randrange(R_MODULUS)
+                  for _ in range(1 << 14)]
+        small_scalars = _mont_scalars(values)
+        msm_tables.TABLES.build(small_dev, wide)
+        _poison()
+        assert gpu_msm.msm(small_dev, small_scalars) == point_to_bytes(msm(small, small_scalars)), wide
 
 
 # ---------------------------------------------------------------- G2

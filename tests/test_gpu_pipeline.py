@@ -71,3 +71,26 @@ def test_two_gpus_give_the_cpu_runs_proofs():
            {p: proof.to_bytes() for p, proof in cpu.proofs.items()}
     mutex_holds_never_overlap(gpu.trace)
     assert {s.track for s in gpu.trace.select(name="hold")} == {"mutex/gpu0", "mutex/gpu1"}
+
+
+def test_precomputed_h_msm_gives_the_cpu_runs_proofs(monkeypatch: pytest.MonkeyPatch):
+    """msm.PRECOMPUTED "prepared": the setup builds the H query's window table, the H MSMs run
+    over it and the proofs stay the CPU run's; its cost is on the upload_key span and in the
+    run's metadata."""
+    from workbench.gpu import msm, msm_tables
+    from workbench.gpu.backend import GpuBackend
+
+    monkeypatch.setattr(msm, "PRECOMPUTED", "prepared")
+    config = RunConfig(backend="gpu", log2_constraints=10, partitions=2, gpu_workers=1, synth_threads=2,
+                       seed=5, bool_fraction=0.7, verify=True)
+    gpu = Pipeline(config, GpuBackend(), keep_outputs=True).run()
+    assert gpu.ok, gpu.error
+    cpu = Pipeline(config.replace(backend="cpu"), CpuBackend(), keep_outputs=True).run()
+    assert cpu.ok, cpu.error
+    assert [gpu.proofs[p].to_bytes() for p in range(2)] == [cpu.proofs[p].to_bytes() for p in range(2)]
+    meta = gpu.trace.meta["msm_precomputed"]
+    table = meta["tables"]["0"]["h"]
+    assert meta["mode"] == "prepared" and table["window_bits"] == msm_tables.fixed_window_bits(table["bases"])
+    assert table["bytes"] == table["windows"] * table["bases"] * 96 and table["setup_ms"] > 0
+    (upload,) = gpu.trace.select(name="upload_key")
+    assert upload.attrs["precomputed_bytes"] == table["bytes"]

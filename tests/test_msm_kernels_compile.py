@@ -24,7 +24,7 @@ import pytest
 from digit_cases import carry_scalars
 from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
-from workbench.gpu import affine_rounds, kernels, srs_gen
+from workbench.gpu import affine_rounds, kernels, msm_tables, srs_gen
 from workbench.gpu import msm as gpu_msm
 from workbench.prover.curve import R_MODULUS, G1Points, G2Points, batch_add, msm, point_to_bytes
 
@@ -449,167 +449,94 @@ def test_emulated_msm_signed_digit_carries(backend: EmulatedBackend, msm_path: s
     dev = gpu_msm.DevicePoints.from_points(points, backend=backend)
     scalars = _mont(values)
     gpu_msm._workspace(backend).poison()
+    backend.launches.clear()
     assert gpu_msm.msm(dev, scalars, window=window) == point_to_bytes(msm(points, scalars)), f"seed {seed}"
+    assert ("msm_count_fixed" in backend.launches) == (msm_path == "fixed")
     # One point under all of them: every window's buckets hold P and -P together.
     same = G1Points(np.repeat(points.xy[:1], len(values), axis=0))
     dev = gpu_msm.DevicePoints.from_points(same, backend=backend)
     assert gpu_msm.msm(dev, scalars, window=window) == point_to_bytes(msm(same, scalars)), f"seed {seed}"
 
 
-# ---------------------------------------------------------------- the local sort, threaded
-
-# The CPU build above runs one thread a block, which never exercises what the local sort's
-# kernels do across a block: shared counters raced for by many threads, barriers, the block
-# scan's split of the fine counters between threads. This build runs each of those kernels
-# as one block of real threads (std::thread, a std::barrier for __syncthreads, atomic_ref for
-# the shared atomics) and checks its buckets against the global-atomic sort's (both in
-# kernels/msm_sort.cuh, which this builds alone).
-THREADED_PRELUDE = r"""
-#include <vector_types.h>
-#include <vector_functions.h>
-#include <atomic>
-#include <barrier>
-#include <thread>
-#include <vector>
-struct emu_dim3 { unsigned int x, y, z; };
-static thread_local emu_dim3 threadIdx = {0, 0, 0}, blockDim = {1, 1, 1};
-static const emu_dim3 blockIdx = {0, 0, 0}, gridDim = {1, 1, 1};
-static std::barrier<>* emu_barrier = nullptr;
-#undef __global__
-#define __global__
-#define __launch_bounds__(...)
-#define __shared__ static
-template <class T> inline T atomicAdd(T* p, T v) { return std::atomic_ref<T>(*p).fetch_add(v); }
-inline void __syncthreads() { emu_barrier->arrive_and_wait(); }
-"""
-
-SORT_HARNESS = r"""
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <random>
-#include "msm_sort.cuh"
-
-template <class F> static void emu_block(unsigned int threads, F f) {
-    std::barrier<> b(threads);
-    emu_barrier = &b;
-    std::vector<std::thread> pool;
-    for (unsigned int t = 0; t < threads; ++t)
-        pool.emplace_back([&, t] { threadIdx.x = t; blockDim.x = threads; f(); });
-    for (auto& th : pool) th.join();
-}
-
-// argv: n c fine_log2 bins rows per_row threads seed kind (0 random, 1 a third equal, 2 all equal)
-int main(int argc, char** argv) {
-    if (argc != 10) return 2;
-    const msm_u64 n = strtoull(argv[1], 0, 10), rows = strtoull(argv[5], 0, 10);
-    const msm_u64 per_row = strtoull(argv[6], 0, 10);
-    const unsigned c = atoi(argv[2]), fine_log2 = atoi(argv[3]), bins = atoi(argv[4]);
-    const unsigned threads = atoi(argv[7]);
-    const int kind = atoi(argv[9]);
-    const unsigned windows = (256 + c - 1) / c, stride = (1u << (c - 1)) + 1;
-    const msm_u64 buckets = (msm_u64)windows * stride;
-    std::mt19937_64 gen(strtoull(argv[8], 0, 10));
-    std::vector<unsigned long long> words(4 * n);
-    for (msm_u64 i = 0; i < n; ++i) {
-        const bool same = kind == 2 || (kind == 1 && i % 3 == 0);
-        std::mt19937_64 g2(12345);
-        std::mt19937_64& g = same ? g2 : gen;
-        for (int k = 0; k < 3; ++k) words[4 * i + k] = g();
-        words[4 * i + 3] = g() % 0x73eda753299d7d48ull;  // below r, so canonical after fr_from_mont
-        if (i % 17 == 5) for (int k = 0; k < 4; ++k) words[4 * i + k] = 0;
-    }
-    std::vector<uint4> scalars(2 * n);
-    memcpy(scalars.data(), words.data(), 32 * n);
-    std::vector<long long> indices(n);
-    for (msm_u64 i = 0; i < n; ++i) indices[i] = (long long)((i * 7919) % n);
-
-    // The global-atomic sort, one thread.
-    std::vector<unsigned> counts_ref(buckets, 0), ends_ref(buckets), cursor(buckets);
-    std::vector<unsigned> entries_ref(n * windows);
-    msm_count(scalars.data(), counts_ref.data(), n, c, windows);
-    unsigned run = 0;
-    for (msm_u64 b = 0; b < buckets; ++b) { cursor[b] = run; run += counts_ref[b]; ends_ref[b] = run; }
-    msm_scatter(scalars.data(), indices.data(), 1, cursor.data(), entries_ref.data(), n, c, windows);
-
-    // The local sort, each kernel one block of `threads` threads.
-    std::vector<unsigned> hist((msm_u64)bins * rows, 0xFFFFFFFFu), scan(hist.size()), starts(hist.size());
-    emu_block(threads, [&] {
-        msm_sort_count(scalars.data(), hist.data(), n, c, windows, fine_log2, bins, rows, per_row);
-    });
-    unsigned total = 0;
-    for (size_t j = 0; j < hist.size(); ++j) {
-        total += hist[j];
-        scan[j] = total;
-        starts[j] = total - hist[j];
-    }
-    std::vector<uint2> staged(n * windows);
-    emu_block(threads, [&] {
-        msm_sort_stage(scalars.data(), indices.data(), 1, starts.data(), staged.data(), n, c, windows,
-                       fine_log2, bins, rows, per_row);
-    });
-    std::vector<unsigned> counts(buckets, ~0u), ends(buckets, ~0u), entries(n * windows, ~0u);
-    emu_block(threads, [&] {
-        msm_sort_buckets(staged.data(), scan.data(), entries.data(), counts.data(), ends.data(), buckets,
-                         fine_log2, bins, rows);
-    });
-    if (total != run) { printf("total %u, want %u\n", total, run); return 1; }
-    for (msm_u64 b = 0; b < buckets; ++b) {
-        if (counts[b] != counts_ref[b] || ends[b] != ends_ref[b]) {
-            printf("bucket %llu: count %u end %u, want %u %u\n", b, counts[b], ends[b], counts_ref[b],
-                   ends_ref[b]);
-            return 1;
-        }
-        const unsigned lo = ends[b] - counts[b];
-        std::sort(entries.begin() + lo, entries.begin() + ends[b]);
-        std::sort(entries_ref.begin() + lo, entries_ref.begin() + ends[b]);
-    }
-    if (!std::equal(entries.begin(), entries.begin() + run, entries_ref.begin())) {
-        printf("entries differ\n");
-        return 1;
-    }
-    printf("ok %u entries\n", run);
-    return 0;
-}
-"""
+# ---------------------------------------------------------------- precomputed window tables (msm_tables.py)
 
 
-@pytest.fixture(scope="module")
-def sort_harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if CXX is None or CUDA_INCLUDE is None:
-        pytest.skip("host C++ compiler or CUDA headers (vector_types.h) not found")
-    tmp = tmp_path_factory.mktemp("sort_harness")
-    (tmp / "prelude.h").write_text(THREADED_PRELUDE)
-    (tmp / "sort.cpp").write_text(SORT_HARNESS)
-    out = tmp / "sort"
-    proc = _run([CXX, "-std=c++20", "-O1", "-w", "-pthread", f"-I{CUDA_INCLUDE}", f"-I{KERNELS}", "-include",
-                 str(tmp / "prelude.h"), "-x", "c++", str(tmp / "sort.cpp"), "-o", str(out)])
-    assert proc.returncode == 0, proc.stderr
-    return out
-
-
-# (n, c, threads, kind, per_row or 0 for sort_shape's, fine_log2 or -1 for sort_shape's): the
-# windows of a tail, 2^20..2^22 and 2^24 with the widest fine index (2^11, which also keeps
-# the bins, each a few barriers of every thread, few), 2^24's own shape; few rows and many, a
-# block size that is not a power of two (its threads' shares of the scan differ in length),
-# a third or all of the scalars equal (one bucket a window holds them), fine indices of 0 bits.
-SORT_CASES = [(3000, 13, 256, 0, 0, 11), (2500, 16, 96, 0, 100, 11), (1200, 20, 8, 0, 0, -1),
-              (2000, 8, 48, 1, 37, 3), (700, 3, 64, 2, 0, -1)]
-
-
-@pytest.mark.parametrize("case", SORT_CASES, ids=[f"n{c[0]}_c{c[1]}_t{c[2]}_k{c[3]}" for c in SORT_CASES])
-def test_local_sort_matches_the_atomic_sort_with_threads(sort_harness: Path, case: tuple[int, ...]):
-    n, c, threads, kind, per_row, fine_log2 = case
-    buckets = gpu_msm.window_count(c) * ((1 << (c - 1)) + 1)
-    default_fine_log2, _, _, default_per_row = gpu_msm.sort_shape(n, buckets)
-    fine_log2 = default_fine_log2 if fine_log2 < 0 else max(fine_log2, default_fine_log2)
-    bins = -(-buckets // (1 << fine_log2))
-    per_row = per_row or default_per_row
-    rows = -(-n // per_row)
+@pytest.mark.parametrize("c", [3, 8])
+def test_emulated_window_table_matches_library(backend: EmulatedBackend, c: int):
+    """Row w n + i of the table is 2^(c w) P_i (a point at infinity stays zeros), against the
+    library's scalar multiplication by 2^(c w) mod r."""
     seed = random.SystemRandom().randrange(2**32)
-    proc = _run([str(sort_harness), *map(str, (n, c, fine_log2, bins, rows, per_row, threads, seed, kind))])
-    assert proc.returncode == 0 and proc.stdout.startswith("ok"), f"seed {seed}: {proc.stdout}{proc.stderr}"
+    rng = random.Random(seed)
+    n = 5
+    points = _with_infinity(_points(rng, n), [2])
+    dev = gpu_msm.DevicePoints.from_points(points, backend=backend)
+    table = msm_tables.build(dev, c)
+    windows = gpu_msm.window_count(c)
+    assert (table.c, table.windows, table.n, table.group) == (c, windows, n, "g1")
+    assert table.data.shape == (windows * n, 24) and table.nbytes == msm_tables.table_bytes(n, c, 24)
+    assert table.setup_ms > 0 and table.describe()["bytes"] == windows * n * 96
+    rows = gpu_msm.DevicePoints(data=table.data, n=windows * n, backend=backend).to_points()
+    objects = [G1Point.from_xy_bytes_unchecked_le(bytes(xy)) if xy.any() else G1Point.identity()
+               for xy in points.xy]
+    want = [p * Scalar(pow(2, c * w, R_MODULUS)) for w in range(windows) for p in objects]
+    assert rows == G1Points.from_objects(want), f"seed {seed}"
+
+
+def test_emulated_fixed_msm_reuses_its_table(backend: EmulatedBackend, monkeypatch: pytest.MonkeyPatch):
+    """With PRECOMPUTED "prepared": bases without a table take the per-window path; once built,
+    the table serves every MSM over those bases (no second build) with one bucket set, one
+    window sum and the library's result, but not an MSM asking for another window; the cache
+    keeps neither the bases nor the table alive."""
+    import gc
+    import weakref
+
+    monkeypatch.setattr(gpu_msm, "PRECOMPUTED", "prepared")
+    seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    n = 150
+    points = _points(rng, n)
+    dev = gpu_msm.DevicePoints.from_points(points, backend=backend)
+    values = carry_scalars(6, rng) + [rng.randrange(R_MODULUS) for _ in range(n - 14)]
+    scalars = _mont(values)
+    want = point_to_bytes(msm(points, scalars))
+    backend.launches.clear()
+    assert gpu_msm.msm(dev, scalars) == want
+    assert "msm_count" in backend.launches and "msm_count_fixed" not in backend.launches
+    table = msm_tables.TABLES.build(dev, 6)
+    assert msm_tables.TABLES.build(dev, 6) is table and msm_tables.TABLES.get(dev) is table
+    for _ in range(2):
+        backend.launches.clear()
+        gpu_msm._workspace(backend).poison()
+        sums = gpu_msm.msm_windows(dev, scalars)
+        assert sums.rows is not None and sums.rows.shape == (1, 48) and sums.c == 6
+        assert sums.combine() == want, f"seed {seed}"
+        assert "msm_count_fixed" in backend.launches and "msm_window_table" not in backend.launches
+    backend.launches.clear()
+    assert gpu_msm.msm(dev, scalars, window=7) == want
+    assert "msm_count_fixed" not in backend.launches
+    bases, kept = weakref.ref(dev), weakref.ref(table)
+    del dev, table
+    gc.collect()
+    assert bases() is None and kept() is None
+
+
+def test_fixed_window_rule():
+    """The window over a table, as its docstring states it: wider than the per-window rule's
+    from 2^16 up (its buckets are reduced once), 19 / 20 / 22 at 2^20 / 2^22 / 2^24; bounds."""
+    got = {log2: msm_tables.fixed_window_bits(1 << log2) for log2 in (16, 20, 22, 24)}
+    assert (got[20], got[22], got[24]) == (19, 20, 22)
+    assert all(got[k] > gpu_msm.window_bits(1 << k) for k in got)
+    assert msm_tables.fixed_window_bits(420_000, sets=3) <= msm_tables.fixed_window_bits(420_000)
+    with pytest.raises(ValueError, match="m must be positive"):
+        msm_tables.fixed_window_bits(0)
+    dev = gpu_msm.DevicePoints(data=None, n=1 << 27, backend=None)  # checked before any use
+    with pytest.raises(ValueError, match="past the 32-bit entry indexing"):
+        msm_tables.build(dev, 16)
+    with pytest.raises(ValueError, match="window must be in"):
+        msm_tables.build(dev, 25)
+    g2 = gpu_msm.DevicePoints(data=None, n=4, backend=None, group=gpu_msm.G2)
+    with pytest.raises(ValueError, match="G1 bases only"):
+        msm_tables.build(g2, 8)
 
 
 # ---------------------------------------------------------------- G2 (Fp2 coordinates)

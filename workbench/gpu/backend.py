@@ -63,10 +63,16 @@ once per GPU, since the lock lets one worker at a time in; at 2^20 its share is 
 
 
 def device_need(config: RunConfig) -> int:
-    """Bytes a GPU must have free for the run, a little over the peaks measured."""
+    """Bytes a GPU must have free for the run, a little over the peaks measured, and the H
+    query's precomputed window table when msm.PRECOMPUTED is on (not yet measured in a run)."""
     n = 1 << config.log2_constraints
-    return (KEY_BYTES_PER_CONSTRAINT + HOLDER_BYTES_PER_CONSTRAINT
+    need = (KEY_BYTES_PER_CONSTRAINT + HOLDER_BYTES_PER_CONSTRAINT
             + config.gpu_workers * WORKER_BYTES_PER_CONSTRAINT) * n
+    from workbench.gpu import msm, msm_tables
+
+    if msm.PRECOMPUTED != "off":
+        need += msm_tables.table_bytes(n, msm_tables.fixed_window_bits(n), msm.G1.affine_words)
+    return need
 
 
 class GpuBackend(HostCurvePhases, Backend):
@@ -83,6 +89,7 @@ class GpuBackend(HostCurvePhases, Backend):
         self.setup_notices: list[str] = []
         self.log2 = 0
         self.link_gbps: dict[int, float] = {}
+        self.tables: dict[int, dict[str, Any]] = {}  # per GPU: the precomputed window tables' costs
 
     def check(self, config: RunConfig) -> None:
         if config.log2_constraints > MAX_LOG2_GPU:
@@ -129,7 +136,7 @@ class GpuBackend(HostCurvePhases, Backend):
 
             assert self.key is not None
             with scope.span("upload_key", gpu=gpu, points=4 << config.log2_constraints,
-                            g2_points=len(self.key.b_g2)):
+                            g2_points=len(self.key.b_g2)) as span:
                 key = self.key
                 queries: dict[str, curve.G1Points | curve.G2Points] = {
                     "h": key.h, "l": key.l, "a": key.a, "b": key.b_g1, B_G2: key.b_g2}
@@ -141,11 +148,28 @@ class GpuBackend(HostCurvePhases, Backend):
                 points.update(zip(prep.QUERIES, msm.views(joined, len(prep.QUERIES)), strict=True))
                 points[G1_QUERIES] = joined
                 self.points[gpu] = points
+                if msm.PRECOMPUTED != "off":
+                    self._precompute(gpu, points, span)
                 # Uploaded on the default stream; workers' streams must see them complete.
                 self._cp.cuda.Device(gpu).synchronize()
         with scope.span("link_probe", gpu=gpu) as span:
             self.link_gbps[gpu] = self._measure_link()
             span.set("gbps", self.link_gbps[gpu])
+
+    def _precompute(self, gpu: int, points: dict[str, Any], span: Any) -> None:
+        """The H MSM's window table (msm.PRECOMPUTED; msm_tables.py), its cost on the span and
+        in the run's metadata (describe). With "prepared" the tails keep the per-window path:
+        their table would hold the three G1 queries' points W times (18 GiB at 2^22) for a tenth
+        of the scalars; with "always" it is built on their first MSM (the warm-up), and neither
+        device_need nor the metadata counts it."""
+        from workbench.gpu import msm_tables
+
+        h = points["h"]
+        table = msm_tables.TABLES.build(h, msm_tables.fixed_window_bits(h.n))
+        self.tables[gpu] = {"h": table.describe()}
+        span.set("precomputed_bytes", table.nbytes)
+        span.set("precomputed_setup_ms", table.setup_ms)
+        span.set("precomputed_window_bits", table.c)
 
     def _measure_link(self, nbytes: int = 256 << 20, repeats: int = 5) -> float:
         """Pinned host-to-device bandwidth, the yardstick the copy analysis compares with."""
@@ -309,8 +333,13 @@ class GpuBackend(HostCurvePhases, Backend):
             name = self._cp.cuda.runtime.getDeviceProperties(gpu)["name"]
             names.append(name.decode() if isinstance(name, bytes) else str(name))
         links = [self.link_gbps[g] for g in sorted(self.link_gbps)]
+        from workbench.gpu import msm
+
         return {
             "backend": self.name, "device": ", ".join(names), "gpu_msm": self.gpu_msm,
+            # The precomputed window tables (issue 17's rules: their memory, setup time and place).
+            "msm_precomputed": {"mode": msm.PRECOMPUTED,
+                                "tables": {str(g): t for g, t in sorted(self.tables.items())}},
             # The analysis compares copies with one link figure: the slowest GPU's.
             "link_gbps": min(links) if links else None,
             "link_gbps_per_gpu": links,

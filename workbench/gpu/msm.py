@@ -15,6 +15,10 @@ step, sum_w 2^(c w) * T_w over the W window sums, runs here on the host with the
 library: it is a serial chain of about 255 doublings, which one GPU thread runs far slower
 than native host code, and the result has to come to the host anyway.
 
+With precomputed window multiples of the bases (switch PRECOMPUTED, tables in msm_tables.py)
+every window's digits share one set of buckets, reduced once, and that one sum is the MSM:
+nothing is left to combine.
+
 Bucket accumulation and batch addition first halve their runs of points in affine rounds
 (affine_rounds.py) while those pay, and finish in XYZZ coordinates.
 
@@ -35,7 +39,8 @@ from typing import Any
 import numpy as np
 from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
-from workbench.gpu import affine_rounds, kernels
+from workbench.gpu import affine_rounds, kernels, msm_tables
+from workbench.gpu.msm_tables import window_count
 from workbench.prover.curve import G1Points, G2Points
 
 __all__ = [
@@ -74,26 +79,25 @@ _GROUP = 16  # partials per thread in each later pass
 _BATCH_THREADS = 1 << 16  # first-pass threads batch_add aims for (see _batch_chunk)
 _MAX_BLOCKS = 1 << 20
 
-SORT = "atomics"
-"""How the entries are sorted by bucket: "atomics", two passes of global atomics (msm_count,
-msm_scatter), or "local", the block-local counting sort of kernels/msm.cu (msm_sort_*). On the
-H200 "local" was slower at every size (2^20 1.33 against 0.83 ms, 2^24 27.8 against 20.4;
-kernels/NOTES_msm.md row 4), so the atomics stay."""
-
 REDUCE = "scan"
-"""The bucket reduction's levels: "scaled" (msm_reduce_level, every level's A scaled by the
-whole scale so far, additions called), "pending" (msm_reduce_step: the scale left to the
-next level, G1's running sums' additions inlined), or "scan" ("pending" while rows are
-longer than SCAN_ROWS, then a suffix scan and a tree of sums: msm_suffix_step and after).
-"scan" won at every size on the H200 (2^20 3.7 against 6.3 ms, 2^24 25.3 against 30.4;
-NOTES_msm.md rows 4a, 4b)."""
+"""The bucket reduction's levels: "pending" (msm_reduce_step: each level's scale left to the
+next, G1's running sums' additions inlined) down to one point a row, or "scan" ("pending"
+while rows are longer than SCAN_ROWS, then a suffix scan and a tree of sums: msm_suffix_step
+and after). "scan" won at every size on the H200 (2^20 3.7 against 6.3 ms, 2^24 25.3 against
+30.4 for the scaled levels it replaced, which were removed; NOTES_msm.md rows 4a, 4b)."""
+
+PRECOMPUTED = "off"
+"""Whether G1 MSMs run over precomputed window multiples of their bases (msm_tables.py: every
+window's digits in one set of buckets, reduced once): "off"; "prepared", over the tables
+built beforehand (msm_tables.TABLES.build; the GPU backend's setup builds the H query's), bases
+without one taking the path of a bucket set per window; or "always", a table built on first use
+for every set of G1 bases, at msm_tables.fixed_window_bits of that first MSM (tests,
+benchmarks). G2 MSMs take the per-window path in every mode. Off until timed on the H200
+(kernels/NOTES_msm.md, row 6)."""
 
 REDUCE_FIRST_SEG_LOG2, REDUCE_SEG_LOG2 = 4, 2  # buckets a thread folds at the first level, and after
 SCAN_ROWS = 4096  # REDUCE = "scan": rows at most that the scan finishes (its work is m log2 m a row)
 SCAN_GROUP = 4  # points a thread sums in the scan's tree
-
-_SORT_ROWS = 1024  # histogram rows (one block each) of the local sort: about one wave of 256 threads
-_SORT_BINS_LOG2, _SORT_FINE_LOG2 = 12, 11  # kernels/msm.cu: MSM_SORT_BINS, MSM_SORT_FINE
 
 phase_hook: Any = None
 """Called with a phase name at each MSM phase boundary when set (benchmarks record device
@@ -151,12 +155,6 @@ def group_of(points: G1Points | G2Points) -> Group:
 
 
 # ---------------------------------------------------------------- parameters
-
-
-def window_count(c: int) -> int:
-    """Windows of c bits for scalars below r < 2^255 with signed digits: W * c >= 256 leaves
-    room for the last carry (kernels/msm.cu, msm_for_each_digit)."""
-    return -(-256 // c)
 
 
 def window_bits(n: int) -> int:
@@ -456,7 +454,8 @@ def msm(points: DevicePoints, scalars: Any, indices: Any = None, stream: Any = N
 
     ``scalars``: (m, 4) uint64 Montgomery-form Fr, fully reduced, on the host or the device.
     ``indices``: optional (m,) int64, host or device; host indices are range-checked.
-    ``window``: c in [2, 20] instead of :func:`window_bits` (tests and tuning).
+    ``window``: c in [2, 20] instead of :func:`window_bits` (tests and tuning); over a
+    precomputed table (PRECOMPUTED), None takes the table's window.
     """
     return msm_windows(points, scalars, indices, stream, window=window).combine()
 
@@ -495,7 +494,25 @@ def msm_windows_sets(points: DevicePoints, sets: int, scalars: Any, indices: Any
     if m == 0:
         return [WindowSums(None, 0, points.group) for _ in range(sets)]
     with be.stream_context(stream):
+        table = _table_of(points, sets, m, window)
+        if table is not None:
+            return _msm(be, ws, points, sets, size, scalars, indices, m, table.c, table)
         return _msm(be, ws, points, sets, size, scalars, indices, m, window or window_bits(m))
+
+
+def _table_of(points: DevicePoints, sets: int, m: int, window: int | None) -> msm_tables.WindowTable | None:
+    """The precomputed table the MSM runs over (PRECOMPUTED), or None for the per-window path;
+    a table of another window than the one asked for does not serve."""
+    if PRECOMPUTED not in ("off", "prepared", "always"):
+        raise ValueError(f"PRECOMPUTED must be 'off', 'prepared' or 'always', got {PRECOMPUTED!r}")
+    if PRECOMPUTED == "off" or points.group is not G1:  # kernels/msm.cu builds G1 tables only
+        return None
+    table = msm_tables.TABLES.get(points)
+    if PRECOMPUTED == "always" and (table is None or window not in (None, table.c)):
+        table = msm_tables.TABLES.build(points, window or msm_tables.fixed_window_bits(m, sets))
+    if table is None or window not in (None, table.c) or table.n != points.n:
+        return None
+    return table
 
 
 def concat(sets: Sequence[DevicePoints]) -> DevicePoints:
@@ -520,13 +537,19 @@ def views(points: DevicePoints, sets: int) -> list[DevicePoints]:
 
 
 def _msm(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int, scalars: Any,
-         indices: Any, m: int, c: int) -> list[WindowSums]:
+         indices: Any, m: int, c: int, table: msm_tables.WindowTable | None = None) -> list[WindowSums]:
+    """The MSM's device pipeline (kernels/msm.cu). With a table (PRECOMPUTED), one set of
+    buckets takes every window's entries, each naming the table row of its window's multiple
+    of its point, and the reduction gives one sum a point set: set q's entries are set 0's with
+    q * size added, as without a table, since row w n + q size + i is point q size + i's."""
     xp, group = be.xp, points.group
     words = group.xyzz_words
     windows = window_count(c)
     rows = (1 << (c - 1)) + 1  # buckets per window, index = digit magnitude
-    buckets = windows * rows
-    if sets * m * windows >= 1 << 31 or points.n >= 1 << 31:
+    bucket_sets = windows if table is None else 1
+    buckets = bucket_sets * rows
+    rows_named = points.n if table is None else windows * points.n
+    if sets * m * windows >= 1 << 31 or rows_named >= 1 << 31:
         raise ValueError(f"MSM of {m} scalars over {sets} sets is past the 32-bit entry indexing")
     scalars_dev = _on_device(be, ws, "scalars", scalars, np.uint64, 4)
     indices_dev = scalars_dev if indices is None else _on_device(be, ws, "indices", indices, np.int64, None)
@@ -537,16 +560,15 @@ def _msm(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int, sc
     counts = ws.buffer("counts", np.uint32, buckets)
     ends = ws.buffer("ends", np.uint32, buckets)
     entries = ws.buffer("entries", np.uint32, m * windows)
-    if SORT == "local":
-        _sort_local(be, ws, scalars_dev, indices_dev, has_indices, digit_args, buckets, entries, counts, ends)
-    else:
-        counts.fill(0)
-        be.launch("msm", "msm_count", m, (scalars_dev, counts, *digit_args), threads=256)
-        xp.cumsum(counts, dtype=np.uint32, out=ends)
-        cursor = ws.buffer("cursor", np.uint32, buckets)
-        xp.subtract(ends, counts, out=cursor)
-        be.launch("msm", "msm_scatter", m, (scalars_dev, indices_dev, has_indices, cursor, entries,
-                                           *digit_args), threads=256)
+    fixed = "" if table is None else "_fixed"
+    counts.fill(0)
+    be.launch("msm", "msm_count" + fixed, m, (scalars_dev, counts, *digit_args), threads=256)
+    xp.cumsum(counts, dtype=np.uint32, out=ends)
+    cursor = ws.buffer("cursor", np.uint32, buckets)
+    xp.subtract(ends, counts, out=cursor)
+    table_n = () if table is None else (np.uint64(points.n),)
+    be.launch("msm", "msm_scatter" + fixed, m, (scalars_dev, indices_dev, has_indices, cursor, entries,
+                                               *digit_args, *table_n), threads=256)
     most_entries = m * windows
     if sets > 1:
         # Set q's sorted entries are set 0's with q * size added to the point index (below the
@@ -563,16 +585,16 @@ def _msm(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int, sc
         most_entries = max(sets * total, 1)
 
     _phase("rounds")
-    k0 = slice_floor(m, c)
+    k0 = slice_floor(m if table is None else m * windows, c)  # about twice a bucket's mean load
     all_buckets = sets * buckets
-    table = points.data
+    source = points.data if table is None else table.data
     if affine_rounds.round_pays(most_entries // 2, most_entries, g2=group is G2):
         # Halve the buckets in affine rounds while that pays; XYZZ accumulation takes the rest.
         total = int(be.download(ends[all_buckets - 1:])[0])
         halved = affine_rounds.halve_runs(be, ws, "msm", group.kernel("affine_round"), group.affine_words,
-                                          table, entries, counts, ends, all_buckets, total)
+                                          source, entries, counts, ends, all_buckets, total)
         if halved.rounds:
-            table, entries, counts, ends = halved.data, halved.entries, halved.counts, halved.ends
+            source, entries, counts, ends = halved.data, halved.entries, halved.counts, halved.ends
             most_entries = max(halved.total, 1)
             k0 = max(16, 2 * -(-halved.total // all_buckets))
     _phase("accumulate")
@@ -583,56 +605,23 @@ def _msm(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int, sc
     tails = ws.buffer("tails", np.uint32, max_slices * words)
     sums = ws.buffer("sums", np.uint32, all_buckets * words)
     be.launch("msm", group.kernel("msm_accumulate"), max_slices,
-              (table, entries, ends, largest, heads, tails, sums, np.uint64(all_buckets),
+              (source, entries, ends, largest, heads, tails, sums, np.uint64(all_buckets),
                np.uint64(max_slices), np.uint32(k0)))
     be.launch("msm", group.kernel("msm_bucket_sum"), all_buckets,
               (heads, tails, counts, ends, largest, sums, np.uint64(all_buckets), np.uint32(k0)))
     _phase("reduce")
-    reduced = _reduce_windows(be, ws, group, sums, sets * windows, rows)
-    window_sums = be.download(reduced).reshape(sets, windows, words)
+    reduced = _reduce_windows(be, ws, group, sums, sets * bucket_sets, rows)
+    window_sums = be.download(reduced).reshape(sets, bucket_sets, words)
     return [WindowSums(window_sums[q], c, group) for q in range(sets)]
 
 
-def sort_shape(m: int, buckets: int) -> tuple[int, int, int, int]:
-    """(fine_log2, bins, rows, per_row) of the local sort of m scalars' entries over `buckets`
-    buckets: coarse bins of 2^fine_log2 buckets, at most 2^12 of them (a block's shared
-    histogram), and histogram rows of per_row scalars each."""
-    fine_log2 = max(0, (buckets - 1).bit_length() - _SORT_BINS_LOG2)
-    if fine_log2 > _SORT_FINE_LOG2:
-        bits = _SORT_BINS_LOG2 + _SORT_FINE_LOG2
-        raise ValueError(f"{buckets} buckets are past the local sort's {bits} bits")
-    per_row = max(256, -(-m // _SORT_ROWS))
-    return fine_log2, -(-buckets // (1 << fine_log2)), -(-m // per_row), per_row
-
-
-def _sort_local(be: Any, ws: _Workspace, scalars: Any, indices: Any, has_indices: np.uint32,
-                digit_args: tuple[np.uint64, np.uint32, np.uint32], buckets: int, entries: Any, counts: Any,
-                ends: Any) -> None:
-    """The entries sorted by bucket with block-local counting (kernels/msm.cu, msm_sort_*):
-    each histogram row counts its entries per coarse bin in shared memory and stages them in
-    its slots of each bin; then one block per bin sorts it by its fine index."""
-    xp = be.xp
-    fine_log2, bins, rows, per_row = sort_shape(int(digit_args[0]), buckets)
-    shape = (np.uint32(fine_log2), np.uint32(bins), np.uint64(rows), np.uint64(per_row))
-    hist = ws.buffer("sort_hist", np.uint32, bins * rows)
-    be.launch("msm", "msm_sort_count", rows * 256, (scalars, hist, *digit_args, *shape), threads=256)
-    scan = ws.buffer("sort_scan", np.uint32, bins * rows)
-    xp.cumsum(hist, dtype=np.uint32, out=scan)
-    starts = ws.buffer("sort_starts", np.uint32, bins * rows)
-    xp.subtract(scan, hist, out=starts)
-    staged = ws.buffer("sort_staged", np.uint32, 2 * int(entries.size))
-    be.launch("msm", "msm_sort_stage", rows * 256,
-              (scalars, indices, has_indices, starts, staged, *digit_args, *shape), threads=256)
-    be.launch("msm", "msm_sort_buckets", bins * 256,
-              (staged, scan, entries, counts, ends, np.uint64(buckets), np.uint32(fine_log2), np.uint32(bins),
-               np.uint64(rows)), threads=256)
-
-
 def _reduce_windows(be: Any, ws: _Workspace, group: Group, sums: Any, windows: int, rows: int) -> Any:
-    """Per window, sum_j j * S_j over its row of bucket sums (msm_reduce_step, or
-    msm_reduce_level, in msm.cu)."""
-    pending, scan = REDUCE in ("pending", "scan"), REDUCE == "scan"
-    kernel = group.kernel("msm_reduce_step" if pending else "msm_reduce_level")
+    """Per window, sum_j j * S_j over its row of bucket sums (msm_reduce_step and the scan, in
+    msm.cu)."""
+    if REDUCE not in ("pending", "scan"):
+        raise ValueError(f"REDUCE must be 'pending' or 'scan', got {REDUCE!r}")
+    scan = REDUCE == "scan"
+    kernel = group.kernel("msm_reduce_step")
     x, a = sums, None
     m_in, scale, parity = rows, 0, 0
     while m_in > (SCAN_ROWS if scan else 1):
@@ -646,9 +635,8 @@ def _reduce_windows(be: Any, ws: _Workspace, group: Group, sums: Any, windows: i
                   (x, x if a is None else a, np.uint32(a is not None), u_out, a_out, np.uint64(windows),
                    np.uint64(m_in), np.uint64(m_out), np.uint32(seg_log2), np.uint32(scale)))
         x, a = u_out, a_out
-        # The step kernel's last argument is the pending scale (the level before's segment),
-        # the level kernel's the whole scale so far.
-        m_in, scale, parity = m_out, seg_log2 if pending else scale + seg_log2, parity ^ 1
+        # The step kernel's last argument is the pending scale: the level before's segment.
+        m_in, scale, parity = m_out, seg_log2, parity ^ 1
     if scan:
         return _scan_windows(be, ws, group, x, a, windows, m_in, scale)
     assert a is not None  # rows >= 2, so at least one level ran
