@@ -82,6 +82,13 @@ def round_module(default: str) -> str:
     return "+".join(("affine_round", *defines)) if defines else default
 
 
+def round_builds() -> list[str]:
+    """Every module name round_module can give besides the callers' own: the builds that
+    PRODUCTS and SQUARE options select (benchmarks/prebuild_kernels.py builds them ahead)."""
+    pairs = ((p, q) for p in _PRODUCT_DEFINES.values() for q in _SQUARE_DEFINES.values() if p or q)
+    return sorted("+".join(("affine_round", *p, *q)) for p, q in pairs)
+
+
 TARGET_THREADS = 1 << 16  # a round's threads when its outputs allow k >= K_MIN
 MAX_THREADS = 1 << 17  # beyond it threads loop over chunks (bounds the scratch)
 K_MIN, K_MAX = 32, 256

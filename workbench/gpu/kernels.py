@@ -10,6 +10,11 @@ with built_with(...): inside it, every module and kernel comes from that build, 
 from the default one. The environment variable WORKBENCH_KERNEL_DEFINES (comma-separated,
 "NAME" or "NAME=VALUE") sets the build used outside any built_with, for a whole test or
 benchmark run.
+
+A module built ahead of time for exactly its source, defines and architecture
+(benchmarks/prebuild_kernels.py, workbench/gpu/prebuilt.py) is loaded from the folder
+WORKBENCH_KERNEL_CUBINS names instead of compiled: a GPU machine that starts bare then skips
+minutes of NVRTC.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from workbench.gpu import prebuilt
+
 KERNELS_DIR = Path(__file__).resolve().parents[2] / "kernels"
 GPU_EXTRA_HINT = "pip install 'workbench[gpu]'"
 
@@ -29,6 +36,7 @@ _INCLUDE = re.compile(r'^#include "([^"]+)"\s*$', re.MULTILINE)
 _lock = threading.Lock()
 _modules: dict[tuple[str, int, tuple[str, ...]], Any] = {}
 _functions: dict[tuple[str, str, int, tuple[str, ...]], Any] = {}
+loaded: list[str] = []  # binaries loaded from prebuilt's folder instead of compiled, in order
 DEFINES_ENV = "WORKBENCH_KERNEL_DEFINES"
 _DEFINE = re.compile(r"[A-Z_][A-Z0-9_]*(=\w+)?")  # a module name's (split_name) too
 
@@ -107,9 +115,18 @@ def split_name(name: str) -> tuple[str, tuple[str, ...]]:
     return file, tuple(defines)
 
 
-def _compile(cupy: Any, code: str, probe: str, defines: tuple[str, ...] = ()) -> Any:
+def _compile(cupy: Any, code: str, probe: str, defines: tuple[str, ...] = (), file: str = "") -> Any:
     cc = cupy.cuda.Device().compute_capability
-    base = ("-std=c++17", *(f"-D{d}" for d in defines))
+    built = prebuilt.find(file, code, defines, str(cc)) if file else None
+    if built is not None:
+        try:
+            module = cupy.RawModule(path=str(built))
+            module.get_function(probe)
+            loaded.append(built.name)
+            return module
+        except Exception:  # a binary this driver cannot load (older driver, other GPU): compile
+            pass
+    base = (prebuilt.STD, *(f"-D{d}" for d in defines))
     try:
         module = cupy.RawModule(code=code, options=(*base, f"-arch=sm_{cc}"))
         module.get_function(probe)  # compiles now, so a bad option shows up here
@@ -142,7 +159,7 @@ def module(name: str) -> Any:
             first = _KERNEL_NAME.search(code)
             if first is None:
                 raise ValueError(f"kernels/{file}.cu defines no extern \"C\" kernel")
-            mod = _modules[key] = _compile(cupy, code, first.group(1), (*_defines, *defines))
+            mod = _modules[key] = _compile(cupy, code, first.group(1), (*_defines, *defines), file)
         return mod
 
 
