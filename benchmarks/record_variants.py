@@ -32,7 +32,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-KINDS = ("kernel", "memcpy", "memset", "sync", "runtime")
+from workbench.attach.session import CUDA_KINDS as KINDS
 
 
 @dataclass(frozen=True)

@@ -220,15 +220,7 @@ FP_FN fp_t lin_comb_mod(int f, const fp_t& x, int g, const fp_t& y)
     using namespace fp_cc;
     unsigned int t[FP_LIMBS + 1];
     lin_comb(t, f, x, g, y);
-    const unsigned int m = (t[0] * FP_NINV) & BA_LOW30;
-    t[0] = mad_lo_cc(m, fp_modulus_limb(0), t[0]);
-#pragma unroll
-    for (int j = 1; j < FP_LIMBS; ++j) t[j] = madc_lo_cc(m, fp_modulus_limb(j), t[j]);
-    t[FP_LIMBS] = addc(t[FP_LIMBS], 0u);
-    t[1] = mad_hi_cc(m, fp_modulus_limb(0), t[1]);
-#pragma unroll
-    for (int j = 1; j < FP_LIMBS - 1; ++j) t[j + 1] = madc_hi_cc(m, fp_modulus_limb(j), t[j + 1]);
-    t[FP_LIMBS] = madc_hi(m, fp_modulus_limb(FP_LIMBS - 1), t[FP_LIMBS]);
+    fp_add_mp(t, (t[0] * FP_NINV) & BA_LOW30, t[FP_LIMBS]);  // clears the low 30 bits only
     unsigned int negative;
     const fp_t r = shift30(t, negative);
     fp_t plus, minus;  // r + p (r negative), r - p (r >= p)

@@ -193,6 +193,22 @@ FP_FN fp_t fp_dbl(const fp_t& a)
     return fp_add(a, a);
 }
 
+// The reduction half of a CIOS round: t += m * p, the low limbs' carry added to `top` in
+// t[FP_LIMBS] (the round's own top limb, or 0 when it has none); with m = t[0] * -1/p mod 2^32
+// t[0] becomes zero, ready for the caller's shift.
+FP_FN void fp_add_mp(unsigned int t[FP_LIMBS + 1], unsigned int m, unsigned int top)
+{
+    using namespace fp_cc;
+    t[0] = mad_lo_cc(m, fp_modulus_limb(0), t[0]);  // zero by the choice of m; keeps the carry
+#pragma unroll
+    for (int j = 1; j < FP_LIMBS; ++j) t[j] = madc_lo_cc(m, fp_modulus_limb(j), t[j]);
+    t[FP_LIMBS] = addc(top, 0u);
+    t[1] = mad_hi_cc(m, fp_modulus_limb(0), t[1]);
+#pragma unroll
+    for (int j = 1; j < FP_LIMBS - 1; ++j) t[j + 1] = madc_hi_cc(m, fp_modulus_limb(j), t[j + 1]);
+    t[FP_LIMBS] = madc_hi(m, fp_modulus_limb(FP_LIMBS - 1), t[FP_LIMBS]);
+}
+
 // One CIOS round: t += a * bi, then t += m * p with m making t[0] zero, then t >>= 32.
 template <bool first>
 FP_FN void fp_mul_round(unsigned int t[FP_LIMBS + 1], const fp_t& a, unsigned int bi)
@@ -213,15 +229,7 @@ FP_FN void fp_mul_round(unsigned int t[FP_LIMBS + 1], const fp_t& a, unsigned in
     for (int j = 1; j < FP_LIMBS - 1; ++j) t[j + 1] = madc_hi_cc(a.l[j], bi, t[j + 1]);
     t[FP_LIMBS] = madc_hi(a.l[FP_LIMBS - 1], bi, t[FP_LIMBS]);
 
-    const unsigned int m = t[0] * FP_NINV;
-    t[0] = mad_lo_cc(m, fp_modulus_limb(0), t[0]);  // zero by the choice of m; keeps the carry
-#pragma unroll
-    for (int j = 1; j < FP_LIMBS; ++j) t[j] = madc_lo_cc(m, fp_modulus_limb(j), t[j]);
-    t[FP_LIMBS] = addc(t[FP_LIMBS], 0u);
-    t[1] = mad_hi_cc(m, fp_modulus_limb(0), t[1]);
-#pragma unroll
-    for (int j = 1; j < FP_LIMBS - 1; ++j) t[j + 1] = madc_hi_cc(m, fp_modulus_limb(j), t[j + 1]);
-    t[FP_LIMBS] = madc_hi(m, fp_modulus_limb(FP_LIMBS - 1), t[FP_LIMBS]);
+    fp_add_mp(t, t[0] * FP_NINV, t[FP_LIMBS]);
 
 #pragma unroll
     for (int j = 0; j < FP_LIMBS; ++j) t[j] = t[j + 1];
@@ -308,15 +316,7 @@ FP_FN fp_t fp_sqr_dedicated(const fp_t& a)
     for (int j = 0; j < FP_LIMBS; ++j) r[j] = t[j];
 #pragma unroll
     for (int i = 0; i < FP_LIMBS; ++i) {
-        const unsigned int m = r[0] * FP_NINV;
-        r[0] = mad_lo_cc(m, fp_modulus_limb(0), r[0]);  // zero by the choice of m; keeps the carry
-#pragma unroll
-        for (int j = 1; j < FP_LIMBS; ++j) r[j] = madc_lo_cc(m, fp_modulus_limb(j), r[j]);
-        r[FP_LIMBS] = addc(0u, 0u);
-        r[1] = mad_hi_cc(m, fp_modulus_limb(0), r[1]);
-#pragma unroll
-        for (int j = 1; j < FP_LIMBS - 1; ++j) r[j + 1] = madc_hi_cc(m, fp_modulus_limb(j), r[j + 1]);
-        r[FP_LIMBS] = madc_hi(m, fp_modulus_limb(FP_LIMBS - 1), r[FP_LIMBS]);
+        fp_add_mp(r, r[0] * FP_NINV, 0u);
 #pragma unroll
         for (int j = 0; j < FP_LIMBS; ++j) r[j] = r[j + 1];
     }

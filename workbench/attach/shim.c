@@ -270,7 +270,8 @@ static inline void count_unsent(void) {
 }
 
 /* A mutex taken (contended mode) after a wait, or at the end of a condition wait (times
-   read already). A thread's recursive re-lock is part of its outer hold. */
+   read already). A re-lock of a mutex this thread holds (a recursive mutex) is not stacked
+   again, so the first unlock ends the hold. */
 static inline void push_held(pthread_mutex_t *m, uint64_t since, uint16_t flags, uint8_t sent, uint8_t stamped) {
     if (WB_UNLIKELY(held_count == WB_HELD)) { /* too deep: sent whatever it is, its release too */
         if (!sent) {
@@ -319,7 +320,6 @@ static inline void releasing(pthread_mutex_t *m, uint16_t flags) {
     if (WB_UNLIKELY(i != held_count - 1)) /* released out of order */
         memmove(&held[i], &held[i + 1], (size_t)(held_count - i - 1) * sizeof h);
     held_count--;
-    if (held_find(m) >= 0) return; /* an inner hold of a recursive mutex */
     if (!h.sent && !is_contended(m)) {
         count_unsent();
         return;

@@ -131,10 +131,6 @@ class TableCache:
         with self._lock:
             self._tables.pop(points, None)
 
-    def describe(self) -> list[dict[str, Any]]:
-        with self._lock:
-            return [t.describe() for t in self._tables.values()]
-
 
 TABLES = TableCache()
 """The process's tables (msm.py's fixed path looks here)."""

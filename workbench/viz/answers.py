@@ -31,15 +31,15 @@ from workbench.viz.bars import Bars
 
 def range_stats(bars: Bars, x0: float, x1: float, hidden: Iterable[str] = ()) -> dict[str, Any]:
     x0, x1 = min(x0, x1), max(x0, x1)
-    lane = bars.lane.astype(str)
-    inside = (bars.right >= x0) & (bars.left <= x1)
+    picked = np.flatnonzero((bars.right >= x0) & (bars.left <= x1))
+    lane = bars.lane[picked].astype(str)  # strings for the spans in the range only
     shut = set(hidden)
     if shut:
-        inside &= ~np.isin(lane, sorted(shut))
-    picked = np.flatnonzero(inside)
+        kept = ~np.isin(lane, sorted(shut))
+        picked, lane = picked[kept], lane[kept]
     a = np.maximum(bars.left[picked], x0)
     b = np.minimum(bars.right[picked], x1)
-    lanes, code = np.unique(lane[picked], return_inverse=True)
+    lanes, code = np.unique(lane, return_inverse=True)
     counts = np.bincount(code, minlength=len(lanes))
     # Each lane's busy time is the union of its bars, as in every utilisation figure: the
     # interval sets of the analysis, in nanoseconds.

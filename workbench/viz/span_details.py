@@ -41,7 +41,7 @@ class SpanDetails:
     def __init__(self, bars: Bars, pipeline: bool, story: Story, flows: Mapping[str, Any]) -> None:
         self.bars, self.pipeline, self.story, self.flows = bars, pipeline, story, flows
         self.order = np.argsort(bars.left, kind="stable")  # the report's store is in this order
-        self.lane = bars.lane.astype(str)
+        self.lane, self.phase = bars.lane.astype(str), bars.phase.astype(str)  # once, not per click
 
     def find(self, asked: Mapping[str, Any]) -> int | None:
         """The bar the page's click named (its lane, phase, start and end as drawn)."""
@@ -50,7 +50,7 @@ class SpanDetails:
             left, right = float(asked["left"]), float(asked["right"])
         except (KeyError, TypeError, ValueError):
             return None
-        named = (self.lane == str(asked.get("lane"))) & (b.phase.astype(str) == str(asked.get("phase")))
+        named = (self.lane == str(asked.get("lane"))) & (self.phase == str(asked.get("phase")))
         hit = np.flatnonzero(named & (np.abs(b.left - left) <= SAME) & (np.abs(b.right - right) <= SAME))
         return int(hit[0]) if len(hit) else None
 
