@@ -33,7 +33,11 @@ POISON = np.uint64(2**64 - 1)
 
 # name: (defines, overrides of workbench.gpu.ntt constants)
 VARIANTS: dict[str, tuple[tuple[str, ...], dict[str, int]]] = {
+    # the default: the product's limb products on the FP64 pipe (kernels/fr_fp64.cuh); at 4
+    # blocks per SM its pass kernel spills 28 bytes outside the butterfly loop, at 3 (min3) it
+    # has 85 registers
     "base": ((), {}),
+    "integer": (("FR_MUL_INTEGER",), {}),  # the Karatsuba integer product (the default until 2026-12-02)
     "cios": (("FR_MUL_CIOS",), {}),
     "wide": (("FR_MUL_WIDE",), {}),
     "t128x8": (("NTT_MAX_THREADS=128", "NTT_MIN_BLOCKS=8"), {"MAX_THREADS": 128}),
@@ -41,13 +45,10 @@ VARIANTS: dict[str, tuple[tuple[str, ...], dict[str, int]]] = {
     "min2": (("NTT_MIN_BLOCKS=2",), {}),
     "t512x2": (("NTT_MAX_THREADS=512", "NTT_MIN_BLOCKS=2"), {"MAX_THREADS": 512}),
     "tile11": (("NTT_MIN_BLOCKS=2", "NTT_MAX_THREADS=512"), {"MAX_TILE_LOG2": 11, "MAX_THREADS": 512}),
-    # the product's limb products on the FP64 pipe (kernels/fr_fp64.cuh); at 4 blocks per SM
-    # its pass kernel spills 28 bytes outside the butterfly loop, at 3 it has 85 registers
-    "fp64": (("FR_MUL_FP64",), {}),
-    "fp64min3": (("FR_MUL_FP64", "NTT_MIN_BLOCKS=3"), {}),
 }
 
 MUL_BENCH = r"""
+#define FR_DEFAULT_FP64  // the product ntt.cu builds (kernels/fr.cuh)
 #include "fr.cuh"
 // CHAINS independent products per thread, ITERS rounds: register-only fr_mul throughput.
 extern "C" __global__ void fr_mul_rate(uint4* out, const uint4* in, unsigned int iters)

@@ -32,9 +32,9 @@ from workbench.gpu import affine_rounds, kernels, prebuilt
 
 
 def default_modules() -> list[str]:
-    # FR_MUL_FP64: the NTT's FP64 product, which the GPU NTT tests build beside the default.
-    fp64 = ["ntt+FR_MUL_FP64", "fr_vector+FR_MUL_FP64"]
-    return sorted(p.stem for p in kernels.KERNELS_DIR.glob("*.cu")) + affine_rounds.round_builds() + fp64
+    # FR_MUL_INTEGER: the integer product, which the GPU NTT tests build beside the default (FP64).
+    integer = ["ntt+FR_MUL_INTEGER", "fr_vector+FR_MUL_INTEGER"]
+    return sorted(p.stem for p in kernels.KERNELS_DIR.glob("*.cu")) + affine_rounds.round_builds() + integer
 
 
 def build(name: str, out: Path, arch: str, run_defines: tuple[str, ...], nvcc: str) -> tuple[str, float, int]:

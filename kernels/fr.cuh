@@ -295,6 +295,13 @@ FR_FN void fr_mul4(const unsigned int a[4], const unsigned int b[4], unsigned in
 }
 #endif
 
+// A file that includes this one after defining FR_DEFAULT_FP64 (ntt.cu, fr_vector.cu) gets
+// the FP64 product unless a build option names another: FR_MUL_INTEGER (the Karatsuba product
+// below), FR_MUL_CIOS or FR_MUL_WIDE. The MSM's files keep the integer product: their Fr work
+// is a few conversions, and their kernels' registers are the integer pipe's already.
+#if defined(FR_DEFAULT_FP64) && !defined(FR_MUL_INTEGER) && !defined(FR_MUL_CIOS) && !defined(FR_MUL_WIDE)
+#define FR_MUL_FP64
+#endif
 #if defined(FR_MUL_FP64)
 #include "fr_fp64.cuh"
 #endif

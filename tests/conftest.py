@@ -49,9 +49,10 @@ def require_cuda_device():
 
 
 # The MSM's paths, named in full so that the tests stay right when the defaults change: the
-# default (scan reduction, windows per scalar), the pending reduction down to one point a row
-# (the scan's long-row levels alone), and the precomputed window multiples of the bases (one
-# set of buckets for all windows; its tables built on first use). The MSM tests on the CPU
+# default for bases without a window table (scan reduction, windows per scalar), the pending
+# reduction down to one point a row (the scan's long-row levels alone), and the precomputed
+# window multiples of the bases (one set of buckets for all windows; its tables built on first
+# use). The MSM tests on the CPU
 # build and on the GPU both run over them.
 MSM_PATHS = {"default": {"REDUCE": "scan", "PRECOMPUTED": "off"},
              "pending": {"REDUCE": "pending", "PRECOMPUTED": "off"},

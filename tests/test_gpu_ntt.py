@@ -229,9 +229,10 @@ def test_large_transforms_invariants(log2, rng):
     assert (h != 0).any()
 
 
-# ---------------------------------------------------------------- FR_MUL_FP64 build
+# ---------------------------------------------------------------- the FP64 and integer products
 
-FP64 = ("FR_MUL_FP64",)
+FP64 = ("FR_MUL_FP64",)  # the NTT's and fr_vector's default; named so that the test says so
+INTEGER = ("FR_MUL_INTEGER",)  # the Karatsuba product, the MSM files' default
 
 
 def _limb_edges() -> list[int]:
@@ -240,14 +241,15 @@ def _limb_edges() -> list[int]:
     return sorted({*EDGES, *(v % R for v in near)})
 
 
-def test_fp64_product_matches_python_ints(rng):
+@pytest.mark.parametrize("defines", [(), FP64, INTEGER], ids=["default", "fp64", "integer"])
+def test_products_match_python_ints(rng, defines):
     edges = _limb_edges()
     pairs = [(x, y) for x in edges for y in edges]
     pairs += [(int(v) % R, int(w) % R) for v, w in
               zip(to_ints(random_reduced(rng, 4000)), to_ints(random_reduced(rng, 4000)), strict=True)]
     a, b = ([p[k] for p in pairs] for k in (0, 1))
     out = poisoned(len(pairs))
-    with kernels.built_with(*FP64):
+    with kernels.built_with(*defines):
         kernels.launch_elementwise("fr_mul_kernel", out, cupy.asarray(to_limbs(a)),
                                    cupy.asarray(to_limbs(b)))
     got = to_ints(cupy.asnumpy(out))
@@ -256,15 +258,15 @@ def test_fp64_product_matches_python_ints(rng):
 
 
 @pytest.mark.parametrize("log2", [1, 6, 11, 16, 20])
-def test_fp64_product_build_gives_the_default_transforms_and_h(log2, rng):
-    """Bit for bit: the four transforms and compute_h of the FR_MUL_FP64 build against the
-    default (integer) build on the same inputs, every output poisoned first."""
+def test_integer_product_build_gives_the_default_transforms_and_h(log2, rng):
+    """Bit for bit: the four transforms and compute_h of the FR_MUL_INTEGER build against the
+    default (FP64) build on the same inputs, every output poisoned first."""
     n = 1 << log2
     x = random_inputs(rng, n)
     abc = [random_inputs(rng, n) for _ in range(3)]
     names = ("ntt", "intt", "coset_ntt", "coset_intt", "compute_h")
     results = {}
-    for defines in ((), FP64):
+    for defines in ((), INTEGER):
         with kernels.built_with(*defines):
             d = domain(log2)
             got = []
@@ -276,7 +278,7 @@ def test_fp64_product_build_gives_the_default_transforms_and_h(log2, rng):
             d.compute_h(*(cupy.asarray(v) for v in abc), out=out)
             got.append(cupy.asnumpy(out))
         results[defines] = got
-    for name, want, got in zip(names, results[()], results[FP64], strict=True):
+    for name, want, got in zip(names, results[INTEGER], results[()], strict=True):
         assert not (want == POISON).all(axis=1).any(), f"{name}: unwritten outputs"
         np.testing.assert_array_equal(got, want, err_msg=name)
 

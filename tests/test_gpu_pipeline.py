@@ -81,6 +81,7 @@ def test_precomputed_h_msm_gives_the_cpu_runs_proofs(monkeypatch: pytest.MonkeyP
     from workbench.gpu.backend import GpuBackend
 
     monkeypatch.setattr(msm, "PRECOMPUTED", "prepared")
+    monkeypatch.setattr(msm, "PRECOMPUTED_MIN_POINTS", 1 << 10)  # a table at this test's size
     config = RunConfig(backend="gpu", log2_constraints=10, partitions=2, gpu_workers=1, synth_threads=2,
                        seed=5, bool_fraction=0.7, verify=True)
     gpu = Pipeline(config, GpuBackend(), keep_outputs=True).run()

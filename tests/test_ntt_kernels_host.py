@@ -1,5 +1,5 @@
-"""kernels/ntt.cu compiled for the host, once per product build (the integer default and
-FR_MUL_FP64): whole NTTs through the real pass kernel against the CPU prover's NTT, and every
+"""kernels/ntt.cu compiled for the host, once per product build (the FP64 default and
+FR_MUL_INTEGER): whole NTTs through the real pass kernel against the CPU prover's NTT, and every
 pass flag (the coset, scaling, product and subtraction folded into the first and last passes)
 bit for bit between the two builds. The pass kernel runs block by block with one thread each,
 its tile a plain array; the FP64 build's products use the host's std::fma, exact as on the
@@ -31,7 +31,7 @@ from workbench.gpu.ntt import (
 from workbench.prover import field
 from workbench.prover import ntt as cpu
 
-BUILDS = {"integer": (), "fp64": ("FR_MUL_FP64",)}
+BUILDS = {"integer": ("FR_MUL_INTEGER",), "fp64": ()}  # ntt.cu builds the FP64 product by default
 
 # A kernel grid of blocks run one after another, each of one thread: ntt_pass_kernel loops
 # over its tile with blockDim's stride, so one thread does a block's work; barriers are void.

@@ -62,15 +62,15 @@ HOLDER_BYTES_PER_CONSTRAINT = 2100
 once per GPU, since the lock lets one worker at a time in; at 2^20 its share is the largest."""
 
 
-def device_need(config: RunConfig) -> int:
+def device_need(config: RunConfig, table: bool = True) -> int:
     """Bytes a GPU must have free for the run, a little over the peaks measured, and the H
-    query's precomputed window table when msm.PRECOMPUTED is on (not yet measured in a run)."""
+    query's precomputed window table when the setup builds one (msm.wants_table) and `table`."""
     n = 1 << config.log2_constraints
     need = (KEY_BYTES_PER_CONSTRAINT + HOLDER_BYTES_PER_CONSTRAINT
             + config.gpu_workers * WORKER_BYTES_PER_CONSTRAINT) * n
     from workbench.gpu import msm, msm_tables
 
-    if msm.PRECOMPUTED != "off":
+    if table and msm.wants_table(n):
         need += msm_tables.table_bytes(n, msm_tables.fixed_window_bits(n), msm.G1.affine_words)
     return need
 
@@ -90,6 +90,7 @@ class GpuBackend(HostCurvePhases, Backend):
         self.log2 = 0
         self.link_gbps: dict[int, float] = {}
         self.tables: dict[int, dict[str, Any]] = {}  # per GPU: the precomputed window tables' costs
+        self.no_table = False  # set by check when a GPU lacks the room for the H query's table
 
     def check(self, config: RunConfig) -> None:
         if config.log2_constraints > MAX_LOG2_GPU:
@@ -98,10 +99,18 @@ class GpuBackend(HostCurvePhases, Backend):
         visible = self._cp.cuda.runtime.getDeviceCount()
         if config.gpus > visible:
             raise ConfigError("gpus", config.gpus, f"at most {visible} (the GPUs visible here)")
-        need = device_need(config)
+        need, bare = device_need(config), device_need(config, table=False)
         for gpu in range(config.gpus):
             with self._cp.cuda.Device(gpu):
                 free, _ = self._cp.cuda.runtime.memGetInfo()
+            if bare <= free < need:
+                # The table is a speed-up, not a need: without room for it the H MSMs take the
+                # per-window path (as at sizes below msm.PRECOMPUTED_MIN_POINTS).
+                self.no_table = True
+                need = bare
+                self.setup_notices.append(
+                    f"GPU {gpu} has {free / 2**30:.1f} GiB free, too little for the H query's window table "
+                    f"as well ({(device_need(config) - bare) / 2**30:.1f} GiB): its MSMs run without one")
             if need > free:
                 raise ConfigError(
                     "log2_constraints", config.log2_constraints,
@@ -148,7 +157,7 @@ class GpuBackend(HostCurvePhases, Backend):
                 points.update(zip(prep.QUERIES, msm.views(joined, len(prep.QUERIES)), strict=True))
                 points[G1_QUERIES] = joined
                 self.points[gpu] = points
-                if msm.PRECOMPUTED != "off":
+                if msm.wants_table(points["h"].n) and not self.no_table:
                     self._precompute(gpu, points, span)
                 # Uploaded on the default stream; workers' streams must see them complete.
                 self._cp.cuda.Device(gpu).synchronize()

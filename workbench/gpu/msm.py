@@ -86,14 +86,25 @@ while rows are longer than SCAN_ROWS, then a suffix scan and a tree of sums: msm
 and after). "scan" won at every size on the H200 (2^20 3.7 against 6.3 ms, 2^24 25.3 against
 30.4 for the scaled levels it replaced, which were removed; NOTES_msm.md rows 4a, 4b)."""
 
-PRECOMPUTED = "off"
+PRECOMPUTED = "prepared"
 """Whether G1 MSMs run over precomputed window multiples of their bases (msm_tables.py: every
 window's digits in one set of buckets, reduced once): "off"; "prepared", over the tables
-built beforehand (msm_tables.TABLES.build; the GPU backend's setup builds the H query's), bases
-without one taking the path of a bucket set per window; or "always", a table built on first use
-for every set of G1 bases, at msm_tables.fixed_window_bits of that first MSM (tests,
-benchmarks). G2 MSMs take the per-window path in every mode. Off until timed on the H200
-(kernels/NOTES_msm.md, row 6)."""
+built beforehand (msm_tables.TABLES.build; the GPU backend's setup builds the H query's when it
+has at least PRECOMPUTED_MIN_POINTS bases), bases without one taking the path of a bucket set
+per window; or "always", a table built on first use for every set of G1 bases, at
+msm_tables.fixed_window_bits of that first MSM (tests, benchmarks). G2 MSMs take the per-window
+path in every mode. On the H200 (kernels/NOTES_msm.md, row 6) a table won at 2^22 and 2^24."""
+
+PRECOMPUTED_MIN_POINTS = 1 << 21
+"""The fewest bases the GPU backend's setup builds a window table for: over one the H200 took
+17.60 ms against 16.34 at 2^20, 39.61 against 43.96 at 2^22 and 129.64 against 164.06 at 2^24
+(random scalars, medians of 10, 2026-12-02), the table 1.31, 4.88 and 18.0 GiB."""
+
+
+def wants_table(bases: int) -> bool:
+    """Whether the GPU backend builds a window table for a query of this many bases."""
+    return PRECOMPUTED != "off" and bases >= PRECOMPUTED_MIN_POINTS
+
 
 REDUCE_FIRST_SEG_LOG2, REDUCE_SEG_LOG2 = 4, 2  # buckets a thread folds at the first level, and after
 SCAN_ROWS = 4096  # REDUCE = "scan": rows at most that the scan finishes (its work is m log2 m a row)
