@@ -138,12 +138,15 @@ def _run(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
 # Compiling for sm_90 is test_kernels_compile.py's job: it builds every kernels/*.cu.
 
 
-def _compile_host(tmp: Path, name: str, source: Path, shared: bool, defines: tuple[str, ...] = ()) -> Path:
+def _compile_host(tmp: Path, name: str, source: Path, shared: bool, defines: tuple[str, ...] = (),
+                  prelude_text: str = PRELUDE, opt: str = "-O2") -> Path:
+    """A kernel source built for the host with a prelude that stands in for CUDA's built-ins
+    (test_ntt_kernels_host.py passes its own: a grid walked block by block)."""
     assert CXX is not None and CUDA_INCLUDE is not None
     prelude = tmp / "prelude.h"
-    prelude.write_text(PRELUDE)
+    prelude.write_text(prelude_text)
     out = tmp / name
-    cmd = [CXX, "-std=c++17", "-O2", "-w", f"-I{CUDA_INCLUDE}", f"-I{KERNELS}", "-include", str(prelude),
+    cmd = [CXX, "-std=c++17", opt, "-w", f"-I{CUDA_INCLUDE}", f"-I{KERNELS}", "-include", str(prelude),
            *(f"-D{d}" for d in defines), "-x", "c++", str(source), "-o", str(out)]
     if shared:
         cmd[1:1] = ["-shared", "-fPIC"]

@@ -10,11 +10,10 @@ from __future__ import annotations
 import ctypes
 import os
 import secrets
-import subprocess
 
 import numpy as np
 import pytest
-from test_msm_kernels_compile import CUDA_INCLUDE, CXX, KERNELS
+from test_msm_kernels_compile import CUDA_INCLUDE, CXX, _compile_host
 
 from workbench.gpu.ntt import (
     DIT,
@@ -74,16 +73,11 @@ def libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ctypes.CDLL]:
     if CXX is None or CUDA_INCLUDE is None:
         pytest.skip("host C++ compiler or CUDA headers (vector_types.h) not found")
     tmp = tmp_path_factory.mktemp("ntt_host")
-    (tmp / "prelude.h").write_text(PRELUDE)
     (tmp / "driver.cpp").write_text(DRIVER)
     out = {}
     for name, defines in BUILDS.items():
-        so = tmp / f"ntt_{name}.so"
-        cmd = [CXX, "-std=c++17", "-O1", "-w", "-shared", "-fPIC", *(f"-D{d}" for d in defines),
-               f"-I{CUDA_INCLUDE}", f"-I{KERNELS}", "-include", str(tmp / "prelude.h"),
-               "-x", "c++", str(tmp / "driver.cpp"), "-o", str(so)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 0, proc.stderr
+        so = _compile_host(tmp, f"ntt_{name}.so", tmp / "driver.cpp", shared=True, defines=defines,
+                           prelude_text=PRELUDE, opt="-O1")
         lib = ctypes.CDLL(str(so))
         lib.run_pass.restype = None
         lib.run_pass.argtypes = [ctypes.c_void_p] * 6 + [ctypes.c_uint] * 6
