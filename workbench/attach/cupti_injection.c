@@ -53,45 +53,55 @@ static uint64_t fnv1a(const char *s, size_t n) {
     return h | 1;
 }
 
-/* The id of a kernel's or call's name, sent as a text record the first time it is seen. */
+/* The id of a name, found or made in the table; the names' lock is held. A new name is sent
+   as a text record the first time it is seen (a full probe sequence sends it each time). */
+static uint64_t name_id_locked(const char *s, size_t n, uint64_t h) {
+    unsigned i = (unsigned)h & (NAMES - 1);
+    for (unsigned probe = 0; probe < 64; probe++, i = (i + 1) & (NAMES - 1)) {
+        if (names[i].hash == h) return names[i].id;
+        if (names[i].hash == 0) {
+            names[i].hash = h;
+            names[i].id = wb_new_id();
+            wb_emit_text(WB_T_STRING, 0, names[i].id, 0, s, n);
+            return names[i].id;
+        }
+    }
+    uint64_t id = wb_new_id();
+    wb_emit_text(WB_T_STRING, 0, id, 0, s, n);
+    return id;
+}
+
+static inline void lock_names(void) {
+    while (atomic_flag_test_and_set_explicit(&names_lock, memory_order_acquire)) {}
+}
+
+static inline void unlock_names(void) { atomic_flag_clear_explicit(&names_lock, memory_order_release); }
+
+/* The id of a kernel's or call's name. */
 static uint64_t name_id(const char *s) {
     if (!s) s = "?";
     size_t n = strlen(s);
-    uint64_t h = fnv1a(s, n), id = 0;
-    while (atomic_flag_test_and_set_explicit(&names_lock, memory_order_acquire)) {}
-    unsigned i = (unsigned)h & (NAMES - 1);
-    for (unsigned probe = 0; probe < 64; probe++, i = (i + 1) & (NAMES - 1)) {
-        if (names[i].hash == h) { id = names[i].id; break; }
-        if (names[i].hash == 0) {
-            id = wb_new_id();
-            wb_emit_text(WB_T_STRING, 0, id, 0, s, n);
-            names[i].hash = h;
-            names[i].id = id;
-            break;
-        }
-    }
-    atomic_flag_clear_explicit(&names_lock, memory_order_release);
-    if (!id) {
-        id = wb_new_id();
-        wb_emit_text(WB_T_STRING, 0, id, 0, s, n);
-    }
+    uint64_t h = fnv1a(s, n);
+    lock_names();
+    uint64_t id = name_id_locked(s, n, h);
+    unlock_names();
     return id;
 }
 
 /* Buffers are delivered on CUPTI's thread and, at exit, on the flushing one: the table is
-   read and written under the names' lock (a look-up there costs less than hashing the name). */
+   read and written under the names' lock (a look-up there costs less than hashing the name),
+   taken once whether the pointer is known or not. */
 static uint64_t kernel_id(const char *name) {
     if (!name) return name_id(name);
     unsigned i = (unsigned)((((uintptr_t)name >> 3) * 0x9E3779B97F4A7C15ULL) >> 52) & (BY_POINTER - 1);
-    uint64_t id = 0;
-    while (atomic_flag_test_and_set_explicit(&names_lock, memory_order_acquire)) {}
-    if (by_pointer[i].name == name) id = by_pointer[i].id;
-    atomic_flag_clear_explicit(&names_lock, memory_order_release);
-    if (id) return id;
-    id = name_id(name);
-    while (atomic_flag_test_and_set_explicit(&names_lock, memory_order_acquire)) {}
-    by_pointer[i] = (struct pointer_entry){name, id};
-    atomic_flag_clear_explicit(&names_lock, memory_order_release);
+    lock_names();
+    uint64_t id = by_pointer[i].name == name ? by_pointer[i].id : 0;
+    if (!id) {
+        size_t n = strlen(name);
+        id = name_id_locked(name, n, fnv1a(name, n));
+        by_pointer[i] = (struct pointer_entry){name, id};
+    }
+    unlock_names();
     return id;
 }
 
