@@ -3,7 +3,7 @@
     python benchmarks/record_gpu.py --out DIR [--quick] [--stages slowdown launch ...] [--reps N]
         [--steps N] [--variants plain contended none ...] [--no-cuda-loop] [--deadline-s S]
         [--launch-variants ...] [--launch-reps N] [--launch-steps N] [--launch-deadline-s S]
-        [--kineto-rounds N] [--end-by-s S]
+        [--kineto-rounds N] [--end-by-s S] [--pin-cpus LIST]
 
 1. tests/programs/cuda_work.cu, built with nvcc and recorded: the kernels, copies (by memory
    kind) and memsets in the trace against the counts the program prints of itself; whether
@@ -28,7 +28,10 @@
 
 Results go to DIR/record_gpu.json and are printed; every stage runs even if one before failed.
 `--end-by-s`: no run of the alternating stages starts unless the longest run so far would end
-within that many seconds of the script's start.
+within that many seconds of the script's start. `--pin-cpus 2,3`: the launch loop and the
+training loop (plain and recorded alike) run under `taskset -c 2,3`, and this script, the
+recorder's threads with it, on the other CPUs: the program's threads (CUPTI's worker among
+them) keep their cores, and the recorder's work does not land on them.
 """
 
 from __future__ import annotations
@@ -162,6 +165,29 @@ def in_steps(trace: Any, steps: int) -> dict[str, Any]:
     return found
 
 
+def pinning(cpus: str | None) -> list[str]:
+    """The prefix that pins a program to `cpus` (taskset's list syntax), this process moved to
+    the other CPUs first (threads and children made later inherit that); [] when not asked for
+    or not possible (results["pin"] says which)."""
+    if not cpus:
+        return []
+    taskset = shutil.which("taskset")
+    try:
+        chosen: set[int] = set()
+        for part in cpus.split(","):
+            low, _, high = part.partition("-")
+            chosen.update(range(int(low), int(high or low) + 1))
+        rest = os.sched_getaffinity(0) - chosen
+        if taskset is None or not rest:
+            raise ValueError("no taskset" if taskset is None else "no CPU left for the recorder")
+        os.sched_setaffinity(0, rest)
+    except (ValueError, OSError) as err:
+        results["pin"] = f"not pinned ({cpus}): {err}"
+        return []
+    results["pin"] = {"program": sorted(chosen), "recorder": sorted(rest)}
+    return [taskset, "-c", cpus]
+
+
 def stage(name: str, run: Any) -> None:
     began = time.monotonic()
     try:
@@ -204,10 +230,13 @@ def main() -> None:
     parser.add_argument("--deadline-s", type=float, default=1e9)
     parser.add_argument("--end-by-s", type=float, default=1e9,
                         help="no run starts that would end later than this many seconds after the start")
+    parser.add_argument("--pin-cpus", default=None,
+                        help="run the programs on these CPUs (taskset -c LIST), this script on the others")
     parser.add_argument("--program", type=Path, default=ROOT / "benchmarks" / "torch_step.py",
                         help="the training loop (its `plain STEPS` prints step_ms=)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    pin = pinning(args.pin_cpus)
     work = Path(tempfile.mkdtemp())
     shims = build_shims()
     results["shims"] = {"locks": str(shims.locks), "nvtx": shims.nvtx, "cupti": str(shims.cupti),
@@ -275,8 +304,8 @@ def main() -> None:
             p, r = statistics.median(loop["plain"]), statistics.median(loop["recorded"])
             out_["cuda_work_loop_ms"] = {**loop, "slowdown": round(r / p - 1, 4)}
         torch_steps = args.steps or (100 if args.quick else 300)
-        argv = [sys.executable, str(step), "plain", str(torch_steps)]
-        kineto = [sys.executable, str(step), "kineto", str(torch_steps)]
+        argv = [*pin, sys.executable, str(step), "plain", str(torch_steps)]
+        kineto = [*pin, sys.executable, str(step), "kineto", str(torch_steps)]
         out_["torch_steps"] = torch_steps
         out_.update(alternate(args.variants, args.reps or (2 if args.quick else 5), argv, kineto, "step_ms",
                               began, args.deadline_s, details=torch_steps, read=args.details))
@@ -324,6 +353,7 @@ def main() -> None:
                 break
         medians = {v: statistics.median(f) for v, f in figures.items() if f}
         found["median"] = {v: round(m, 4) for v, m in medians.items()}
+        found["best"] = {v: round(min(f), 4) for v, f in figures.items() if f}  # the least disturbed run
         if "plain" in medians:
             p = medians["plain"]
             found["slowdown"] = {v: round(m / p - 1, 4) for v, m in medians.items() if v != "plain"}
@@ -341,7 +371,7 @@ def main() -> None:
                                capture_output=True, text=True, timeout=120)
         if built.returncode:
             return {"build": built.stderr[-1000:]}
-        argv = [str(loop), str(args.launch_steps), *args.launch_args]
+        argv = [*pin, str(loop), str(args.launch_steps), *args.launch_args]
         variants = [v for v in args.launch_variants if VARIANTS[v].kineto is None]
         found = alternate(variants, args.launch_reps, argv, None, "step_us", began, args.launch_deadline_s,
                           details=args.launch_steps, read=args.launch_details)
@@ -350,7 +380,10 @@ def main() -> None:
             p = found["median"]["plain"]
             found["us_per_launch"] = {v: round((m - p) / launches, 3) for v, m in found["median"].items()
                                       if v != "plain"}
-        found["argv"] = argv[1:]
+            b = found["best"]["plain"]
+            found["us_per_launch_best"] = {v: round((m - b) / launches, 3) for v, m in found["best"].items()
+                                           if v != "plain"}
+        found["argv"] = argv[len(pin) + 1:]
         return found
 
     if "launch" in args.stages:

@@ -17,6 +17,13 @@ torch.profiler, so that what each part costs the program is measured alone.
     flush-0          CUPTI's own flush heuristics, no 100 ms period; flush-1000: a 1 s period
     buffer-256k      CUPTI activity buffers of 256 KiB, not 4 MiB
     tid-pthread      CUPTI's own thread ids in API records, not system ones (gettid)
+    pool             CUPTI's activity buffers handed over zeroed, from a pool the shim zeroes
+                     on CUPTI's thread (else CUPTI zeroes each new one on the program's thread)
+    device-buffer-32m  32 MiB device buffers for kernel timestamps (CUPTI's default ~3 MB)
+    host-pinned      kernel timestamps written to pinned host memory, not device memory
+    shared-buffer    one CUPTI activity buffer for all threads, not one a thread
+    kernel-serial    kernels by CUPTI's serialising kernel kind, not the concurrent one
+    only-kernel-pool, only-kernel-pinned: kernels alone, with `pool` / `host-pinned`
     drain-1s         the recorder drains the ring every second, not every 50 ms
     drain-end        the recorder drains the ring only once the program has ended
     bare             shims loaded, nothing recorded: `--locks none`, no NVTX, no kind, drain-end
@@ -48,6 +55,9 @@ class Variant:
     kineto: str | None = None  # torch.profiler's activities (the program's `kineto` mode)
 
 
+POOL = {"WORKBENCH_RECORD_BUFFER_POOL": "8"}  # cupti_injection.c's knobs of CUPTI's attributes
+PINNED = {"WORKBENCH_RECORD_HOST_PINNED": "1"}
+
 VARIANTS: dict[str, Variant] = {
     "plain": Variant(recorded=False),
     "contended": Variant(),
@@ -66,6 +76,13 @@ VARIANTS: dict[str, Variant] = {
     "flush-1000": Variant(env={"WORKBENCH_RECORD_FLUSH_MS": "1000"}),
     "buffer-256k": Variant(env={"WORKBENCH_RECORD_BUFFER_KB": "256"}),
     "tid-pthread": Variant(env={"WORKBENCH_RECORD_CUDA_TIDS": "pthread"}),
+    "pool": Variant(env=POOL),
+    "device-buffer-32m": Variant(env={"WORKBENCH_RECORD_DEVICE_BUFFER_KB": "32768"}),
+    "host-pinned": Variant(env=PINNED),
+    "shared-buffer": Variant(env={"WORKBENCH_RECORD_PER_THREAD_BUFFERS": "0"}),
+    "kernel-serial": Variant(env={"WORKBENCH_RECORD_KERNEL_KIND": "serial"}),
+    "only-kernel-pool": Variant(cuda_kinds=("kernel",), env=POOL),
+    "only-kernel-pinned": Variant(cuda_kinds=("kernel",), env=PINNED),
     "drain-1s": Variant(period_s=1.0),
     "drain-end": Variant(period_s=None),
     "bare": Variant(locks="none", nvtx=False, cuda_kinds=(), period_s=None),

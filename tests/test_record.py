@@ -23,6 +23,7 @@ from workbench.model import roles as rl
 from workbench.trace import journal_read, store
 
 PROGRAM = Path(__file__).parent / "programs" / "locks.cpp"
+RECURSIVE = Path(__file__).parent / "programs" / "recursive.c"
 ROOT = Path(__file__).parent.parent
 
 
@@ -36,6 +37,16 @@ def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
     nvtx = ["-DWB_NVTX", f"-I{include}"] if include else []
     subprocess.run([compiler, "-O1", "-std=c++17", "-pthread", *nvtx, "-o", str(exe), str(PROGRAM), "-ldl"],
                    check=True, timeout=120)
+    return exe
+
+
+@pytest.fixture(scope="module")
+def recursive_program(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    compiler = shutil.which("gcc")
+    if compiler is None:
+        pytest.skip("no C compiler (gcc)")
+    exe = tmp_path_factory.mktemp("programs") / "recursive"
+    subprocess.run([compiler, "-O1", "-pthread", "-o", str(exe), str(RECURSIVE)], check=True, timeout=120)
     return exe
 
 
@@ -169,6 +180,32 @@ def test_all_locks_and_no_locks(program: Path, tmp_path: Path, capfd: pytest.Cap
     trace = store.load(tmp_path / "none.wbtrace")
     assert not rl.role_mask(trace, "lock_hold", "lock_wait", "cond_wait").any()
     assert any("--locks none" in n for n in trace.meta["record"]["notes"])
+
+
+@pytest.mark.parametrize("locks", ["contended", "all"])
+def test_a_recursive_mutex_held_from_its_outer_lock_to_its_outer_unlock(
+        recursive_program: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str], locks: str) -> None:
+    """Two threads take a recursive mutex nested, each waiting for the other's hold: one hold
+    per outer lock, spanning the time the program keeps it after the inner unlock, and no
+    release without its acquire (the inner unlock of a contended one used to end the hold)."""
+    rounds = 12
+    code, said = record(capfd, tmp_path / "t.wbtrace", str(recursive_program), str(rounds), locks=locks)
+    assert code == 0
+    trace = store.load(tmp_path / "t.wbtrace")
+    track = f"lock/{said['mutex']}"
+    tid0, tid1 = int(said["tid0"]), int(said["tid1"])
+    holds, waits = spans_on(trace, track, "hold"), spans_on(trace, track, "wait")
+    assert int(said["contended"]) == rounds
+    assert len(holds) == int(said["holds0"]) + int(said["holds1"]) == 2 * rounds
+    assert [h[2]["thread"] for h in holds] == [tid0, tid1] * rounds
+    assert all(a[1] <= b[0] for a, b in pairwise(holds)), "holds of one lock overlap"
+    kept = (int(said["after_inner_us"]) - 1) * 1000  # the program's clock reads whole microseconds
+    assert all(h[1] - h[0] >= kept for h in holds), "a hold ended at the inner unlock"
+    assert not any(h[2].get("unfinished") for h in holds)
+    assert [w[2]["thread"] for w in waits] == [tid1] * rounds  # thread 1 waited every round
+    counts = trace.meta["record"]["counts"]
+    assert "releases without a recorded acquire" not in counts
+    assert counts["lock acquires"] == counts["lock holds"] == 2 * rounds
 
 
 def test_exit_code_passes_through(program: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:

@@ -43,8 +43,8 @@ def publish(ring: rg.Ring, rows: list[tuple[int, ...]], texts: list[tuple[int, i
     words[rg.TEXT_HEAD // 8] = text_head + len(texts)
 
 
-def convert(rows, texts=(), skip=-1, final=False) -> tuple[Trace, Converter, rg.Ring]:
-    ring = rg.Ring.create(1 << 6, 1 << 4)
+def convert(rows, texts=(), skip=-1, final=False, capacity=1 << 6) -> tuple[Trace, Converter, rg.Ring]:
+    ring = rg.Ring.create(capacity, 1 << 4)
     recorder = Recorder(FakeClock(), nvtx=False)
     converter = Converter(recorder, main_pid=7)
     publish(ring, rows, texts, skip)
@@ -195,3 +195,66 @@ def test_hand_offs_between_threads_only() -> None:
     found = [h for h in handoffs(trace) if h.kind == LOCK]
     attrs = trace.spans.attrs
     assert [(attrs[h.source]["thread"], attrs[h.target]["thread"]) for h in found] == [(1, 2)]
+
+
+def test_a_mixed_drain_converted_in_ring_order() -> None:
+    """Host events, device records, clock readings, CUPTI overheads and unknown kinds shuffled
+    together in one drain (as a busy program's threads and CUPTI's thread fill the ring): each
+    kind converted in ring order, worked out here event by event."""
+    rng = np.random.default_rng(21)
+    lock, rows = 0x3000, []
+    clock = (rg.CLOCK, 0, 0, 7, 0, 0, CUPTI_EPOCH, 1000)
+    host_t, device_t, owner = 2000, CUPTI_EPOCH, None
+    rows.append(clock)
+    for k in range(600):
+        pick = rng.integers(0, 10)
+        host_t += 10
+        device_t += 10
+        if pick < 3:
+            if owner is None:
+                owner = int(rng.integers(1, 4))
+                rows.append((rg.LOCK, 0, owner, 7, lock, 0, host_t, host_t + 3))
+            else:
+                rows.append((rg.UNLOCK, 0, owner, 7, lock, 0, host_t, host_t))
+                owner = None
+        elif pick < 6:
+            rows.append((rg.KERNEL, 0, k, 7, 1, (0 << 32) | int(rng.integers(1, 3)), device_t, device_t + 5))
+        elif pick < 8:
+            rows.append((rg.API, 0, 99, 7, 2, k, device_t, device_t + 2))
+        elif pick == 8:
+            rows.append((rg.CLOCK, 0, 0, 7, 0, 0, device_t, host_t + int(rng.integers(0, 500))))
+        else:
+            rows.append((rg.OVERHEAD, 0, 0, 7, 1 << 16, 0, device_t, device_t + 7) if k % 2 else
+                        (30 + k % 3, 0, 0, 7, 0, 0, 0, 0))
+    if owner is not None:
+        rows.append((rg.UNLOCK, 0, owner, 7, lock, 0, host_t + 10, host_t + 10))
+    expected_holds, expected_kernels, expected_calls = [], [], []
+    offset, taken, released_by = 0, None, None
+    for kind, _f, tid, _p, _o, aux, t0, t1 in rows:
+        if kind == rg.CLOCK:
+            offset = t1 - t0
+        elif kind == rg.LOCK:
+            taken = (t1, tid, released_by)
+        elif kind == rg.UNLOCK:
+            attrs = {"thread": taken[1], **({"from": taken[2]} if taken[2] not in (None, taken[1]) else {})}
+            expected_holds.append(("hold", taken[0], t0, attrs))
+            released_by = tid
+        elif kind == rg.KERNEL:
+            expected_kernels.append((f"gpu0/stream/{aux & 0xFFFFFFFF}", t0 + offset, t1 + offset, tid))
+        elif kind == rg.API:
+            expected_calls.append((t0 + offset, t1 + offset, aux))
+    trace, converter, _ = convert(rows, [(rg.T_STRING, 1, "scale"), (rg.T_STRING, 2, "cudaLaunchKernel")],
+                                  capacity=1 << 10)
+    assert len(expected_holds) > 50 and len(expected_kernels) > 100 and len(expected_calls) > 50
+    assert [s for s in spans(trace, "lock/0x3000") if s[0] == "hold"] == sorted(expected_holds)
+    text = trace.strings.values
+    kernels = [(text[trace.spans.track[i]], int(trace.spans.start_ns[i]), int(trace.spans.end_ns[i]),
+                trace.spans.attrs[i]["correlation"]) for i in range(len(trace.spans))
+               if text[trace.spans.track[i]].startswith("gpu0/stream/")]
+    assert kernels == expected_kernels  # in ring order in the recorder, not only the same set
+    calls = [(s[1], s[2], s[3]["correlation"]) for s in spans(trace, "cuda/thread/99")]
+    assert calls == sorted(expected_calls)
+    overheads = sum(1 for r in rows if r[0] == rg.OVERHEAD)
+    assert converter.counts["CUPTI overhead: buffer flush"] == overheads
+    assert converter.counts["unknown events"] == sum(1 for r in rows if r[0] >= 30)
+    assert converter.counts["events"] == len(rows)

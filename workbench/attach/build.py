@@ -118,7 +118,8 @@ OPTIONAL = {"WB_OVERHEAD_T": "CUpti_ActivityOverhead"}  # CUPTI's own overhead (
 
 def _record_layouts(header: Path) -> list[str] | str:
     """-D flags naming the newest version of each record struct in the header (CUPTI fills
-    records in the layout of the library beside these headers), and its number (`_V`)."""
+    records in the layout of the library beside these headers), and its number (`_V`); and
+    whether the header knows the per-thread buffer attribute."""
     import re
 
     try:
@@ -134,4 +135,6 @@ def _record_layouts(header: Path) -> list[str] | str:
             return f"{header} defines no {struct}"
         newest = max(versions)
         flags += [f"-D{macro}={struct}{newest if newest else ''}", f"-D{macro}_V={max(newest, 1)}"]
+    if "CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER" in text:  # an attribute of newer toolkits only
+        flags.append("-DWB_PER_THREAD_ATTR")
     return flags

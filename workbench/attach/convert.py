@@ -39,6 +39,8 @@ OVERHEAD_KINDS = {0: "unknown", 1: "driver compiler", 1 << 16: "buffer flush", 2
                   3 << 16: "resource", 4 << 16: "module loading", 5 << 16: "lazy function loading",
                   6 << 16: "command buffer full", 7 << 16: "activity buffer request",
                   8 << 16: "UVM activity init"}  # CUpti_ActivityOverheadKind
+# A drain's events by kind: host (below KERNEL), device (KERNEL to CLOCK), OVERHEAD, unknown.
+GROUP_BOUNDS = np.array([rg.KERNEL - 1, rg.CLOCK, rg.OVERHEAD])
 
 
 class Converter:
@@ -75,21 +77,24 @@ class Converter:
         if not len(events):
             return
         self.counts["events"] += len(events)
-        kinds = events["kind"]
-        host = events[kinds < rg.KERNEL]  # device times are another clock's (device_records.py)
+        # Host events, device records with their clock readings, CUPTI's overheads, unknown
+        # kinds: one stable sort by that group keeps each group in ring order (np.take: a
+        # structured array's rows by index several times faster than by a mask or [index]).
+        group = np.searchsorted(GROUP_BOUNDS, events["kind"]).astype(np.uint8)
+        order = np.argsort(group, kind="stable")
+        ends = np.cumsum(np.bincount(group, minlength=len(GROUP_BOUNDS) + 1)).tolist()
+        host = np.take(events, order[:ends[0]])  # device times are another clock's (device_records.py)
         if len(host):
             self.last_ns = max(self.last_ns, self._t(int(host["t0"].max())), self._t(int(host["t1"].max())))
-        device = events[(kinds >= rg.KERNEL) & (kinds <= rg.CLOCK)]
-        if len(device):
+        if ends[1] > ends[0]:
+            device = np.take(events, order[ends[0]:ends[1]])
             last = self._device.feed(device, self._name, self.counts, self.threads)
             if last is not None:
                 self.last_ns = max(self.last_ns, last)
-        overheads = events[kinds == rg.OVERHEAD]
-        if len(overheads):
-            self._overheads(overheads)
-        unknown = int((kinds > rg.OVERHEAD).sum())  # those below KERNEL are counted in the loop
-        if unknown:
-            self.counts["unknown events"] += unknown
+        if ends[2] > ends[1]:
+            self._overheads(np.take(events, order[ends[1]:ends[2]]))
+        if ends[3] > ends[2]:  # those below KERNEL are counted in the loop
+            self.counts["unknown events"] += ends[3] - ends[2]
         handlers = {rg.LOCK: self._lock, rg.UNLOCK: self._unlock, rg.COND: self._cond, rg.SEM: self._sem,
                     rg.PUSH: self._push, rg.POP: self._pop, rg.START: self._start, rg.END: self._end,
                     rg.MARK: self._mark}

@@ -17,7 +17,9 @@
    - WORKBENCH_RECORD_CUDA_CALLS=all: every runtime call, not only those (with `runtime`);
    - WORKBENCH_RECORD_FLUSH_MS: CUPTI's flush period (default 100; 0: CUPTI's own heuristics);
    - WORKBENCH_RECORD_BUFFER_KB: the size of each activity buffer (default 4096);
-   - WORKBENCH_RECORD_CUDA_TIDS=pthread: CUPTI's own thread ids, not the system's (below). */
+   - WORKBENCH_RECORD_CUDA_TIDS=pthread: CUPTI's own thread ids, not the system's (below);
+   - WORKBENCH_RECORD_KERNEL_KIND=serial: kernels recorded by the kind that serialises them;
+   - CUPTI's attributes (set_attributes, below). */
 #define _GNU_SOURCE
 #include <cupti.h>
 #include <dlfcn.h>
@@ -53,45 +55,55 @@ static uint64_t fnv1a(const char *s, size_t n) {
     return h | 1;
 }
 
-/* The id of a kernel's or call's name, sent as a text record the first time it is seen. */
+/* The id of a name, found or made in the table; the names' lock is held. A new name is sent
+   as a text record the first time it is seen (a full probe sequence sends it each time). */
+static uint64_t name_id_locked(const char *s, size_t n, uint64_t h) {
+    unsigned i = (unsigned)h & (NAMES - 1);
+    for (unsigned probe = 0; probe < 64; probe++, i = (i + 1) & (NAMES - 1)) {
+        if (names[i].hash == h) return names[i].id;
+        if (names[i].hash == 0) {
+            names[i].hash = h;
+            names[i].id = wb_new_id();
+            wb_emit_text(WB_T_STRING, 0, names[i].id, 0, s, n);
+            return names[i].id;
+        }
+    }
+    uint64_t id = wb_new_id();
+    wb_emit_text(WB_T_STRING, 0, id, 0, s, n);
+    return id;
+}
+
+static inline void lock_names(void) {
+    while (atomic_flag_test_and_set_explicit(&names_lock, memory_order_acquire)) {}
+}
+
+static inline void unlock_names(void) { atomic_flag_clear_explicit(&names_lock, memory_order_release); }
+
+/* The id of a kernel's or call's name. */
 static uint64_t name_id(const char *s) {
     if (!s) s = "?";
     size_t n = strlen(s);
-    uint64_t h = fnv1a(s, n), id = 0;
-    while (atomic_flag_test_and_set_explicit(&names_lock, memory_order_acquire)) {}
-    unsigned i = (unsigned)h & (NAMES - 1);
-    for (unsigned probe = 0; probe < 64; probe++, i = (i + 1) & (NAMES - 1)) {
-        if (names[i].hash == h) { id = names[i].id; break; }
-        if (names[i].hash == 0) {
-            id = wb_new_id();
-            wb_emit_text(WB_T_STRING, 0, id, 0, s, n);
-            names[i].hash = h;
-            names[i].id = id;
-            break;
-        }
-    }
-    atomic_flag_clear_explicit(&names_lock, memory_order_release);
-    if (!id) {
-        id = wb_new_id();
-        wb_emit_text(WB_T_STRING, 0, id, 0, s, n);
-    }
+    uint64_t h = fnv1a(s, n);
+    lock_names();
+    uint64_t id = name_id_locked(s, n, h);
+    unlock_names();
     return id;
 }
 
 /* Buffers are delivered on CUPTI's thread and, at exit, on the flushing one: the table is
-   read and written under the names' lock (a look-up there costs less than hashing the name). */
+   read and written under the names' lock (a look-up there costs less than hashing the name),
+   taken once whether the pointer is known or not. */
 static uint64_t kernel_id(const char *name) {
     if (!name) return name_id(name);
     unsigned i = (unsigned)((((uintptr_t)name >> 3) * 0x9E3779B97F4A7C15ULL) >> 52) & (BY_POINTER - 1);
-    uint64_t id = 0;
-    while (atomic_flag_test_and_set_explicit(&names_lock, memory_order_acquire)) {}
-    if (by_pointer[i].name == name) id = by_pointer[i].id;
-    atomic_flag_clear_explicit(&names_lock, memory_order_release);
-    if (id) return id;
-    id = name_id(name);
-    while (atomic_flag_test_and_set_explicit(&names_lock, memory_order_acquire)) {}
-    by_pointer[i] = (struct pointer_entry){name, id};
-    atomic_flag_clear_explicit(&names_lock, memory_order_release);
+    lock_names();
+    uint64_t id = by_pointer[i].name == name ? by_pointer[i].id : 0;
+    if (!id) {
+        size_t n = strlen(name);
+        id = name_id_locked(name, n, fnv1a(name, n));
+        by_pointer[i] = (struct pointer_entry){name, id};
+    }
+    unlock_names();
     return id;
 }
 
@@ -170,8 +182,33 @@ static void take(CUpti_Activity *record) {
     }
 }
 
+/* Buffers handed to CUPTI zeroed already (WORKBENCH_RECORD_BUFFER_POOL=N, up to N kept):
+   otherwise CUPTI zeroes each new buffer itself, on the thread that asked for it, the
+   program's. A delivered buffer is zeroed where CUPTI wrote it (records are written from its
+   start: `valid` bytes), on CUPTI's thread, and kept for the next request, its pages mapped. */
+#define POOL_MAX 64u
+static uint8_t *pool[POOL_MAX];
+static unsigned pool_size, pool_count;
+static atomic_flag pool_lock = ATOMIC_FLAG_INIT;
+
+static uint8_t *pool_take(void) {
+    while (atomic_flag_test_and_set_explicit(&pool_lock, memory_order_acquire)) {}
+    uint8_t *b = pool_count ? pool[--pool_count] : NULL;
+    atomic_flag_clear_explicit(&pool_lock, memory_order_release);
+    return b ? b : calloc(1, buffer_bytes);
+}
+
+static void pool_give(uint8_t *buffer, size_t valid) {
+    memset(buffer, 0, valid < buffer_bytes ? valid : buffer_bytes);
+    while (atomic_flag_test_and_set_explicit(&pool_lock, memory_order_acquire)) {}
+    int kept = pool_count < pool_size;
+    if (kept) pool[pool_count++] = buffer;
+    atomic_flag_clear_explicit(&pool_lock, memory_order_release);
+    if (!kept) free(buffer);
+}
+
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
-    *buffer = aligned_alloc(8, buffer_bytes);
+    *buffer = pool_size ? pool_take() : aligned_alloc(8, buffer_bytes);
     *size = *buffer ? buffer_bytes : 0;
     *max_records = 0;
 }
@@ -185,7 +222,8 @@ static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_
     size_t dropped = 0;
     if (cuptiActivityGetNumDroppedRecords(context, stream, &dropped) == CUPTI_SUCCESS && dropped && wb_ring)
         atomic_fetch_add(&wb_ring->dropped, dropped);
-    free(buffer);
+    if (pool_size) pool_give(buffer, valid);
+    else free(buffer);
 }
 
 static void note(const char *what, CUptiResult result) {
@@ -260,6 +298,55 @@ static unsigned long number(const char *name, unsigned long fallback, unsigned l
     return end && (*end || value < low || value > high) ? fallback : value;
 }
 
+/* CUPTI's own settings (CUpti_ActivityAttribute in cupti_activity.h), each left at CUPTI's
+   default unless the environment names it (benchmarks/record_gpu.py times them):
+   - WORKBENCH_RECORD_BUFFER_POOL=N: zeroed buffers from a pool (above);
+   - WORKBENCH_RECORD_DEVICE_BUFFER_KB: the memory a buffer of kernel, copy and memset
+     timestamps takes (CUPTI's default about 3 MB, 100,000 records), and
+     WORKBENCH_RECORD_DEVICE_BUFFERS how many CUPTI makes at the start (default 3);
+   - WORKBENCH_RECORD_HOST_PINNED=1: those timestamps in pinned host memory, not the device's;
+   - WORKBENCH_RECORD_PER_THREAD_BUFFERS=0: one activity buffer for all threads, not one a
+     thread (the toolkit's headers must know the attribute).
+   Set before the callbacks are registered and before CUDA makes a context, as CUPTI asks. */
+static void set_attribute(const char *what, CUpti_ActivityAttribute attribute, void *value, size_t size) {
+    CUptiResult r = cuptiActivitySetAttribute(attribute, &size, value);
+    if (r != CUPTI_SUCCESS) note(what, r);
+}
+
+static void set_attributes(void) {
+    pool_size = (unsigned)number("WORKBENCH_RECORD_BUFFER_POOL", 0, 0, POOL_MAX);
+    if (pool_size) {
+        uint8_t zeroed = 1;
+        set_attribute("cuptiActivitySetAttribute(zeroed buffers)", CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER,
+                      &zeroed, sizeof zeroed);
+    }
+    size_t device_kb = number("WORKBENCH_RECORD_DEVICE_BUFFER_KB", 0, 64, 1u << 22);
+    if (device_kb) {
+        size_t bytes = device_kb << 10;
+        set_attribute("cuptiActivitySetAttribute(device buffer size)", CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE,
+                      &bytes, sizeof bytes);
+    }
+    size_t made = number("WORKBENCH_RECORD_DEVICE_BUFFERS", 0, 1, 200);
+    if (made)
+        set_attribute("cuptiActivitySetAttribute(device buffers made at the start)",
+                      CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE, &made, sizeof made);
+    if (number("WORKBENCH_RECORD_HOST_PINNED", 0, 0, 1)) {
+        uint8_t pinned = 1;
+        set_attribute("cuptiActivitySetAttribute(pinned host buffers)",
+                      CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, &pinned, sizeof pinned);
+    }
+    if (!number("WORKBENCH_RECORD_PER_THREAD_BUFFERS", 1, 0, 1)) {
+#ifdef WB_PER_THREAD_ATTR
+        uint8_t per_thread = 0;
+        set_attribute("cuptiActivitySetAttribute(per-thread buffers)", CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER,
+                      &per_thread, sizeof per_thread);
+#else
+        note("WORKBENCH_RECORD_PER_THREAD_BUFFERS=0 left out: these CUPTI headers have no such attribute",
+             CUPTI_ERROR_NOT_SUPPORTED);
+#endif
+    }
+}
+
 static void flush_at_exit(void) { cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); }
 
 WB_EXPORT int InitializeInjection(void) {
@@ -267,6 +354,7 @@ WB_EXPORT int InitializeInjection(void) {
     if (!wb_attach(mapped ? (struct wb_header *)mapped() : NULL, 0) && !wb_map(0))
         return 1; /* not being recorded: nothing to do */
     buffer_bytes = (size_t)number("WORKBENCH_RECORD_BUFFER_KB", BUFFER_KB, 16, 1u << 20) << 10;
+    set_attributes();
     CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
     if (r != CUPTI_SUCCESS) {
         note("CUDA activity not recorded: cuptiActivityRegisterCallbacks", r);
@@ -277,8 +365,13 @@ WB_EXPORT int InitializeInjection(void) {
     const char *tids = getenv("WORKBENCH_RECORD_CUDA_TIDS");
     if (!tids || strcmp(tids, "pthread") != 0) cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
     unsigned chosen = chosen_kinds();
+    /* WORKBENCH_RECORD_KERNEL_KIND=serial: CUPTI's kernel kind that runs every kernel alone on
+       the GPU (a different instrumentation, for timing it against the concurrent one only). */
+    const char *serial = getenv("WORKBENCH_RECORD_KERNEL_KIND");
+    CUpti_ActivityKind kernels = serial && strcmp(serial, "serial") == 0 ? CUPTI_ACTIVITY_KIND_KERNEL
+                                                                          : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
     const struct { unsigned bit; CUpti_ActivityKind kind; } kinds[] = {
-        {KIND_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL}, {KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY},
+        {KIND_KERNEL, kernels}, {KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY},
         {KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET}, {KIND_SYNC, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION},
 #ifdef WB_OVERHEAD_T
         {KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_OVERHEAD},

@@ -55,7 +55,8 @@ static inline uint32_t tid(void) {
 }
 
 /* Which locks are recorded (WORKBENCH_RECORD_LOCKS):
-   - all: every acquire and release of every mutex;
+   - all: every hold of every mutex (its outermost acquire and release: the re-locks of a
+     recursive mutex by its owner are not sent);
    - contended (the default): a mutex's holds and waits from the first time a thread found it
      taken, the hold it found included; the holds of a mutex nobody waited for are counted in
      the ring's header (`unrecorded`), not sent. Condition waits, and semaphore waits that had to
@@ -237,9 +238,11 @@ static void mark_contended(const void *m) {
     if (wb_ring) atomic_fetch_add_explicit(&wb_ring->untracked, 1, memory_order_relaxed); /* set full */
 }
 
-/* The mutexes this thread holds (contended mode): when each was taken, whether that was sent. */
+/* The mutexes this thread holds: when each was taken, whether that was sent, and how many
+   times more than once it is held (a recursive mutex locked again by its owner): a hold runs
+   from the outermost lock to the outermost unlock, whatever the lock mode. */
 #define WB_HELD 16
-struct wb_held { pthread_mutex_t *m; uint64_t since; uint16_t flags; uint8_t sent, stamped; };
+struct wb_held { pthread_mutex_t *m; uint64_t since; uint32_t depth; uint16_t flags; uint8_t sent, stamped; };
 static WB_TLS struct wb_held held[WB_HELD];
 static WB_TLS int held_count, held_over;
 
@@ -269,9 +272,20 @@ static inline void count_unsent(void) {
     if (WB_UNLIKELY(++unsent == 256)) flush_unsent(NULL);
 }
 
-/* A mutex taken (contended mode) after a wait, or at the end of a condition wait (times
-   read already). A re-lock of a mutex this thread holds (a recursive mutex) is not stacked
-   again, so the first unlock ends the hold. */
+/* Whether a mutex's holds go to the ring: all of them under `--locks all`, otherwise those of a
+   mutex some thread has waited for. */
+static inline int sends(const void *m) { return wb_locks == LOCKS_ALL || is_contended(m); }
+
+/* A re-lock by the thread that holds the mutex (only a recursive mutex allows one): the hold
+   goes on, nothing is sent. */
+static inline int held_again(const pthread_mutex_t *m) {
+    int i = held_find(m);
+    if (i < 0) return 0;
+    held[i].depth++;
+    return 1;
+}
+
+/* A mutex taken after a wait, or at the end of a condition wait (times read already). */
 static inline void push_held(pthread_mutex_t *m, uint64_t since, uint16_t flags, uint8_t sent, uint8_t stamped) {
     if (WB_UNLIKELY(held_count == WB_HELD)) { /* too deep: sent whatever it is, its release too */
         if (!sent) {
@@ -281,21 +295,21 @@ static inline void push_held(pthread_mutex_t *m, uint64_t since, uint16_t flags,
         held_over++;
         return;
     }
-    held[held_count++] = (struct wb_held){m, since, flags, sent, stamped};
+    held[held_count++] = (struct wb_held){m, since, 0, flags, sent, stamped};
 }
 
 static inline void taken(pthread_mutex_t *m, uint64_t t0, uint64_t t1, uint16_t flags) {
-    if (held_find(m) >= 0) return;
-    uint8_t sent = (flags & WB_F_WAITED) || is_contended(m);
+    if (held_again(m)) return;
+    uint8_t sent = (flags & WB_F_WAITED) || sends(m);
     if (sent) wb_emit(WB_LOCK, flags, tid(), (uintptr_t)m, 0, t0, t1);
     push_held(m, t1, flags, sent, 0);
 }
 
-/* A mutex had at once (contended mode): unless another thread ever waited for it, only a
-   stamp of when, kept on this thread's stack. */
+/* A mutex had at once: unless it is sent (`all`, or another thread ever waited for it), only
+   a stamp of when, kept on this thread's stack. */
 static inline void taken_at_once(pthread_mutex_t *m, uint16_t flags) {
-    if (held_find(m) >= 0) return;
-    if (WB_UNLIKELY(is_contended(m))) {
+    if (held_again(m)) return;
+    if (WB_UNLIKELY(sends(m))) {
         uint64_t t = wb_now();
         wb_emit(WB_LOCK, flags, tid(), (uintptr_t)m, 0, t, t);
         push_held(m, t, flags, 1, 0);
@@ -304,23 +318,28 @@ static inline void taken_at_once(pthread_mutex_t *m, uint16_t flags) {
     push_held(m, stamp(), flags, 0, 1);
 }
 
-/* A mutex about to be released (contended mode): its hold is sent if it was sent when taken,
-   or if another thread has waited for the mutex since (then its acquire goes first). */
+/* A mutex about to be released: nothing while an outer lock of it is held still; else its
+   hold is sent if it was sent when taken, or if another thread has waited for the mutex since
+   (then its acquire goes first). */
 static inline void releasing(pthread_mutex_t *m, uint16_t flags) {
     int i = held_find(m);
     if (WB_UNLIKELY(i < 0)) { /* taken before the recording, on another thread, or too deep */
-        if (held_over > 0 || is_contended(m)) {
+        if (held_over > 0 || sends(m)) {
             uint64_t t = wb_now();
             wb_emit(WB_UNLOCK, flags, tid(), (uintptr_t)m, 0, t, t);
         }
         if (held_over > 0) held_over--;
         return;
     }
+    if (WB_UNLIKELY(held[i].depth)) {
+        held[i].depth--;
+        return;
+    }
     struct wb_held h = held[i];
     if (WB_UNLIKELY(i != held_count - 1)) /* released out of order */
         memmove(&held[i], &held[i + 1], (size_t)(held_count - i - 1) * sizeof h);
     held_count--;
-    if (!h.sent && !is_contended(m)) {
+    if (!h.sent && !sends(m)) {
         count_unsent();
         return;
     }
@@ -334,23 +353,16 @@ static inline void releasing(pthread_mutex_t *m, uint16_t flags) {
 
 WB_EXPORT int pthread_mutex_lock(pthread_mutex_t *m) {
     if (WB_UNLIKELY(!LOCKING())) return real_lock ? real_lock(m) : __pthread_mutex_lock(m);
-    /* Uncontended, the lock is had at once: one clock reading, no wait. */
+    /* Uncontended, the lock is had at once: no wait. */
     if (real_trylock(m) == 0) {
-        if (wb_locks == LOCKS_CONTENDED) {
-            taken_at_once(m, 0);
-        } else {
-            uint64_t t = wb_now();
-            wb_emit(WB_LOCK, 0, tid(), (uintptr_t)m, 0, t, t);
-        }
+        taken_at_once(m, 0);
         return 0;
     }
     if (wb_locks == LOCKS_CONTENDED) mark_contended(m);
     uint64_t t0 = wb_now();
     int rc = real_lock(m);
     if (rc != 0) return rc;
-    uint64_t t1 = wb_now();
-    if (wb_locks == LOCKS_CONTENDED) taken(m, t0, t1, WB_F_WAITED);
-    else wb_emit(WB_LOCK, WB_F_WAITED, tid(), (uintptr_t)m, 0, t0, t1);
+    taken(m, t0, wb_now(), WB_F_WAITED);
     return rc;
 }
 
@@ -358,12 +370,7 @@ WB_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m) {
     if (WB_UNLIKELY(!LOCKING())) return real_trylock ? real_trylock(m) : __pthread_mutex_trylock(m);
     int rc = real_trylock(m);
     if (rc == 0) {
-        if (wb_locks == LOCKS_CONTENDED) {
-            taken_at_once(m, WB_F_TRY);
-        } else {
-            uint64_t t = wb_now();
-            wb_emit(WB_LOCK, WB_F_TRY, tid(), (uintptr_t)m, 0, t, t);
-        }
+        taken_at_once(m, WB_F_TRY);
     } else if (rc == EBUSY && wb_locks == LOCKS_CONTENDED) {
         mark_contended(m); /* found taken: the holder's hold is sent at its release */
     }
@@ -384,40 +391,28 @@ WB_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec 
         rc = real_timedlock(m, until);
         if (rc != 0) return rc;
     }
-    uint64_t t1 = flags & WB_F_WAITED ? wb_now() : t0;
-    if (wb_locks == LOCKS_CONTENDED) taken(m, t0, t1, flags);
-    else wb_emit(WB_LOCK, flags, tid(), (uintptr_t)m, 0, t0, t1);
+    taken(m, t0, flags & WB_F_WAITED ? wb_now() : t0, flags);
     return rc;
 }
 
 WB_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m) {
     if (WB_UNLIKELY(!LOCKING())) return real_unlock ? real_unlock(m) : __pthread_mutex_unlock(m);
-    if (wb_locks == LOCKS_CONTENDED) {
-        releasing(m, 0);
-    } else {
-        uint64_t t = wb_now();
-        wb_emit(WB_UNLOCK, 0, tid(), (uintptr_t)m, 0, t, t);
-    }
+    releasing(m, 0);
     return real_unlock(m);
 }
 
-/* A condition wait releases its mutex at the start and holds it again at the end. */
+/* A condition wait releases its mutex at the start and holds it again at the end (glibc
+   releases a recursive mutex locked more than once only by one level: its hold goes on). */
 static inline uint64_t cond_begin(pthread_mutex_t *m) {
-    if (wb_locks == LOCKS_CONTENDED) {
-        releasing(m, WB_F_COND);
-        return wb_now();
-    }
-    uint64_t t0 = wb_now();
-    wb_emit(WB_UNLOCK, WB_F_COND, tid(), (uintptr_t)m, 0, t0, t0);
-    return t0;
+    releasing(m, WB_F_COND);
+    return wb_now();
 }
 
 static inline void cond_end(pthread_cond_t *c, pthread_mutex_t *m, uint64_t t0, uint16_t flags, int rc) {
     uint64_t t1 = wb_now();
     if (rc == ETIMEDOUT) flags |= WB_F_TIMEOUT;
     wb_emit(WB_COND, flags, tid(), (uintptr_t)c, (uintptr_t)m, t0, t1);
-    if (wb_locks == LOCKS_CONTENDED) taken(m, t1, t1, WB_F_COND);
-    else wb_emit(WB_LOCK, WB_F_COND, tid(), (uintptr_t)m, 0, t1, t1);
+    taken(m, t1, t1, WB_F_COND);
 }
 
 static void resolve_waits(void) {
