@@ -58,9 +58,11 @@ ANCHOR_MS = {("msm", 24): 109.0}  # the published G1 MSM 2^24 on a card of the H
 # runs over precomputed window multiples of the bases (msm_tables.py, one set of buckets for
 # all windows), its window by msm_tables' fixed_window_bits (fixed-2 .. fixed+2 moved from
 # it); its table is built before the timing (setup time and bytes reported), and its quarters
-# run the default path, so the check compares it with the default's sums.
+# run the default path, so the check compares it with the default's sums. "xyzz_rolled" and
+# "fixed_rolled" are "default" and "fixed" with the curve code's products rolled
+# (affine_rounds.XYZZ_PRODUCTS: msm.cu and batch_add.cu built with EC_PRODUCTS_ROLLED).
 DEFAULT = {"msm.REDUCE": "scan", "msm.PRECOMPUTED": "off", "INVERSION": "batched", "PRODUCTS": "rolled",
-           "SQUARE": "product", "BATCH_ADD": "rounds"}
+           "SQUARE": "product", "BATCH_ADD": "rounds", "XYZZ_PRODUCTS": "inline"}
 INLINE = {**DEFAULT, "PRODUCTS": "inline"}
 FIXED = {**DEFAULT, "msm.PRECOMPUTED": "always"}
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -83,6 +85,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "sqr": {**INLINE, "SQUARE": "dedicated"},
     "fixed": FIXED,
     **{f"fixed{d:+d}": {**FIXED, "window_delta": d} for d in (-2, -1, 1, 2)},
+    "xyzz_rolled": {**DEFAULT, "XYZZ_PRODUCTS": "rolled"},
+    "fixed_rolled": {**FIXED, "XYZZ_PRODUCTS": "rolled"},
 }
 # Variants timed on batch_add alone: the hybrid method (affine_rounds.BATCH_ADD, two rounds in
 # each thread over slices of the bitmap) on the default, with its slices' words.
@@ -337,7 +341,7 @@ def _row(r: dict[str, Any]) -> str:
         if r["table"]:
             t = r["table"]
             extra += f" table: {t['setup_ms']:.0f} ms setup, {t['bytes'] / 2**30:.2f} GiB"
-    return (f"{r['op']:10} {r['variant']:9} {r['log2']:>4} {r.get('window_bits', '-'):>3} "
+    return (f"{r['op']:10} {r['variant']:12} {r['log2']:>4} {r.get('window_bits', '-'):>3} "
             f"{r['median_ms']:>10.2f} "
             f"{r['target_ms'] or 0:>7.1f} {r['floors']['imad_ms']:>10.2f} {r['over_imad_floor']:>5.2f} "
             f"{r['floors']['madd_ms']:>10.2f} {r['over_madd_floor']:>5.2f} "
@@ -381,7 +385,7 @@ def main() -> None:
           f"rolled product {rates['fp_mul_rolled_per_s']:.3g}/s; "
           f"SRS gen 2^{top}: {t2 - t1:.2f} s device (its module's compile included) + {t1 - t0:.2f} s host; "
           f"rates {t3 - t2:.1f} s", flush=True)
-    print(f"{'op':10} {'variant':9} {'log2':>4} {'c':>3} {'median ms':>10} {'target':>7} {'imad floor':>10} "
+    print(f"{'op':10} {'variant':12} {'log2':>4} {'c':>3} {'median ms':>10} {'target':>7} {'imad floor':>10} "
           f"{'x':>5} {'madd floor':>10} {'x':>5} {'x tgt':>5}  phases / check", flush=True)
     jobs = [("msm", log2, name) for log2 in args.sizes for name in args.variants]
     jobs += [("batch_add", args.batch_add_log2, name) for name in args.batch_add_variants]

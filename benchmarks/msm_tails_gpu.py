@@ -92,6 +92,10 @@ def main() -> None:
             "g2_batch_add": lambda: [gpu_msm.batch_add(g2, bitmap)],
         }
 
+    # Each row as it is measured, and the report after each: a run cut short by a device
+    # call's time limit still says what it measured.
+    print(f"2^{args.log2} partition: {prepared.n_tail} tail scalars, {prepared.n_one} ones; "
+          f"synthesis {t1 - t0:.1f} s, tables {t2 - t1:.1f} s; median of {args.repeats} (ms)", flush=True)
     rows = []
     for op in args.ops:
         results = set()
@@ -102,16 +106,15 @@ def main() -> None:
                 results.add(tuple(fn()))
             rows.append({"op": op, "variant": name, "window_bits": window_of(name, m),
                          "median_ms": statistics.median(times), "min_ms": min(times), "times_ms": times})
+            r = rows[-1]
+            agree = f"agree={len(results) == 1}" if name == args.variants[-1] else ""
+            print(f"  {r['op']:13} {r['variant']:12} c={r['window_bits']:<3} {r['median_ms']:9.2f} "
+                  f"[{min(times):.2f}-{max(times):.2f}]  {agree}", flush=True)
         rows[-1]["variants_agree"] = len(results) == 1
-    report = {"log2": args.log2, "tail_scalars": prepared.n_tail, "ones": prepared.n_one,
-              "g2_distinct_points": min(n, G2_DISTINCT), "synthesis_s": t1 - t0, "tables_s": t2 - t1,
-              "repeats": args.repeats, "results": rows}
-    args.out.write_text(json.dumps(report, indent=2))
-    print(f"2^{args.log2} partition: {prepared.n_tail} tail scalars, {prepared.n_one} ones; "
-          f"median of {args.repeats} (ms)")
-    for r in rows:
-        print(f"  {r['op']:13} {r['variant']:8} c={r['window_bits']:<3} {r['median_ms']:9.2f}  "
-              f"{r.get('variants_agree', '')}")
+        report = {"log2": args.log2, "tail_scalars": prepared.n_tail, "ones": prepared.n_one,
+                  "g2_distinct_points": min(n, G2_DISTINCT), "synthesis_s": t1 - t0, "tables_s": t2 - t1,
+                  "repeats": args.repeats, "results": rows}
+        args.out.write_text(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":
