@@ -569,7 +569,7 @@ def _msm(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int, sc
     xp.subtract(ends, counts, out=cursor)
     table_n = () if table is None else (np.uint64(points.n),)
     be.launch(module, "msm_scatter" + fixed, m, (scalars_dev, indices_dev, has_indices, cursor, entries,
-                                               *digit_args, *table_n), threads=256)
+                                                *digit_args, *table_n), threads=256)
     most_entries = m * windows
     if sets > 1:
         # Set q's sorted entries are set 0's with q * size added to the point index (below the
