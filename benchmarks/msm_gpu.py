@@ -16,7 +16,8 @@ Floors, both arithmetic (the data is read once in far less time):
   * madd: the mixed additions over the rate a microkernel measures for the same inlined
     g1_add_affine the hot loops use (bucket reduction counted as 2.8 mixed additions per
     bucket: two full additions at 14 products against 10). The rate of the called (not
-    inlined) form is reported beside it.
+    inlined) form is reported beside it, and both with rolled products (EC_PRODUCTS_ROLLED,
+    the xyzz_rolled variant's build).
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ BATCH_VARIANTS: dict[str, dict[str, Any]] = {
 DEFAULT_VARIANTS = ["default", "fixed"]
 RATE_HEADER = '#include "g1.cuh"\n#include "batch_affine.cuh"\n'
 
-RATE_KERNELS = r"""
+PRODUCT_KERNELS = r"""
 extern "C" __global__ void fp_mul_rate(uint4* data, unsigned int iters)
 {
     const unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
@@ -129,7 +130,11 @@ extern "C" __global__ void inv_rate(uint4* data, unsigned int iters, unsigned in
         a = fp_add(method == 2 ? fp_inv_batched(a) : method ? fp_inv_binary(a) : fp_inv(a), fp_one());
     fp_store(data, i, a);
 }
+"""
 
+# The mixed additions alone, also built with EC_PRODUCTS_ROLLED (affine_rounds.XYZZ_PRODUCTS) to
+# give the rolled products' rate per addition beside the unrolled one's.
+MADD_KERNELS = r"""
 extern "C" __global__ void __launch_bounds__(128)
 madd_rate(const uint4* table, uint4* out, unsigned int iters)
 {
@@ -150,6 +155,8 @@ madd_call_rate(const uint4* table, uint4* out, unsigned int iters)
     ec_xyzz_store(out, i, acc);
 }
 """
+RATE_KERNELS = PRODUCT_KERNELS + MADD_KERNELS
+MADD_HEADER, MADD_ROLLED = '#include "g1.cuh"\n', "-DEC_PRODUCTS_ROLLED"
 
 
 def device_info(cupy: Any) -> dict[str, Any]:
@@ -202,8 +209,13 @@ def measure_rates(cupy: Any, info: dict[str, Any], points: gpu_msm.DevicePoints)
 
         sqr_ms = statistics.median(time_events(cupy, launch_sqr, 1, 5))
         rates[name] = 2 * threads * iters / (sqr_ms / 1e3)
-    for name, kernel in (("madd_per_s", "madd_rate"), ("madd_call_per_s", "madd_call_rate")):
-        fn = module.get_function(kernel)
+    rolled = cupy.RawModule(code=kernels.expand_includes(MADD_HEADER + MADD_KERNELS),
+                            options=("-std=c++17", MADD_ROLLED))
+    for name, mod, kernel in (("madd_per_s", module, "madd_rate"),
+                              ("madd_call_per_s", module, "madd_call_rate"),
+                              ("madd_rolled_per_s", rolled, "madd_rate"),
+                              ("madd_call_rolled_per_s", rolled, "madd_call_rate")):
+        fn = mod.get_function(kernel)
 
         def launch(fn: Any = fn) -> None:
             fn((blocks,), (128,), (table, out, np.uint32(madd_iters)))
@@ -378,7 +390,8 @@ def main() -> None:
     # limit still says what it measured.
     print(f"{info['name']}: {info['sms']} SMs at {info['clock_ghz']:.2f} GHz; "
           f"fp_mul {rates['fp_mul_per_s']:.3g}/s, madd {rates['madd_per_s']:.3g}/s "
-          f"(called {rates['madd_call_per_s']:.3g}/s); inv {rates['inv_fermat_per_s']:.3g}/s Fermat, "
+          f"(called {rates['madd_call_per_s']:.3g}/s; rolled products {rates['madd_rolled_per_s']:.3g}/s, "
+          f"called {rates['madd_call_rolled_per_s']:.3g}/s); inv {rates['inv_fermat_per_s']:.3g}/s Fermat, "
           f"{rates['inv_binary_per_s']:.3g}/s binary, {rates['inv_batched_per_s']:.3g}/s batched; "
           f"squaring {rates['fp_mul_square_per_s']:.3g}/s as a product, "
           f"{rates['fp_sqr_dedicated_per_s']:.3g}/s dedicated, "

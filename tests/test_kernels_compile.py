@@ -66,6 +66,12 @@ def test_benchmark_microkernels_compile_for_sm90(tmp_path: Path):
     proc = subprocess.run([NVCC, *CHECK, str(src), "-o", str(tmp_path / "r.ptx")],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
+    madd = tmp_path / "madd.cu"  # the mixed additions over the rolled products
+    madd.write_text(kernels.expand_includes(bench.MADD_HEADER + bench.MADD_KERNELS))
+    proc = subprocess.run([NVCC, *CHECK, bench.MADD_ROLLED, str(madd), "-o", str(tmp_path / "m.ptx")],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "fp_mul_rolled" in madd.read_text()
 
 
 HARNESS = r"""
