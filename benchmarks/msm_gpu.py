@@ -16,7 +16,8 @@ Floors, both arithmetic (the data is read once in far less time):
   * madd: the mixed additions over the rate a microkernel measures for the same inlined
     g1_add_affine the hot loops use (bucket reduction counted as 2.8 mixed additions per
     bucket: two full additions at 14 products against 10). The rate of the called (not
-    inlined) form is reported beside it.
+    inlined) form is reported beside it, and both with rolled products (EC_PRODUCTS_ROLLED,
+    the xyzz_rolled variant's build).
 """
 
 from __future__ import annotations
@@ -58,9 +59,11 @@ ANCHOR_MS = {("msm", 24): 109.0}  # the published G1 MSM 2^24 on a card of the H
 # runs over precomputed window multiples of the bases (msm_tables.py, one set of buckets for
 # all windows), its window by msm_tables' fixed_window_bits (fixed-2 .. fixed+2 moved from
 # it); its table is built before the timing (setup time and bytes reported), and its quarters
-# run the default path, so the check compares it with the default's sums.
+# run the default path, so the check compares it with the default's sums. "xyzz_rolled" and
+# "fixed_rolled" are "default" and "fixed" with the curve code's products rolled
+# (affine_rounds.XYZZ_PRODUCTS: msm.cu and batch_add.cu built with EC_PRODUCTS_ROLLED).
 DEFAULT = {"msm.REDUCE": "scan", "msm.PRECOMPUTED": "off", "INVERSION": "batched", "PRODUCTS": "rolled",
-           "SQUARE": "product", "BATCH_ADD": "rounds"}
+           "SQUARE": "product", "BATCH_ADD": "rounds", "XYZZ_PRODUCTS": "inline"}
 INLINE = {**DEFAULT, "PRODUCTS": "inline"}
 FIXED = {**DEFAULT, "msm.PRECOMPUTED": "always"}
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -83,6 +86,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "sqr": {**INLINE, "SQUARE": "dedicated"},
     "fixed": FIXED,
     **{f"fixed{d:+d}": {**FIXED, "window_delta": d} for d in (-2, -1, 1, 2)},
+    "xyzz_rolled": {**DEFAULT, "XYZZ_PRODUCTS": "rolled"},
+    "fixed_rolled": {**FIXED, "XYZZ_PRODUCTS": "rolled"},
 }
 # Variants timed on batch_add alone: the hybrid method (affine_rounds.BATCH_ADD, two rounds in
 # each thread over slices of the bitmap) on the default, with its slices' words.
@@ -95,7 +100,7 @@ BATCH_VARIANTS: dict[str, dict[str, Any]] = {
 DEFAULT_VARIANTS = ["default", "fixed"]
 RATE_HEADER = '#include "g1.cuh"\n#include "batch_affine.cuh"\n'
 
-RATE_KERNELS = r"""
+PRODUCT_KERNELS = r"""
 extern "C" __global__ void fp_mul_rate(uint4* data, unsigned int iters)
 {
     const unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
@@ -125,7 +130,11 @@ extern "C" __global__ void inv_rate(uint4* data, unsigned int iters, unsigned in
         a = fp_add(method == 2 ? fp_inv_batched(a) : method ? fp_inv_binary(a) : fp_inv(a), fp_one());
     fp_store(data, i, a);
 }
+"""
 
+# The mixed additions alone, also built with EC_PRODUCTS_ROLLED (affine_rounds.XYZZ_PRODUCTS) to
+# give the rolled products' rate per addition beside the unrolled one's.
+MADD_KERNELS = r"""
 extern "C" __global__ void __launch_bounds__(128)
 madd_rate(const uint4* table, uint4* out, unsigned int iters)
 {
@@ -146,6 +155,8 @@ madd_call_rate(const uint4* table, uint4* out, unsigned int iters)
     ec_xyzz_store(out, i, acc);
 }
 """
+RATE_KERNELS = PRODUCT_KERNELS + MADD_KERNELS
+MADD_HEADER, MADD_ROLLED = '#include "g1.cuh"\n', "-DEC_PRODUCTS_ROLLED"
 
 
 def device_info(cupy: Any) -> dict[str, Any]:
@@ -198,8 +209,13 @@ def measure_rates(cupy: Any, info: dict[str, Any], points: gpu_msm.DevicePoints)
 
         sqr_ms = statistics.median(time_events(cupy, launch_sqr, 1, 5))
         rates[name] = 2 * threads * iters / (sqr_ms / 1e3)
-    for name, kernel in (("madd_per_s", "madd_rate"), ("madd_call_per_s", "madd_call_rate")):
-        fn = module.get_function(kernel)
+    rolled = cupy.RawModule(code=kernels.expand_includes(MADD_HEADER + MADD_KERNELS),
+                            options=("-std=c++17", MADD_ROLLED))
+    for name, mod, kernel in (("madd_per_s", module, "madd_rate"),
+                              ("madd_call_per_s", module, "madd_call_rate"),
+                              ("madd_rolled_per_s", rolled, "madd_rate"),
+                              ("madd_call_rolled_per_s", rolled, "madd_call_rate")):
+        fn = mod.get_function(kernel)
 
         def launch(fn: Any = fn) -> None:
             fn((blocks,), (128,), (table, out, np.uint32(madd_iters)))
@@ -337,7 +353,7 @@ def _row(r: dict[str, Any]) -> str:
         if r["table"]:
             t = r["table"]
             extra += f" table: {t['setup_ms']:.0f} ms setup, {t['bytes'] / 2**30:.2f} GiB"
-    return (f"{r['op']:10} {r['variant']:9} {r['log2']:>4} {r.get('window_bits', '-'):>3} "
+    return (f"{r['op']:10} {r['variant']:12} {r['log2']:>4} {r.get('window_bits', '-'):>3} "
             f"{r['median_ms']:>10.2f} "
             f"{r['target_ms'] or 0:>7.1f} {r['floors']['imad_ms']:>10.2f} {r['over_imad_floor']:>5.2f} "
             f"{r['floors']['madd_ms']:>10.2f} {r['over_madd_floor']:>5.2f} "
@@ -374,14 +390,15 @@ def main() -> None:
     # limit still says what it measured.
     print(f"{info['name']}: {info['sms']} SMs at {info['clock_ghz']:.2f} GHz; "
           f"fp_mul {rates['fp_mul_per_s']:.3g}/s, madd {rates['madd_per_s']:.3g}/s "
-          f"(called {rates['madd_call_per_s']:.3g}/s); inv {rates['inv_fermat_per_s']:.3g}/s Fermat, "
+          f"(called {rates['madd_call_per_s']:.3g}/s; rolled products {rates['madd_rolled_per_s']:.3g}/s, "
+          f"called {rates['madd_call_rolled_per_s']:.3g}/s); inv {rates['inv_fermat_per_s']:.3g}/s Fermat, "
           f"{rates['inv_binary_per_s']:.3g}/s binary, {rates['inv_batched_per_s']:.3g}/s batched; "
           f"squaring {rates['fp_mul_square_per_s']:.3g}/s as a product, "
           f"{rates['fp_sqr_dedicated_per_s']:.3g}/s dedicated, "
           f"rolled product {rates['fp_mul_rolled_per_s']:.3g}/s; "
           f"SRS gen 2^{top}: {t2 - t1:.2f} s device (its module's compile included) + {t1 - t0:.2f} s host; "
           f"rates {t3 - t2:.1f} s", flush=True)
-    print(f"{'op':10} {'variant':9} {'log2':>4} {'c':>3} {'median ms':>10} {'target':>7} {'imad floor':>10} "
+    print(f"{'op':10} {'variant':12} {'log2':>4} {'c':>3} {'median ms':>10} {'target':>7} {'imad floor':>10} "
           f"{'x':>5} {'madd floor':>10} {'x':>5} {'x tgt':>5}  phases / check", flush=True)
     jobs = [("msm", log2, name) for log2 in args.sizes for name in args.variants]
     jobs += [("batch_add", args.batch_add_log2, name) for name in args.batch_add_variants]

@@ -16,7 +16,7 @@
 // formulas divide by zero there.
 //
 // The point operations are real calls (FP_CALL) rather than inlined: each holds 10 to 14
-// inlined field multiplications of ~600 instructions (Fp2's are calls of three), and
+// inlined field multiplications of ~600 instructions unrolled (Fp2's are calls of three), and
 // inlining them into every kernel made one module take minutes to compile for no
 // measurable gain per operation.
 #pragma once
@@ -32,7 +32,9 @@
 #define EC_KERNEL_BODY inline
 #endif
 
-// The field operations the curve code needs, overloaded on the coordinate field.
+// The field operations the curve code needs, overloaded on the coordinate field. The
+// products are fp.cuh's fp_mul_curve / fp_sqr_curve (unrolled by default, rolled in the
+// EC_PRODUCTS_ROLLED build) and Fp2's over them.
 template <class F> FP_FN F fe_zero();
 template <> FP_FN fp_t fe_zero<fp_t>() { return fp_zero(); }
 template <> FP_FN fp2_t fe_zero<fp2_t>() { return fp2_zero(); }
@@ -54,9 +56,9 @@ FP_FN fp_t fe_dbl(const fp_t& a) { return fp_dbl(a); }
 FP_FN fp2_t fe_dbl(const fp2_t& a) { return fp2_dbl(a); }
 FP_FN fp_t fe_neg(const fp_t& a) { return fp_neg(a); }
 FP_FN fp2_t fe_neg(const fp2_t& a) { return fp2_neg(a); }
-FP_FN fp_t fe_mul(const fp_t& a, const fp_t& b) { return fp_mul(a, b); }
+FP_FN fp_t fe_mul(const fp_t& a, const fp_t& b) { return fp_mul_curve(a, b); }
 FP_FN fp2_t fe_mul(const fp2_t& a, const fp2_t& b) { return fp2_mul(a, b); }
-FP_FN fp_t fe_sqr(const fp_t& a) { return fp_sqr(a); }
+FP_FN fp_t fe_sqr(const fp_t& a) { return fp_sqr_curve(a); }
 FP_FN fp2_t fe_sqr(const fp2_t& a) { return fp2_sqr(a); }
 FP_FN fp_t fe_inv(const fp_t& a) { return fp_inv(a); }
 FP_FN fp2_t fe_inv(const fp2_t& a) { return fp2_inv(a); }

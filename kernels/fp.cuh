@@ -340,6 +340,31 @@ FP_FN fp_t fp_sqr(const fp_t& a)
 #endif
 }
 
+// The products of the curve code (curve.cuh's fe_mul and fe_sqr over Fp, fp2.cuh's Fp2
+// arithmetic): fp_mul unrolled, or with EC_PRODUCTS_ROLLED fp_mul_rolled, a build option of
+// msm.cu and batch_add.cu (workbench/gpu/affine_rounds.py XYZZ_PRODUCTS). The XYZZ kernels
+// inline the mixed addition's ten products into their loops (about 200 KB of SASS a kernel
+// body unrolled, ec_dbl 178 KB, fp2_mul 61 KB), the shape whose warps waited on instruction
+// fetch in the affine rounds until their products were rolled (kernels/NOTES_msm.md, row 5).
+// The squaring keeps FP_SQR_DEDICATED's choice.
+FP_FN fp_t fp_mul_curve(const fp_t& a, const fp_t& b)
+{
+#if defined(EC_PRODUCTS_ROLLED)
+    return fp_mul_rolled(a, b);
+#else
+    return fp_mul(a, b);
+#endif
+}
+
+FP_FN fp_t fp_sqr_curve(const fp_t& a)
+{
+#if defined(EC_PRODUCTS_ROLLED) && !defined(FP_SQR_DEDICATED)
+    return fp_mul_rolled(a, a);
+#else
+    return fp_sqr(a);
+#endif
+}
+
 // Canonical integer (< p) -> Montgomery form.
 FP_FN fp_t fp_to_mont(const fp_t& x)
 {

@@ -5,7 +5,8 @@
 // array of Fp2 elements is an array of Fp elements twice as long.
 //
 // Multiplication and squaring are calls rather than inlined: each holds three inlined Fp
-// multiplications, and a G2 point addition makes about ten of them.
+// multiplications, and a G2 point addition makes about ten of them. Their Fp products are
+// fp.cuh's fp_mul_curve (unrolled, or rolled with EC_PRODUCTS_ROLLED).
 #pragma once
 
 #include "fp.cuh"
@@ -33,24 +34,24 @@ FP_FN fp2_t fp2_neg(const fp2_t& a) { return fp2_make(fp_neg(a.c0), fp_neg(a.c1)
 // multiplications instead of four.
 FP_CALL fp2_t fp2_mul(const fp2_t& a, const fp2_t& b)
 {
-    const fp_t t0 = fp_mul(a.c0, b.c0);
-    const fp_t t1 = fp_mul(a.c1, b.c1);
-    const fp_t t2 = fp_mul(fp_add(a.c0, a.c1), fp_add(b.c0, b.c1));
+    const fp_t t0 = fp_mul_curve(a.c0, b.c0);
+    const fp_t t1 = fp_mul_curve(a.c1, b.c1);
+    const fp_t t2 = fp_mul_curve(fp_add(a.c0, a.c1), fp_add(b.c0, b.c1));
     return fp2_make(fp_sub(t0, t1), fp_sub(fp_sub(t2, t0), t1));
 }
 
 // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u.
 FP_CALL fp2_t fp2_sqr(const fp2_t& a)
 {
-    const fp_t t = fp_mul(a.c0, a.c1);
-    return fp2_make(fp_mul(fp_add(a.c0, a.c1), fp_sub(a.c0, a.c1)), fp_dbl(t));
+    const fp_t t = fp_mul_curve(a.c0, a.c1);
+    return fp2_make(fp_mul_curve(fp_add(a.c0, a.c1), fp_sub(a.c0, a.c1)), fp_dbl(t));
 }
 
 // 1 / (a0 + a1 u) = (a0 - a1 u) / (a0^2 + a1^2); 0 for 0, as fp_inv.
 FP_CALL fp2_t fp2_inv(const fp2_t& a)
 {
-    const fp_t t = fp_inv(fp_add(fp_sqr(a.c0), fp_sqr(a.c1)));
-    return fp2_make(fp_mul(a.c0, t), fp_neg(fp_mul(a.c1, t)));
+    const fp_t t = fp_inv(fp_add(fp_sqr_curve(a.c0), fp_sqr_curve(a.c1)));
+    return fp2_make(fp_mul_curve(a.c0, t), fp_neg(fp_mul_curve(a.c1, t)));
 }
 
 FP_FN fp2_t fp2_load(const uint4* v, unsigned long long i)

@@ -549,6 +549,59 @@ def test_round_builds_match_default(rng: random.Random, monkeypatch: pytest.Monk
     assert run() == default, build
 
 
+# ---------------------------------------------------------------- the curve code's build (XYZZ_PRODUCTS)
+
+@pytest.mark.parametrize("rounds", [False, True], ids=["xyzz", "rounds"])
+def test_rolled_curve_build_matches_default(rng: random.Random, monkeypatch: pytest.MonkeyPatch,
+                                            rounds: bool):
+    """affine_rounds.XYZZ_PRODUCTS = "rolled" (msm.cu and batch_add.cu built with
+    EC_PRODUCTS_ROLLED): G1 and G2 MSMs and batch additions with P + P, P + (-P) and infinity,
+    in XYZZ alone or after affine rounds, equal to the default build's and the library's; and
+    at 2^18, the default thresholds' path, equal to the default build's."""
+    from workbench.gpu import affine_rounds
+
+    n = 3001
+    xy = np.array(_points(rng, n).xy)
+    xy[::89] = 0
+    xy[1000:1300] = xy[999]
+    points = G1Points(xy)
+    values = [rng.choice([5, R_MODULUS - 5, rng.randrange(R_MODULUS)]) for _ in range(n)]
+    scalars = _mont_scalars(values)
+    nprng = np.random.default_rng(rng.randrange(2**32))
+    mask = nprng.random(n) < 0.6
+    mask[999:1300] = True
+    bitmap = np.packbits(mask, bitorder="little")
+    dev = gpu_msm.DevicePoints.from_points(points)
+    g2 = _g2_points(rng, 700)
+    g2_dev = gpu_msm.DevicePoints.from_points(g2)
+    g2_scalars = _mont_scalars([rng.randrange(R_MODULUS) for _ in range(700)])
+    g2_mask = nprng.random(700) < 0.7
+    g2_bitmap = np.packbits(g2_mask, bitorder="little")
+    big_n = 1 << 18
+    big = srs_gen.device_points_from_scalars(srs_gen.random_scalars(big_n, nprng))
+    big_scalars = cupy.asarray(srs_gen.random_scalars(big_n, nprng))
+    big_bitmap = cupy.asarray(np.packbits(nprng.random(big_n) < 0.5, bitorder="little"))
+
+    def run() -> list[bytes]:
+        _poison()
+        with monkeypatch.context() as m:
+            if rounds:
+                for name in ("MIN_PAIRS", "MIN_PAIRS_G2"):
+                    m.setattr(affine_rounds, name, 1)
+                for name in ("MIN_FRACTION", "MIN_FRACTION_G2"):
+                    m.setattr(affine_rounds, name, 0.0)
+            small = [gpu_msm.msm(dev, scalars), gpu_msm.batch_add(dev, bitmap),
+                     gpu_msm.msm(g2_dev, g2_scalars), gpu_msm.batch_add(g2_dev, g2_bitmap)]
+        return [*small, gpu_msm.msm(big, big_scalars), gpu_msm.batch_add(big, big_bitmap)]
+
+    default = run()
+    assert default[:4] == [point_to_bytes(msm(points, scalars)), point_to_bytes(batch_add(points, mask)),
+                           point_to_bytes(msm(g2, g2_scalars)), point_to_bytes(batch_add(g2, g2_mask))]
+    monkeypatch.setattr(affine_rounds, "XYZZ_PRODUCTS", "rolled")
+    assert affine_rounds.curve_module("msm") == "msm+EC_PRODUCTS_ROLLED"
+    assert run() == default
+
+
 # ---------------------------------------------------------------- the hybrid batch addition (batch_add.cu)
 
 

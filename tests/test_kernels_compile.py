@@ -66,6 +66,12 @@ def test_benchmark_microkernels_compile_for_sm90(tmp_path: Path):
     proc = subprocess.run([NVCC, *CHECK, str(src), "-o", str(tmp_path / "r.ptx")],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
+    madd = tmp_path / "madd.cu"  # the mixed additions over the rolled products
+    madd.write_text(kernels.expand_includes(bench.MADD_HEADER + bench.MADD_KERNELS))
+    proc = subprocess.run([NVCC, *CHECK, bench.MADD_ROLLED, str(madd), "-o", str(tmp_path / "m.ptx")],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "fp_mul_rolled" in madd.read_text()
 
 
 HARNESS = r"""
@@ -196,6 +202,32 @@ def test_module_names_carry_build_defines(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(affine_rounds, "PRODUCTS", "unrolled")
     with pytest.raises(ValueError, match="PRODUCTS must be one of"):
         affine_rounds.round_module("msm")
+
+
+def test_curve_module_names_carry_the_xyzz_build(monkeypatch: pytest.MonkeyPatch):
+    """XYZZ_PRODUCTS picks the build of msm.cu and batch_add.cu (the default: their plain
+    names), which rounds in the callers' own modules follow, and the other rounds' builds
+    carry too; a value it does not know is one ValueError naming the switch."""
+    from workbench.gpu import affine_rounds
+
+    assert [affine_rounds.curve_module(m) for m in ("msm", "batch_add")] == ["msm", "batch_add"]
+    monkeypatch.setattr(affine_rounds, "XYZZ_PRODUCTS", "rolled")
+    rolled = affine_rounds.curve_module("batch_add")
+    assert kernels.split_name(rolled) == ("batch_add", ("EC_PRODUCTS_ROLLED",))
+    assert affine_rounds.round_module(rolled) == rolled
+    monkeypatch.setattr(affine_rounds, "PRODUCTS", "inline")
+    assert kernels.split_name(affine_rounds.round_module(rolled)) == (
+        "affine_round", ("BA_PRODUCTS_INLINE", "EC_PRODUCTS_ROLLED"))
+    builds = affine_rounds.option_builds()
+    assert {"msm+EC_PRODUCTS_ROLLED", "batch_add+EC_PRODUCTS_ROLLED"} <= set(builds)
+    assert len(set(builds)) == len(builds) == 7
+    assert "#if defined(EC_PRODUCTS_ROLLED)" in kernels.source("msm")
+    message = r"^XYZZ_PRODUCTS must be one of \['inline', 'rolled'\], got "
+    for bad in ("unrolled", "", None):
+        monkeypatch.setattr(affine_rounds, "XYZZ_PRODUCTS", bad)
+        for call in (lambda: affine_rounds.curve_module("msm"), lambda: affine_rounds.round_module("msm")):
+            with pytest.raises(ValueError, match=message):
+                call()
 
 
 def test_pass_plans_cover_every_stage_once():

@@ -242,8 +242,35 @@ def _point_op_cases(p: Any, q: Any, inf: Any) -> list[tuple[str, Any, Any, Any]]
             ("dbl", inf, inf, inf), ("xadd", p, -p, p + p)]
 
 
+def _curve_defines(build: str) -> tuple[str, ...]:
+    """The defines of affine_rounds.XYZZ_PRODUCTS = build (the curve code's products)."""
+    saved = affine_rounds.XYZZ_PRODUCTS
+    affine_rounds.XYZZ_PRODUCTS = build
+    try:
+        return kernels.split_name(affine_rounds.curve_module("msm"))[1]
+    finally:
+        affine_rounds.XYZZ_PRODUCTS = saved
+
+
+CURVE_BUILDS = ["inline", "rolled"]
+
+
+@pytest.fixture(scope="module", params=CURVE_BUILDS)
+def harness_curve(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                  harness: Path) -> Path:
+    """The G1 harness in each build of the curve code's products (the default's is `harness`)."""
+    defines = _curve_defines(str(request.param))
+    if not defines:
+        return harness
+    tmp = tmp_path_factory.mktemp(f"fp_harness_{request.param}")
+    src = tmp / "harness.cpp"
+    src.write_text(HARNESS)
+    return _compile_host(tmp, "harness", src, shared=False, defines=defines)
+
+
 @needs_cxx
-def test_g1_ops_match_library(harness: Path):
+def test_g1_ops_match_library(harness_curve: Path):
+    harness = harness_curve
     seed = random.SystemRandom().randrange(2**32)
     rng = random.Random(seed)
     inf = G1Point.identity()
@@ -576,14 +603,15 @@ int main() {
 """
 
 
-@pytest.fixture(scope="module")
-def harness_g2(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture(scope="module", params=CURVE_BUILDS)
+def harness_g2(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The G2 harness in each build of the curve code's products: Fp2's products are fp_mul_curve's."""
     if CXX is None or CUDA_INCLUDE is None:
         pytest.skip("host C++ compiler or CUDA headers (vector_types.h) not found")
-    tmp = tmp_path_factory.mktemp("fp2_harness")
+    tmp = tmp_path_factory.mktemp(f"fp2_harness_{request.param}")
     src = tmp / "harness_g2.cpp"
     src.write_text(HARNESS_G2)
-    return _compile_host(tmp, "harness_g2", src, shared=False)
+    return _compile_host(tmp, "harness_g2", src, shared=False, defines=_curve_defines(str(request.param)))
 
 
 def _fp2_mul(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
@@ -901,6 +929,82 @@ def test_emulated_round_builds(backend: EmulatedBackend, monkeypatch: pytest.Mon
     assert gpu_msm.batch_add(g2_dev, every) == point_to_bytes(batch_add(g2, np.ones(19, bool)))
     launched = zip(backend.modules, backend.launches, strict=True)
     assert {m for m, k in launched if k.startswith("affine_round")} == {module}
+
+
+# ---------------------------------------------------------------- the curve code's products (XYZZ_PRODUCTS)
+
+def _curve_cases(backend: EmulatedBackend, seed: int) -> list[tuple[str, Any, bytes]]:
+    """(what, the call, the library's sum): MSMs and batch additions over G1 and G2 with the
+    special sums (equal points in a bucket, P + (-P), infinity), and an MSM over point sets."""
+    rng = random.Random(seed)
+    n = 41
+    xy = np.array(_with_infinity(_points(rng, n), [3, 9]).xy)
+    xy[20:31] = xy[19]  # equal points under equal scalars: doublings in the XYZZ sums
+    xy[31] = np.frombuffer(point_to_bytes(-G1Point.from_xy_bytes_unchecked_le(bytes(xy[19]))), np.uint8)
+    points = G1Points(xy)
+    values = [rng.choice([5, 7, R_MODULUS - 5, rng.randrange(R_MODULUS)]) for _ in range(n)]
+    values[19:32] = [7] * 13  # 19 .. 30 equal, 31 their negation
+    scalars = _mont(values)
+    dev = gpu_msm.DevicePoints.from_points(points, backend=backend)
+    mask = np.random.default_rng(seed).random(n) < 0.7
+    mask[19:32] = True
+    g2_xy = np.array(_with_infinity(_g2_points(rng, 19), [4]).xy)
+    g2_xy[10:14] = g2_xy[9]
+    g2 = G2Points(g2_xy)
+    g2_dev = gpu_msm.DevicePoints.from_points(g2, backend=backend)
+    g2_scalars = _mont([3 if 9 <= i < 14 else rng.choice([2, 3, R_MODULUS - 2]) for i in range(19)])
+    every = np.ones(19, bool)
+    joined = gpu_msm.concat([dev, dev])
+    return [
+        ("g1 msm c=3", lambda: gpu_msm.msm(dev, scalars, window=3), point_to_bytes(msm(points, scalars))),
+        ("g1 msm c=8", lambda: gpu_msm.msm(dev, scalars, window=8), point_to_bytes(msm(points, scalars))),
+        ("g1 batch_add", lambda: gpu_msm.batch_add(dev, np.packbits(mask, bitorder="little")),
+         point_to_bytes(batch_add(points, mask))),
+        ("g2 msm", lambda: gpu_msm.msm(g2_dev, g2_scalars, window=3), point_to_bytes(msm(g2, g2_scalars))),
+        ("g2 batch_add", lambda: gpu_msm.batch_add(g2_dev, np.packbits(every, bitorder="little")),
+         point_to_bytes(batch_add(g2, every))),
+        ("g1 sets", lambda: [s.combine() for s in gpu_msm.msm_windows_sets(joined, 2, scalars, window=4)][1],
+         point_to_bytes(msm(points, scalars))),
+    ]
+
+
+@pytest.mark.parametrize("rounds", [False, True], ids=["xyzz", "rounds"])
+def test_emulated_rolled_curve_products_match_the_default(backend: EmulatedBackend,
+                                                          monkeypatch: pytest.MonkeyPatch, rounds: bool):
+    """XYZZ_PRODUCTS = "rolled" (msm.cu and batch_add.cu built with EC_PRODUCTS_ROLLED): the
+    default build's sums and the library's, in XYZZ alone or with every bucket and selection
+    halved in affine rounds first, each build's kernels launched from its own modules."""
+    if rounds:
+        for name, value in (("MIN_PAIRS", 1), ("MIN_FRACTION", 0.0), ("MIN_PAIRS_G2", 1),
+                            ("MIN_FRACTION_G2", 0.0), ("K_MIN", 2), ("K_MAX", 4), ("TARGET_THREADS", 4)):
+            monkeypatch.setattr(affine_rounds, name, value)
+    seed = random.SystemRandom().randrange(2**32)
+    cases = _curve_cases(backend, seed)
+    got = {}
+    for build in CURVE_BUILDS:
+        monkeypatch.setattr(affine_rounds, "XYZZ_PRODUCTS", build)
+        backend.modules.clear()
+        backend.launches.clear()
+        gpu_msm._workspace(backend).poison()
+        got[build] = [call() for _, call, _ in cases]
+        want = {affine_rounds.curve_module(m) for m in ("msm", "batch_add")}
+        assert set(backend.modules) == want, f"{build}: {set(backend.modules)}"
+        assert (_rounds_ran(backend) > 0) == rounds
+    assert "EC_PRODUCTS_ROLLED" in affine_rounds.curve_module("msm")
+    bad = [what for (what, _, want), a, b in zip(cases, got["inline"], got["rolled"], strict=True)
+           if not a == b == want]
+    assert not bad, f"seed {seed}: {bad}"
+
+
+def test_an_unknown_curve_build_is_refused(backend: EmulatedBackend, monkeypatch: pytest.MonkeyPatch):
+    """One ValueError naming the switch and its values, before any launch."""
+    dev = gpu_msm.DevicePoints.from_points(_points(random.Random(5), 4), backend=backend)
+    monkeypatch.setattr(affine_rounds, "XYZZ_PRODUCTS", "unrolled")
+    message = r"^XYZZ_PRODUCTS must be one of \['inline', 'rolled'\], got 'unrolled'$"
+    with pytest.raises(ValueError, match=message):
+        gpu_msm.msm(dev, _mont([1, 2, 3, 4]), window=3)
+    with pytest.raises(ValueError, match=message):
+        gpu_msm.batch_add(dev, np.packbits(np.ones(4, bool), bitorder="little"))
 
 
 # ---------------------------------------------------------------- the hybrid batch addition (batch_add.cu)

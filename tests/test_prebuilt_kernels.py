@@ -102,6 +102,18 @@ def test_the_script_writes_what_the_loader_looks_for(cupy, tmp_path, monkeypatch
     assert all(Path(p).read_bytes()[:4] == b"\x7fELF" for p in paths)  # a cubin is an ELF image
 
 
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found (CUDA toolkit absent)")
+def test_keep_leaves_a_binary_of_the_same_build(tmp_path):
+    """--keep: a binary named for exactly this build is not rebuilt (its name digests the
+    source, defines and architecture, so it is this build's)."""
+    kept = tmp_path / prebuilt.file_name("fr_vector", kernels.source("fr_vector"), (), "90")
+    kept.write_bytes(b"built before")
+    done = subprocess.run([sys.executable, SCRIPT, "--out", str(tmp_path), "--keep", "fr_vector"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "1 of 1 modules" in done.stdout and kept.read_bytes() == b"built before"
+
+
 def test_a_bad_module_name_or_define_is_refused_in_one_line(tmp_path):
     done = subprocess.run([sys.executable, SCRIPT, "--out", str(tmp_path), "--defines", "bad define"],
                           capture_output=True, text=True, timeout=60)

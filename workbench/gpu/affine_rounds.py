@@ -7,8 +7,9 @@ a round pays while it has many pairs, so that k stays at 32 or more with the GPU
 pairs are few the rest is cheaper as XYZZ additions (the callers' existing passes), and each
 round also costs a read-back of its size. The rule is :func:`round_pays`, its constants
 module attributes that tests and benchmarks may change. So are the switches between the
-inversions (INVERSION), the rounds' build options (PRODUCTS, SQUARE) and batch_add's method
-(BATCH_ADD, with the hybrid's shape HYBRID_*): they change no result, only how it is computed.
+inversions (INVERSION), the rounds' build options (PRODUCTS, SQUARE), the XYZZ kernels' build
+option (XYZZ_PRODUCTS) and batch_add's method (BATCH_ADD, with the hybrid's shape HYBRID_*):
+they change no result, only how it is computed.
 """
 
 from __future__ import annotations
@@ -52,6 +53,14 @@ limb products for a^2 instead of 144, the reduction unchanged; 2.22e10/s against
 on the H200, but a second ~15 KB of hot code: MSM 2^24 197.7 ms against 201.7 with inlined
 products, 187.0 against 176.4 with called ones)."""
 
+XYZZ_PRODUCTS = "inline"
+"""How the curve code of msm.cu and batch_add.cu forms its Fp products (kernels/fp.cuh,
+fp_mul_curve; a build option of those modules, which G2's rounds built into them follow too,
+their products being fp2_mul's): "inline" (the default: unrolled; the XYZZ kernels' bodies
+~200 KB of SASS each, ec_dbl 178 KB, fp2_mul 61 KB) or "rolled" (EC_PRODUCTS_ROLLED: their
+twelve CIOS rounds in a loop, the form that took the affine rounds of an MSM 2^24 from 151.8
+to 118.8 ms). Not timed yet (kernels/NOTES_msm.md, row 7)."""
+
 BATCH_ADD = "rounds"
 """batch_add's method: "rounds" (the selected indices compacted on the device and read back,
 halved here over all of them while round_pays, XYZZ for the rest), or "hybrid" (kernels/
@@ -68,25 +77,45 @@ HYBRID_WORDS = 4
 
 _PRODUCT_DEFINES = {"rolled": (), "inline": ("BA_PRODUCTS_INLINE",), "called": ("BA_PRODUCTS_CALLED",)}
 _SQUARE_DEFINES = {"product": (), "dedicated": ("FP_SQR_DEDICATED",)}
+_XYZZ_DEFINES = {"inline": (), "rolled": ("EC_PRODUCTS_ROLLED",)}
+CURVE_MODULES = ("msm", "batch_add")
+"""The modules whose builds XYZZ_PRODUCTS picks (their callers launch curve_module(name))."""
+
+
+def _xyzz_defines() -> tuple[str, ...]:
+    if XYZZ_PRODUCTS not in _XYZZ_DEFINES:
+        raise ValueError(f"XYZZ_PRODUCTS must be one of {sorted(_XYZZ_DEFINES)}, got {XYZZ_PRODUCTS!r}")
+    return _XYZZ_DEFINES[XYZZ_PRODUCTS]
+
+
+def curve_module(name: str) -> str:
+    """The build of kernels/<name>.cu (msm or batch_add) that XYZZ_PRODUCTS selects: the name
+    itself by default, else the name with its define (workbench.gpu.kernels.split_name)."""
+    return "+".join((name, *_xyzz_defines()))
 
 
 def round_module(default: str) -> str:
     """The module whose affine_round kernels a round launches: the caller's own (`default`,
-    msm or batch_add) with the default build, else kernels/affine_round.cu built with the
-    options PRODUCTS and SQUARE name (workbench.gpu.kernels.split_name)."""
+    curve_module of msm or batch_add) with the default build, else kernels/affine_round.cu
+    built with the options PRODUCTS and SQUARE name, and XYZZ_PRODUCTS' define (G2's round
+    products are the curve code's fp2_mul)."""
     if PRODUCTS not in _PRODUCT_DEFINES:
         raise ValueError(f"PRODUCTS must be one of {sorted(_PRODUCT_DEFINES)}, got {PRODUCTS!r}")
     if SQUARE not in _SQUARE_DEFINES:
         raise ValueError(f"SQUARE must be one of {sorted(_SQUARE_DEFINES)}, got {SQUARE!r}")
-    defines = _PRODUCT_DEFINES[PRODUCTS] + _SQUARE_DEFINES[SQUARE]
-    return "+".join(("affine_round", *defines)) if defines else default
+    defines, curve = _PRODUCT_DEFINES[PRODUCTS] + _SQUARE_DEFINES[SQUARE], _xyzz_defines()
+    return "+".join(("affine_round", *defines, *curve)) if defines else default
 
 
-def round_builds() -> list[str]:
-    """Every module name round_module can give besides the callers' own: the builds that
-    PRODUCTS and SQUARE options select (benchmarks/prebuild_kernels.py builds them ahead)."""
+def option_builds() -> list[str]:
+    """The module names round_module and curve_module can give besides the callers' own
+    default builds, for benchmarks/prebuild_kernels.py to build ahead: the round builds of
+    PRODUCTS and SQUARE (with the default XYZZ_PRODUCTS) and CURVE_MODULES' rolled builds.
+    The other combinations are compiled where first used."""
     pairs = ((p, q) for p in _PRODUCT_DEFINES.values() for q in _SQUARE_DEFINES.values() if p or q)
-    return sorted("+".join(("affine_round", *p, *q)) for p, q in pairs)
+    rounds = ["+".join(("affine_round", *p, *q)) for p, q in pairs]
+    curves = ["+".join((m, *d)) for m in CURVE_MODULES for d in _XYZZ_DEFINES.values() if d]
+    return sorted(rounds + curves)
 
 
 TARGET_THREADS = 1 << 16  # a round's threads when its outputs allow k >= K_MIN

@@ -553,6 +553,7 @@ def _msm(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int, sc
     buckets takes every window's entries, each naming the table row of its window's multiple
     of its point, and the reduction gives one sum a point set: set q's entries are set 0's with
     q * size added, as without a table, since row w n + q size + i is point q size + i's."""
+    module = affine_rounds.curve_module("msm")  # the XYZZ_PRODUCTS build
     xp, group = be.xp, points.group
     words = group.xyzz_words
     windows = window_count(c)
@@ -573,13 +574,13 @@ def _msm(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int, sc
     entries = ws.buffer("entries", np.uint32, m * windows)
     fixed = "" if table is None else "_fixed"
     counts.fill(0)
-    be.launch("msm", "msm_count" + fixed, m, (scalars_dev, counts, *digit_args), threads=256)
+    be.launch(module, "msm_count" + fixed, m, (scalars_dev, counts, *digit_args), threads=256)
     xp.cumsum(counts, dtype=np.uint32, out=ends)
     cursor = ws.buffer("cursor", np.uint32, buckets)
     xp.subtract(ends, counts, out=cursor)
     table_n = () if table is None else (np.uint64(points.n),)
-    be.launch("msm", "msm_scatter" + fixed, m, (scalars_dev, indices_dev, has_indices, cursor, entries,
-                                               *digit_args, *table_n), threads=256)
+    be.launch(module, "msm_scatter" + fixed, m, (scalars_dev, indices_dev, has_indices, cursor, entries,
+                                                *digit_args, *table_n), threads=256)
     most_entries = m * windows
     if sets > 1:
         # Set q's sorted entries are set 0's with q * size added to the point index (below the
@@ -602,7 +603,7 @@ def _msm(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int, sc
     if affine_rounds.round_pays(most_entries // 2, most_entries, g2=group is G2):
         # Halve the buckets in affine rounds while that pays; XYZZ accumulation takes the rest.
         total = int(be.download(ends[all_buckets - 1:])[0])
-        halved = affine_rounds.halve_runs(be, ws, "msm", group.kernel("affine_round"), group.affine_words,
+        halved = affine_rounds.halve_runs(be, ws, module, group.kernel("affine_round"), group.affine_words,
                                           source, entries, counts, ends, all_buckets, total)
         if halved.rounds:
             source, entries, counts, ends = halved.data, halved.entries, halved.counts, halved.ends
@@ -615,10 +616,10 @@ def _msm(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int, sc
     heads = ws.buffer("heads", np.uint32, max_slices * words)
     tails = ws.buffer("tails", np.uint32, max_slices * words)
     sums = ws.buffer("sums", np.uint32, all_buckets * words)
-    be.launch("msm", group.kernel("msm_accumulate"), max_slices,
+    be.launch(module, group.kernel("msm_accumulate"), max_slices,
               (source, entries, ends, largest, heads, tails, sums, np.uint64(all_buckets),
                np.uint64(max_slices), np.uint32(k0)))
-    be.launch("msm", group.kernel("msm_bucket_sum"), all_buckets,
+    be.launch(module, group.kernel("msm_bucket_sum"), all_buckets,
               (heads, tails, counts, ends, largest, sums, np.uint64(all_buckets), np.uint32(k0)))
     _phase("reduce")
     reduced = _reduce_windows(be, ws, group, sums, sets * bucket_sets, rows)
@@ -629,6 +630,7 @@ def _msm(be: Any, ws: _Workspace, points: DevicePoints, sets: int, size: int, sc
 def _reduce_windows(be: Any, ws: _Workspace, group: Group, sums: Any, windows: int, rows: int) -> Any:
     """Per window, sum_j j * S_j over its row of bucket sums (msm_reduce_step and the scan, in
     msm.cu)."""
+    module = affine_rounds.curve_module("msm")  # the XYZZ_PRODUCTS build
     if REDUCE not in ("pending", "scan"):
         raise ValueError(f"REDUCE must be 'pending' or 'scan', got {REDUCE!r}")
     scan = REDUCE == "scan"
@@ -642,7 +644,7 @@ def _reduce_windows(be: Any, ws: _Workspace, group: Group, sums: Any, windows: i
         m_out = -(-m_in // (1 << seg_log2))
         u_out = ws.buffer(f"level_u{parity}", np.uint32, windows * m_out * group.xyzz_words)
         a_out = ws.buffer(f"level_a{parity}", np.uint32, windows * m_out * group.xyzz_words)
-        be.launch("msm", kernel, windows * m_out,
+        be.launch(module, kernel, windows * m_out,
                   (x, x if a is None else a, np.uint32(a is not None), u_out, a_out, np.uint64(windows),
                    np.uint64(m_in), np.uint64(m_out), np.uint32(seg_log2), np.uint32(scale)))
         x, a = u_out, a_out
@@ -658,22 +660,23 @@ def _scan_windows(be: Any, ws: _Workspace, group: Group, x: Any, a: Any, windows
                   pending: int) -> Any:
     """total = sum A + 2^pending * WS(X) over rows of m points (msm.cu: msm_suffix_step, the
     suffix sums of X by doubling steps; msm_scan_terms; msm_sum_groups). `a` None: no A yet."""
+    module = affine_rounds.curve_module("msm")  # the XYZZ_PRODUCTS build
     words = group.xyzz_words
     current, parity, off = x, 0, 1
     while off < m:
         out = ws.buffer(f"scan{parity}", np.uint32, windows * m * words)
-        be.launch("msm", group.kernel("msm_suffix_step"), windows * m,
+        be.launch(module, group.kernel("msm_suffix_step"), windows * m,
                   (current, out, np.uint64(windows), np.uint64(m), np.uint64(off)))
         current, parity, off = out, parity ^ 1, 2 * off
     terms = ws.buffer(f"scan{parity}", np.uint32, windows * m * words)
-    be.launch("msm", group.kernel("msm_scan_terms"), windows * m,
+    be.launch(module, group.kernel("msm_scan_terms"), windows * m,
               (current, x if a is None else a, np.uint32(a is not None), terms, np.uint64(windows),
                np.uint64(m), np.uint32(pending)))
     current, parity = terms, parity ^ 1
     while m > 1:
         m_out = -(-m // SCAN_GROUP)
         out = ws.buffer(f"scan{parity}", np.uint32, windows * m_out * words)
-        be.launch("msm", group.kernel("msm_sum_groups"), windows * m_out,
+        be.launch(module, group.kernel("msm_sum_groups"), windows * m_out,
                   (current, out, np.uint64(windows), np.uint64(m), np.uint64(m_out), np.uint32(SCAN_GROUP)))
         current, m, parity = out, m_out, parity ^ 1
     return current
@@ -722,6 +725,7 @@ def _batch_add_hybrid(be: Any, ws: _Workspace, points: DevicePoints, sets: int, 
     each thread over slices of HYBRID_WORDS bitmap words) and batch_slice_sums, then pairwise
     XYZZ passes: no compaction, no read-back before the result. Scratch is sized for slices
     whose every bit is set."""
+    module = affine_rounds.curve_module("batch_add")  # the XYZZ_PRODUCTS build
     group = points.group
     words = max(1, min(affine_rounds.HYBRID_WORDS, 1024))
     slices = -(-size // (64 * words))
@@ -733,12 +737,12 @@ def _batch_add_hybrid(be: Any, ws: _Workspace, points: DevicePoints, sets: int, 
     slots = ws.buffer("hybrid_slots", np.uint32, threads * pairs * group.affine_words)
     prefix = ws.buffer("hybrid_prefix", np.uint32, threads * pairs * group.affine_words // 2)
     picks = ws.buffer("hybrid_picks", np.uint32, threads * pairs)
-    be.launch("batch_add", group.kernel("batch_add_slices"), threads,
+    be.launch(module, group.kernel("batch_add_slices"), threads,
               (points.data, bits, left, counts, slots, prefix, picks, np.uint64(size), np.uint64(slices),
                np.uint64(total), np.uint64(threads), np.uint32(words), affine_rounds.binary_flag()))
     per_set = 1 << max(0, slices - 1).bit_length()  # a power of two: the pairwise passes never mix sets
     partials = ws.buffer("batch_partials", np.uint32, sets * per_set * group.xyzz_words)
-    be.launch("batch_add", group.kernel("batch_slice_sums"), sets * per_set,
+    be.launch(module, group.kernel("batch_slice_sums"), sets * per_set,
               (left, counts, partials, np.uint64(slices), np.uint64(total), np.uint64(per_set),
                np.uint64(sets)))
     current = _sum_partials(be, ws, group, partials, sets * per_set, sets)
@@ -749,6 +753,7 @@ def _batch_add_affine(be: Any, ws: _Workspace, points: DevicePoints, sets: int, 
                       bits: Any) -> np.ndarray | None:
     """Per set, the XYZZ sum of its selected points by affine rounds; None when no round
     pays (too few selected)."""
+    module = affine_rounds.curve_module("batch_add")  # the XYZZ_PRODUCTS build
     xp, group = be.xp, points.group
     selected = xp.flatnonzero(xp.unpackbits(bits, bitorder="little")[:size]).astype(np.uint32)
     m = int(selected.size)
@@ -761,7 +766,7 @@ def _batch_add_affine(be: Any, ws: _Workspace, points: DevicePoints, sets: int, 
     counts.fill(m)
     ends = ws.buffer("batch_ends", np.uint32, sets)
     ends[...] = (xp.arange(1, sets + 1, dtype=np.uint32) * np.uint32(m))
-    halved = affine_rounds.halve_runs(be, ws, "batch_add", group.kernel("affine_round"), group.affine_words,
+    halved = affine_rounds.halve_runs(be, ws, module, group.kernel("affine_round"), group.affine_words,
                                       points.data, entries.reshape(-1), counts, ends, sets, sets * m)
     if not halved.rounds:
         return None
@@ -772,7 +777,7 @@ def _batch_add_affine(be: Any, ws: _Workspace, points: DevicePoints, sets: int, 
     chunk = -(-left // per_set)
     count = sets * per_set
     partials = ws.buffer("batch_partials", np.uint32, count * group.xyzz_words)
-    be.launch("batch_add", group.kernel("affine_chunk_sums"), count,
+    be.launch(module, group.kernel("affine_chunk_sums"), count,
               (halved.data, partials, np.uint64(sets), np.uint64(left), np.uint64(per_set), np.uint32(chunk)))
     current = _sum_partials(be, ws, group, partials, count, sets)
     return be.download(current[:sets * group.xyzz_words]).reshape(sets, group.xyzz_words)
@@ -783,6 +788,7 @@ def _batch_add_xyzz(be: Any, ws: _Workspace, points: DevicePoints, sets: int, si
     """batch_add_sets by XYZZ additions straight from the bitmap. Sizes whose passes would
     mix sets (not a multiple of the first pass's chunk, or a chunk count that is not a power
     of two) run one set at a time."""
+    module = affine_rounds.curve_module("batch_add")  # the XYZZ_PRODUCTS build
     group, words = points.group, points.group.xyzz_words
     chunk = _batch_chunk(points.n if sets > 1 else size)
     per_set = size // chunk if size % chunk == 0 else 0
@@ -798,7 +804,7 @@ def _batch_add_xyzz(be: Any, ws: _Workspace, points: DevicePoints, sets: int, si
         joined[...] = bits[None, :]
         joined = joined.reshape(-1)
     current = ws.buffer("batch_partials", np.uint32, count * words)
-    be.launch("batch_add", group.kernel("batch_add_chunks"), count,
+    be.launch(module, group.kernel("batch_add_chunks"), count,
               (points.data, joined, current, np.uint64(points.n), np.uint64(count), np.uint32(chunk)))
     current = _sum_partials(be, ws, group, current, count, sets)
     totals = be.download(current[:sets * words]).reshape(sets, words)
@@ -809,12 +815,13 @@ def _sum_partials(be: Any, ws: _Workspace, group: Group, current: Any, count: in
     """batch_add's later passes: groups of partials summed until one is left per set. With
     several sets each set's count is a power of two, and so is every group size: a group
     never straddles two sets."""
+    module = affine_rounds.curve_module("batch_add")  # the XYZZ_PRODUCTS build
     parity = 0
     while count > sets:
         size = _GROUP if sets == 1 else min(_GROUP, count // sets)
         out_count = -(-count // size)
         out = ws.buffer(f"batch_level{parity}", np.uint32, out_count * group.xyzz_words)
-        be.launch("batch_add", group.kernel("xyzz_sum_groups"), out_count,
+        be.launch(module, group.kernel("xyzz_sum_groups"), out_count,
                   (current, out, np.uint64(count), np.uint64(out_count), np.uint32(size)))
         current, count, parity = out, out_count, parity ^ 1
     return current

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from workbench.gpu import affine_rounds
+
 MAX_WINDOW_BITS = 24
 """The widest window over a table: 2^23 buckets of 192-byte G1 sums (1.6 GB), paid once."""
 
@@ -97,7 +99,7 @@ def build(points: Any, c: int, stream: Any = None) -> WindowTable:
         if points.n:
             be.download(points.data[:1])  # work queued before the build is not its time
             start = time.perf_counter()
-            be.launch("msm", group.kernel("msm_window_table"), points.n,
+            be.launch(affine_rounds.curve_module("msm"), group.kernel("msm_window_table"), points.n,
                       (points.data, data, np.uint64(points.n), np.uint32(c), np.uint32(windows)))
             be.download(data[-1:])  # waits for the build
         setup_ms = (time.perf_counter() - start) * 1e3
