@@ -538,6 +538,7 @@ def test_round_builds_match_default(rng: random.Random, monkeypatch: pytest.Monk
                 gpu_msm.batch_add(g2_dev, g2_bitmap), gpu_msm.msm(big, big_scalars),
                 gpu_msm.batch_add(big, big_bitmap)]
 
+    monkeypatch.setattr(affine_rounds, "XYZZ_PRODUCTS", "inline")
     default = run()
     assert default[:4] == [point_to_bytes(msm(points, scalars)), point_to_bytes(batch_add(points, mask)),
                            point_to_bytes(msm(g2, g2_scalars)),
@@ -554,10 +555,10 @@ def test_round_builds_match_default(rng: random.Random, monkeypatch: pytest.Monk
 @pytest.mark.parametrize("rounds", [False, True], ids=["xyzz", "rounds"])
 def test_rolled_curve_build_matches_default(rng: random.Random, monkeypatch: pytest.MonkeyPatch,
                                             rounds: bool):
-    """affine_rounds.XYZZ_PRODUCTS = "rolled" (msm.cu and batch_add.cu built with
+    """affine_rounds.XYZZ_PRODUCTS = "rolled" (the default: msm.cu and batch_add.cu built with
     EC_PRODUCTS_ROLLED): G1 and G2 MSMs and batch additions with P + P, P + (-P) and infinity,
-    in XYZZ alone or after affine rounds, equal to the default build's and the library's; and
-    at 2^18, the default thresholds' path, equal to the default build's."""
+    in XYZZ alone or after affine rounds, equal to the inline build's and the library's; and
+    at 2^18, the default thresholds' path, equal to the inline build's."""
     from workbench.gpu import affine_rounds
 
     n = 3001
@@ -594,6 +595,7 @@ def test_rolled_curve_build_matches_default(rng: random.Random, monkeypatch: pyt
                      gpu_msm.msm(g2_dev, g2_scalars), gpu_msm.batch_add(g2_dev, g2_bitmap)]
         return [*small, gpu_msm.msm(big, big_scalars), gpu_msm.batch_add(big, big_bitmap)]
 
+    monkeypatch.setattr(affine_rounds, "XYZZ_PRODUCTS", "inline")
     default = run()
     assert default[:4] == [point_to_bytes(msm(points, scalars)), point_to_bytes(batch_add(points, mask)),
                            point_to_bytes(msm(g2, g2_scalars)), point_to_bytes(batch_add(g2, g2_mask))]

@@ -186,6 +186,7 @@ def test_module_names_carry_build_defines(monkeypatch: pytest.MonkeyPatch):
         with pytest.raises(ValueError, match="bad kernel module name"):
             kernels.split_name(bad)
     assert affine_rounds.round_module("msm") == "msm"
+    monkeypatch.setattr(affine_rounds, "XYZZ_PRODUCTS", "inline")  # the round builds' own defines alone
     defines = {}
     for products in ("rolled", "inline", "called"):
         for square in ("product", "dedicated"):
@@ -205,11 +206,12 @@ def test_module_names_carry_build_defines(monkeypatch: pytest.MonkeyPatch):
 
 
 def test_curve_module_names_carry_the_xyzz_build(monkeypatch: pytest.MonkeyPatch):
-    """XYZZ_PRODUCTS picks the build of msm.cu and batch_add.cu (the default: their plain
+    """XYZZ_PRODUCTS picks the build of msm.cu and batch_add.cu ("inline": their plain
     names), which rounds in the callers' own modules follow, and the other rounds' builds
     carry too; a value it does not know is one ValueError naming the switch."""
     from workbench.gpu import affine_rounds
 
+    monkeypatch.setattr(affine_rounds, "XYZZ_PRODUCTS", "inline")
     assert [affine_rounds.curve_module(m) for m in ("msm", "batch_add")] == ["msm", "batch_add"]
     monkeypatch.setattr(affine_rounds, "XYZZ_PRODUCTS", "rolled")
     rolled = affine_rounds.curve_module("batch_add")

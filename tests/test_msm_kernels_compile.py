@@ -971,9 +971,9 @@ def _curve_cases(backend: EmulatedBackend, seed: int) -> list[tuple[str, Any, by
 @pytest.mark.parametrize("rounds", [False, True], ids=["xyzz", "rounds"])
 def test_emulated_rolled_curve_products_match_the_default(backend: EmulatedBackend,
                                                           monkeypatch: pytest.MonkeyPatch, rounds: bool):
-    """XYZZ_PRODUCTS = "rolled" (msm.cu and batch_add.cu built with EC_PRODUCTS_ROLLED): the
-    default build's sums and the library's, in XYZZ alone or with every bucket and selection
-    halved in affine rounds first, each build's kernels launched from its own modules."""
+    """XYZZ_PRODUCTS = "rolled" (the default: msm.cu and batch_add.cu built with
+    EC_PRODUCTS_ROLLED): the inline build's sums and the library's, in XYZZ alone or with every
+    bucket and selection halved in affine rounds first, each build's kernels launched from its own modules."""
     if rounds:
         for name, value in (("MIN_PAIRS", 1), ("MIN_FRACTION", 0.0), ("MIN_PAIRS_G2", 1),
                             ("MIN_FRACTION_G2", 0.0), ("K_MIN", 2), ("K_MAX", 4), ("TARGET_THREADS", 4)):

@@ -53,13 +53,14 @@ limb products for a^2 instead of 144, the reduction unchanged; 2.22e10/s against
 on the H200, but a second ~15 KB of hot code: MSM 2^24 197.7 ms against 201.7 with inlined
 products, 187.0 against 176.4 with called ones)."""
 
-XYZZ_PRODUCTS = "inline"
+XYZZ_PRODUCTS = "rolled"
 """How the curve code of msm.cu and batch_add.cu forms its Fp products (kernels/fp.cuh,
 fp_mul_curve; a build option of those modules, which G2's rounds built into them follow too,
-their products being fp2_mul's): "inline" (the default: unrolled; the XYZZ kernels' bodies
-~200 KB of SASS each, ec_dbl 178 KB, fp2_mul 61 KB) or "rolled" (EC_PRODUCTS_ROLLED: their
-twelve CIOS rounds in a loop, the form that took the affine rounds of an MSM 2^24 from 151.8
-to 118.8 ms). Not timed yet (kernels/NOTES_msm.md, row 7)."""
+their products being fp2_mul's): "rolled" (the default, EC_PRODUCTS_ROLLED: the twelve CIOS
+rounds in a loop; msm_accumulate's body 207 -> 52 KB, ec_dbl 179 -> 39 KB, fp2_mul 61 -> 15 KB)
+or "inline" (unrolled). On the H200 (kernels/NOTES_msm.md, row 7) rolled took MSM 2^24 over a
+window table from 132.87 to 126.64 ms (reduce 11.10 -> 6.00), without one 168.24 -> 157.68,
+batch_add 2^24 9.79 -> 7.96, and a 2^22 partition's G2 tail 29.58 -> 25.78."""
 
 BATCH_ADD = "rounds"
 """batch_add's method: "rounds" (the selected indices compacted on the device and read back,
@@ -110,10 +111,11 @@ def round_module(default: str) -> str:
 def option_builds() -> list[str]:
     """The module names round_module and curve_module can give besides the callers' own
     default builds, for benchmarks/prebuild_kernels.py to build ahead: the round builds of
-    PRODUCTS and SQUARE (with the default XYZZ_PRODUCTS) and CURVE_MODULES' rolled builds.
+    PRODUCTS and SQUARE (with XYZZ_PRODUCTS' define) and CURVE_MODULES' rolled builds (their
+    plain ones are the callers' own).
     The other combinations are compiled where first used."""
     pairs = ((p, q) for p in _PRODUCT_DEFINES.values() for q in _SQUARE_DEFINES.values() if p or q)
-    rounds = ["+".join(("affine_round", *p, *q)) for p, q in pairs]
+    rounds = ["+".join(("affine_round", *p, *q, *_xyzz_defines())) for p, q in pairs]
     curves = ["+".join((m, *d)) for m in CURVE_MODULES for d in _XYZZ_DEFINES.values() if d]
     return sorted(rounds + curves)
 

@@ -138,7 +138,10 @@ class GpuBackend(HostCurvePhases, Backend):
         with scope.span("kernels", gpu=gpu):
             # Every module the run will launch is compiled here: compiled on first use, the
             # MSM modules (G1 and G2) took 16 s inside a partition's mutex hold.
-            for name in ("ntt", "fr_vector", *(("msm", "batch_add") if self.gpu_msm else ())):
+            from workbench.gpu import affine_rounds
+
+            curves = [affine_rounds.curve_module(m) for m in affine_rounds.CURVE_MODULES if self.gpu_msm]
+            for name in ("ntt", "fr_vector", *curves, *{affine_rounds.round_module(m) for m in curves}):
                 kernels.module(name)
         if self.gpu_msm:
             from workbench.gpu import msm

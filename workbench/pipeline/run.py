@@ -517,8 +517,11 @@ class Pipeline:
         unit = Unit(worker, ready.partition, ready.buffers, device, memory,
                     Scope(self.recorder, worker_track(worker), ready.partition, worker), barrier)
         scope = unit.scope
-        self._lookahead.release()
+        # The pickup is recorded before its permit goes back: released first, another thread's
+        # synthesis could start (and be recorded) before this pickup's time was taken, and the
+        # trace would show one partition more ahead than the look-ahead allows.
         scope.instant("pickup")
+        self._lookahead.release()
         try:
             jobs.put((unit.partition, unit.buffers))
             if self.config.lock_scope == "compute":
