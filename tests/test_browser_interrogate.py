@@ -342,3 +342,37 @@ def test_a_large_report_reaches_any_span_at_full_zoom_and_the_keys_zoom_and_pan(
         if (wbModel('gantt_bars_' + d).data.partition.some(q => Number(q) === p)) return true; }
         return false; }""", arg=first)
     assert not page.console_errors
+
+
+def test_a_notebook_gantt_whose_kernel_never_answers_a_click_says_so_after_a_while(page, run_trace, tmp_path):
+    """A notebook's large Gantt asks its kernel for a click's details; in a page with no kernel
+    behind it (and no static copy's mark saying so) the "asking the kernel…" line gives way,
+    after the wait, to a plain one saying no kernel answered, and to the span as the page
+    holds it (its start and duration as the trace's own row gives them)."""
+    from bokeh.embed import file_html
+    from bokeh.resources import INLINE
+
+    from workbench.viz.timeline import gantt_figure
+
+    assert len(run_trace.spans) > 100  # past max_bars: an overview and a detail that asks the kernel
+    path = tmp_path / "no_kernel.html"
+    path.write_text(file_html(gantt_figure(run_trace, max_bars=100, requery=True), INLINE, "no kernel"),
+                    encoding="utf-8")
+    opened(page, path)
+    idle(page)
+    page.evaluate("() => { window.wb = window.wb || {states: {}}; wb.KERNEL_WAIT_S = 1; }")
+    where = page.evaluate(BAR_JS, ["gantt", "finish", None, None])
+    page.mouse.click(where["x"], where["y"])
+    assert "asking the kernel" in details(page)
+    page.wait_for_function("() => wbModel('gantt_details').text.includes('No answer from the notebook')",
+                           timeout=10_000)
+    text = details(page)
+    assert "re-run the cell to ask again" in text and "its partition's whole story" in text
+    begun = float(re.search(r"<th>start</th><td>([0-9.]+) s", text).group(1))
+    origin = run_trace.meta.get("origin_ns", run_trace.time_range()[0])
+    span = next(s for s in run_trace.iter_spans()
+                if s.name == "finish" and abs((s.start_ns - origin) / 1e9 - begun) < 2e-6)
+    assert f"<th>duration</th><td>{ms(span.end_ns - span.start_ns)}</td>" in text
+    assert f"<th>partition</th><td>{span.partition}</td>" in text
+    shot(page, "notebook-no-kernel-answer")
+    assert not page.console_errors

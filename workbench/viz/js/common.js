@@ -95,7 +95,8 @@ wb.matchesText = (r) => {
 };
 // A click's details (js/details.js from the page's own spans, or a notebook kernel's
 // span_details.py) as the panel's HTML: the span, what it lies within, then its partition's
-// story (`steps`, `notes`) or its thread's context (`units`, `around`, `launched`).
+// story (`steps`, `notes`) or its thread's context (`units`, `around`, `launched`), and what
+// is missing from it (`missing`: a notebook page with no kernel to ask).
 wb.detailsHtml = (r) => {
   const row = (k, v) => `<tr><th>${wb.esc(k)}</th><td>${v}</td></tr>`;
   const at = (s) => s.toFixed(6) + " s";
@@ -125,6 +126,10 @@ wb.detailsHtml = (r) => {
   if (r.around.length) html += row("same thread then", r.around.map(said).join("; "));
   for (const [kind, lane0, x0] of r.launched)
     html += row(kind === "ac2g" ? "launched from" : wb.esc(kind), `${wb.esc(lane0)} at ${at(x0)}`);
-  if (p >= 0) html += row("unit", String(p));
-  return html + "</table>";
+  if (p >= 0) html += row(r.pipeline ? "partition" : "unit", String(p));
+  if (p >= 0 && r.pipeline) html += row("worker", r.worker >= 0 ? String(r.worker) : "-");
+  html += "</table>";
+  return r.missing ? html + `<div class="wb-said">${wb.esc(r.missing)}</div>` : html;
 };
+// How long a click waits for a notebook kernel's answer before saying it has none.
+wb.KERNEL_WAIT_S = wb.KERNEL_WAIT_S || 10;
