@@ -110,6 +110,7 @@ class LiveView:
         self._placed: deque[float] = deque([0.0, 1.0], maxlen=64)
         self._last_boxes = 0.0
         self._due = 0.0
+        self._spent = (0.0, -1)  # the updating thread's CPU seconds when its last update ended
         self._built: list[Bars] = []  # every bar so far, span by span
         self._recent: list[Bars] = []  # those the browser holds span by span
         self._bins: Bars | None = None  # the older ones, binned
@@ -131,8 +132,10 @@ class LiveView:
         """A poll (ten a second): update now when due, else leave what arrived for a later
         poll; the last poll (`final`) always updates. Returns how many spans were streamed.
 
-        Due when the last update is PERIOD_S old, and also no sooner than its own cost over
-        VIEW_SHARE (the poller shares the interpreter with the pipeline's threads), nor while
+        Due when the last update is PERIOD_S old, and also no sooner than its cost over
+        VIEW_SHARE (the poller shares the interpreter with the pipeline's threads): the CPU
+        this thread spent since the last update ended, so that sending that update's changes
+        (a server's loop writes them after the update returns) counts too; nor while
         the browser holds more bars than it redraws at ten a second without taking a core's
         share of its own (it redraws every bar at each update): past FULL_RATE_BARS the
         updates slow in proportion. Everything recorded still arrives, in fewer batches."""
@@ -141,7 +144,10 @@ class LiveView:
             self.stats.deferred += 1
             return 0
         streamed = self.update(final)
-        cost = self.stats.cpu[-1]  # CPU, not wall, time: a loaded host must not slow the view
+        # CPU, not wall, time: a loaded host must not slow the view.
+        spent, thread = time.thread_time(), threading.get_ident()
+        cost = spent - self._spent[0] if self._spent[1] == thread else self.stats.cpu[-1]
+        self._spent = (spent, thread)
         crowd = self.gantt.bar_count() / FULL_RATE_BARS
         wait = max(PERIOD_S * 0.9, cost / VIEW_SHARE, PERIOD_S * crowd)
         self._due = began + min(wait, SLOWEST_S)
