@@ -53,7 +53,7 @@ const told = () => {
   return r;
 };
 const needs = pipeline && p >= 0 ? "its partition's whole story" : "its context over every span of the trace";
-if (remote && !(cb_obj.document && cb_obj.document.wbNoKernel)) {
+if (remote && !wb.noKernel(div)) {
   st.asked = (st.asked || 0) + 1;
   const asking = `<i>asking the kernel for the details of ${wb.esc(r.phase)} on ${wb.esc(lane)}…</i>`;
   div.text = asking;
