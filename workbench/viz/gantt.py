@@ -71,8 +71,8 @@ def _js(name: str) -> str:
 
 def wire(columns: dict[str, Any]) -> dict[str, Any]:
     """Columns as a live source takes them: numbers as arrays (sent as binary buffers), text as
-    arrays of fixed-width strings, which Bokeh's serializer hands to JSON as one list, where a
-    list or an object array is encoded element by element (most of a served update's cost)."""
+    arrays of fixed-width strings, which Bokeh's serializer hands to JSON as one list (a list
+    or an object array it encodes element by element, and a Python viewer decodes likewise)."""
     return {k: v.astype(str) if isinstance(v, np.ndarray) and v.dtype == object else v
             for k, v in columns.items()}
 
