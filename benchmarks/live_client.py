@@ -71,7 +71,7 @@ def main() -> None:
             print(json.dumps({**counts, "held": held(doc), "expected": expected,
                               "caught_up": held(doc) == expected, "waited_s": time.monotonic() - began,
                               "cpu_s": usage.ru_utime + usage.ru_stime}), flush=True)
-            os._exit(0)  # the session's loop runs in the main thread: leave without it
+            os._exit(0)  # the session's loop would go on: leave without it
         os._exit(1)
 
     threading.Thread(target=answer, daemon=True).start()
@@ -81,5 +81,24 @@ def main() -> None:
     os._exit(2)  # the server went away before it was asked
 
 
+def run_deep() -> None:
+    """main() in a thread with room for a long session: bokeh.client handles each message it
+    receives by awaiting the next one from inside the handler, so its stack grows by a few
+    frames a message, and a run of some 330 patches passed the interpreter's default limit
+    (RecursionError: the viewer stopped and never caught up)."""
+    import asyncio
+
+    sys.setrecursionlimit(400_000)
+    threading.stack_size(1 << 30)  # reserved, not used: the pages are touched as it grows
+
+    def deep() -> None:
+        asyncio.set_event_loop(asyncio.new_event_loop())
+        main()
+
+    thread = threading.Thread(target=deep, name="viewer")
+    thread.start()
+    thread.join()
+
+
 if __name__ == "__main__":
-    main()
+    run_deep()

@@ -6,7 +6,7 @@
 
 Watched: the run's live view (Gantt, counters, distributions) in a Bokeh server document
 served from this process, as a notebook kernel holds it; the poller updates it at 10 Hz and
-refreshes the running summary as the panel does (once a second, backing off when it is dear).
+refreshes the running summary as the panel does (every 2 s, backing off when it is dear).
 Unwatched: the same run with nobody looking. Rounds alternate (watched first, then
 unwatched, ...) so a change in the machine's load hits both.
 
@@ -60,7 +60,8 @@ from workbench.config import RunConfig
 from workbench.pipeline.backends import BackendUnavailable, select_backend
 from workbench.pipeline.run import Pipeline
 from workbench.viz.lanes import expected_lanes
-from workbench.viz.live import LiveView, Poller, SummaryPacer, running_summary_html
+from workbench.viz.live import LiveView, Poller
+from workbench.viz.live_summary import RunningSummary, SummaryPacer
 
 CHROMIUM = os.environ.get("WORKBENCH_CHROMIUM", "/usr/bin/chromium")
 CLIENT = Path(__file__).resolve().parent / "live_client.py"
@@ -261,11 +262,12 @@ def one_run(config: RunConfig, watched: bool, viewer: str) -> dict[str, float]:
         served = Served(live.layout)
         looker = Chromium(served.url) if viewer == "chromium" else Client(served.url)
     pacer = SummaryPacer()
+    summary = RunningSummary(pipeline.recorder)
     done = threading.Event()
 
     def update(final: bool) -> None:
-        if served is None:
-            live.tick(final=final)
+        if served is None or not (final or live.due()):
+            live.tick(final=final)  # a poll left for later touches no Bokeh object
         else:
             served.call(lambda: live.tick(final=final))
 
@@ -274,10 +276,13 @@ def one_run(config: RunConfig, watched: bool, viewer: str) -> dict[str, float]:
         update(final)
         if pacer.due():
             with pacer.timed():
-                running_summary_html(pipeline.recorder)
+                summary.html()
+        if final:
+            result["poller_cpu_s"] = time.thread_time()
         return not final
 
     began = cpu_s()
+    server_began = served.call(time.thread_time) if served is not None else 0.0
     poller = Poller(tick)
     poller.start()
     running = time.perf_counter()
@@ -288,6 +293,8 @@ def one_run(config: RunConfig, watched: bool, viewer: str) -> dict[str, float]:
     if poller.error is not None:
         raise poller.error
     result["cpu_s"] = cpu_s() - began
+    if served is not None:
+        result["server_cpu_s"] = served.call(time.thread_time) - server_began
     if looker is not None and served is not None:
         result.update(looker.finish(int(served.call(live.gantt.bar_count))))
     result["updates"] = live.stats.updates
@@ -296,6 +303,7 @@ def one_run(config: RunConfig, watched: bool, viewer: str) -> dict[str, float]:
     result["update_cpu_ms"] = live.stats.cpu_mean_ms
     result["deferred"] = live.stats.deferred
     result["summaries"] = pacer.count
+    result.update({f"part_{name}_s": seconds for name, seconds in live.stats.parts.items()})
     if served is not None:
         served.stop()
     return finished(pipeline, outcome, result, began_wall)
@@ -338,7 +346,11 @@ def line(k: int, watched: bool, r: dict[str, float]) -> str:
         text += f", {r['drawn']:.0f} bars drawn of {r['held']:.0f}"
     return text + (f", {r['updates']:.0f} updates, {r['deferred']:.0f} polls deferred (update mean "
                    f"{r['update_mean_ms']:.1f} ms, {r['update_cpu_ms']:.1f} ms CPU, max "
-                   f"{r['update_max_ms']:.1f} ms), {r['summaries']:.0f} summaries")
+                   f"{r['update_max_ms']:.1f} ms), {r['summaries']:.0f} summaries"
+                   + (f"; CPU s of the server's thread {r['server_cpu_s']:.2f}" if "server_cpu_s" in r
+                      else "")
+                   + f", of the poller's {r['poller_cpu_s']:.2f}; updates' CPU s by part: "
+                   + ", ".join(f"{k[5:-2]} {v:.2f}" for k, v in r.items() if k.startswith("part_")))
 
 
 def main() -> None:
@@ -406,6 +418,10 @@ def main() -> None:
           f"partitions/min = {ratio:.1%} ({verdict} the {TARGET:.0%} target)")
     print(f"CPU: this process {med(True, 'cpu_s'):.1f} s watched vs {med(False, 'cpu_s'):.1f} s unwatched"
           + (f"; viewer {med(True, 'viewer_cpu_s'):.1f} s" if viewer != "none" else ""))
+    if viewer != "none":
+        print(f"the view's threads: the server's (updates, serialising, sending) "
+              f"{med(True, 'server_cpu_s'):.2f} CPU s, the poller's (running summaries) "
+              f"{med(True, 'poller_cpu_s'):.2f} CPU s")
     print(f"updates: mean {med(True, 'update_mean_ms'):.1f} ms ({med(True, 'update_cpu_ms'):.1f} ms CPU), "
           f"max {med(True, 'update_max_ms'):.1f} ms; "
           f"host load average (1 min) {min(loads):.2f}–{max(loads):.2f} on {os.cpu_count()} cores")

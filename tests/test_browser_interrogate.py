@@ -342,3 +342,96 @@ def test_a_large_report_reaches_any_span_at_full_zoom_and_the_keys_zoom_and_pan(
         if (wbModel('gantt_bars_' + d).data.partition.some(q => Number(q) === p)) return true; }
         return false; }""", arg=first)
     assert not page.console_errors
+
+
+def test_a_notebook_gantt_whose_kernel_never_answers_a_click_says_so_after_a_while(page, run_trace, tmp_path):
+    """A notebook's large Gantt asks its kernel for a click's details; in a page with no kernel
+    behind it (and no static copy's mark saying so) the "asking the kernel…" line gives way,
+    after the wait, to a plain one saying no kernel answered, and to the span as the page
+    holds it (its start and duration as the trace's own row gives them)."""
+    from bokeh.embed import file_html
+    from bokeh.resources import INLINE
+
+    from workbench.viz.timeline import gantt_figure
+
+    assert len(run_trace.spans) > 100  # past max_bars: an overview and a detail that asks the kernel
+    path = tmp_path / "no_kernel.html"
+    path.write_text(file_html(gantt_figure(run_trace, max_bars=100, requery=True), INLINE, "no kernel"),
+                    encoding="utf-8")
+    opened(page, path)
+    idle(page)
+    page.evaluate("() => { window.wb = window.wb || {states: {}}; wb.KERNEL_WAIT_S = 1; }")
+    where = page.evaluate(BAR_JS, ["gantt", "finish", None, None])
+    page.mouse.click(where["x"], where["y"])
+    assert "asking the kernel" in details(page)
+    page.wait_for_function("() => wbModel('gantt_details').text.includes('No answer from the notebook')",
+                           timeout=10_000)
+    text = details(page)
+    assert "re-run the cell to ask again" in text and "its partition's whole story" in text
+    begun = float(re.search(r"<th>start</th><td>([0-9.]+) s", text).group(1))
+    origin = run_trace.meta.get("origin_ns", run_trace.time_range()[0])
+    span = next(s for s in run_trace.iter_spans()
+                if s.name == "finish" and abs((s.start_ns - origin) / 1e9 - begun) < 2e-6)
+    assert f"<th>duration</th><td>{ms(span.end_ns - span.start_ns)}</td>" in text
+    assert f"<th>partition</th><td>{span.partition}</td>" in text
+    shot(page, "notebook-no-kernel-answer")
+    assert not page.console_errors
+
+
+def test_a_static_copy_without_its_kernel_answers_clicks_boxes_and_searches_from_its_own_spans(
+        page, run_trace, tmp_path):
+    """The static copy of a notebook's large Gantt (its document marked as a reopened notebook's
+    copy is, fallback.py) asks no kernel: a click says at once that the story needs one, and a box
+    and a search count the spans the page holds, saying so (the trace's own rows give the
+    numbers: its spans that start within the drawn window)."""
+    from bokeh.embed import file_html
+    from bokeh.resources import INLINE
+
+    from workbench.viz.timeline import gantt_figure
+
+    path = tmp_path / "static_copy.html"
+    path.write_text(file_html(gantt_figure(run_trace, max_bars=100, requery=True), INLINE, "copy"),
+                    encoding="utf-8")
+    opened(page, path)
+    idle(page)
+    page.evaluate("() => { for (const d of Bokeh.documents) d.wbNoKernel = true; }")
+    where = page.evaluate(BAR_JS, ["gantt", "finish", None, None])
+    page.mouse.click(where["x"], where["y"])
+    text = details(page)
+    assert "asking the kernel" not in text and "the kernel that drew this Gantt is gone" in text
+    drawn = page.evaluate("""() => { const out = [];
+        for (let d = 0; d < 3; d++) { const s = wbModel('gantt_bars_' + d).data;
+          for (let i = 0; i < s.left.length; i++) out.push([s.left[i], s.right[i]]); } return out; }""")
+    origin = run_trace.meta.get("origin_ns", run_trace.time_range()[0])
+    cut = max(left for left, _ in drawn)
+    held = [s for s in run_trace.iter_spans() if (s.start_ns - origin) / 1e9 <= cut + 1e-9]
+    assert len(held) == len(drawn) < len(run_trace.spans)
+    # A box over the middle of the drawn window.
+    page.evaluate("() => { const pv = wbPlot('gantt'); pv.model.toolbar.active_drag = "
+                  "pv.model.toolbar.tools.find(t => t.type === 'BoxSelectTool'); }")
+    screen = """(t) => { const pv = wbPlot('gantt'); const r = pv.canvas.el.getBoundingClientRect();
+        const f = pv.frame.bbox;
+        return [r.left + pv.frame.x_scale.compute(t), r.top + f.top + f.height / 2]; }"""
+    page.evaluate(f"() => wbPlot('gantt').model.x_range.setv({{start: 0, end: {cut * 1.05}}})")
+    idle(page)
+    x0, y0 = page.evaluate(screen, 0.3 * cut)
+    x1, _ = page.evaluate(screen, 0.6 * cut)
+    page.mouse.move(x0, y0)
+    page.mouse.down()
+    page.mouse.move(x1, y0 + 20, steps=5)
+    page.mouse.up()
+    page.wait_for_function("() => window.wb && wb.stats && wb.stats.gantt")
+    stats = page.evaluate("() => wb.stats.gantt")
+    lo, hi = origin + stats["x0"] * 1e9, origin + stats["x1"] * 1e9
+    assert stats["spans"] == sum(s.end_ns >= lo and s.start_ns <= hi for s in held) > 0
+    panel = page.evaluate("() => wbModel('gantt_range').text")
+    assert f"Counted over the {len(held):,} spans this page holds" in panel and "re-run the cell" in panel
+    # A search counts the partition's spans among those the page holds.
+    p = max(s.partition for s in held)
+    search = page.locator(".bk-TextInput input").first
+    search.fill(f"partition {p}")
+    page.wait_for_function("() => wbModel('gantt_matches').text.includes('this page holds')")
+    said = page.evaluate("() => wbModel('gantt_matches').text")
+    assert said.startswith(f"{sum(s.partition == p for s in held)} match")
+    search.fill("")
+    assert not page.console_errors

@@ -11,7 +11,10 @@ either is missing, and one JupyterLab server for the module.
 
 from __future__ import annotations
 
+import json
 import re
+import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +23,13 @@ from test_browser import (
     CHROMIUM,
     CHROMIUM_ARGS,
     PLOT_JS,
+    TOKEN,
     lab,  # noqa: F401 - the module's JupyterLab server
     open_and_run_all,
     playwright_api,
     screenshot,
     small_notebook,
+    wait_accepting_dialogs,
 )
 from test_browser_interrogate import BAR_JS, ms
 
@@ -48,29 +53,35 @@ def trace() -> Any:
 
 
 @pytest.fixture(scope="module")
-def page(lab) -> Any:  # noqa: F811 - the fixture imported above
+def browser() -> Any:
+    with playwright_api.sync_playwright() as driver:
+        chromium = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def page(lab, browser) -> Any:  # noqa: F811 - the fixture imported above
     """The notebook run once for the module; each test leaves the Gantt as it found it."""
     (lab["work"] / "large_gantt.ipynb").write_text(small_notebook([
         "import workbench.notebook as wb",
         f"trace = wb.load({str(STUDY)!r})",
         f"g = wb.gantt(trace, max_bars={MAX_BARS}, verdict=None)",
     ]))
-    with playwright_api.sync_playwright() as driver:
-        browser = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1500, "height": 1000})
-        page.console_errors = []
-        page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
-        page.on("pageerror", lambda e: page.console_errors.append(f"{e}\n{e.stack}"))
-        page.failed_requests = []
-        page.on("response", lambda r: r.status >= 400 and page.failed_requests.append(r.url))
-        open_and_run_all(page, lab, "large_gantt.ipynb")
-        page.wait_for_function(
-            "() => window.Bokeh && Bokeh.documents.some(d => d.get_model_by_name('gantt_range'))",
-            timeout=60_000)
-        page.wait_for_function("() => Object.values(Bokeh.index).every(v => v.is_idle)", timeout=60_000)
-        page.evaluate(PLOT_JS)
-        yield page
-        browser.close()
+    page = browser.new_page(viewport={"width": 1500, "height": 1000})
+    page.console_errors = []
+    page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
+    page.on("pageerror", lambda e: page.console_errors.append(f"{e}\n{e.stack}"))
+    page.failed_requests = []
+    page.on("response", lambda r: r.status >= 400 and page.failed_requests.append(r.url))
+    open_and_run_all(page, lab, "large_gantt.ipynb")
+    page.wait_for_function(
+        "() => window.Bokeh && Bokeh.documents.some(d => d.get_model_by_name('gantt_range'))",
+        timeout=60_000)
+    page.wait_for_function("() => Object.values(Bokeh.index).every(v => v.is_idle)", timeout=60_000)
+    page.evaluate(PLOT_JS)
+    yield page
+    page.close()
 
 
 def seconds(trace: Any, ns: int) -> float:
@@ -250,3 +261,70 @@ def test_a_click_tells_its_partitions_whole_story_though_most_of_it_is_not_loade
     page.evaluate("() => wbPlot('gantt').el.scrollIntoView({block: 'start'})")
     screenshot(page, "notebook-details")
     assert not page.console_errors
+
+
+def test_a_reopened_notebooks_gantt_answers_a_click_from_the_page_and_says_the_kernel_is_needed(
+        lab, browser, trace):  # noqa: F811 - the fixture imported above
+    """A notebook's large Gantt asks its kernel for a click's details. Saved, its kernel ended
+    and the notebook opened again, it shows the Gantt's static copy, where a click used to say
+    "asking the kernel…" for ever: now it says at once that the partition's story needs the
+    kernel (re-run the cell), and shows the span as the page holds it (its phase, lane, start,
+    duration, partition and worker, as the trace's own row gives them)."""
+    name = "reopened_gantt.ipynb"
+    (lab["work"] / name).write_text(small_notebook([
+        "import workbench.notebook as wb",
+        f"g = wb.gantt(wb.load({str(STUDY)!r}), max_bars={MAX_BARS}, verdict=None)",
+    ]))
+    page = browser.new_page(viewport={"width": 1500, "height": 1000})
+    try:
+        open_and_run_all(page, lab, name)
+        page.wait_for_function(
+            "() => window.Bokeh && Bokeh.documents.some(d => d.get_model_by_name('gantt_details'))",
+            timeout=60_000)
+        page.locator(".jp-Notebook").first.click()
+        page.keyboard.press("Control+s")
+        deadline = time.monotonic() + 30
+        while "wb-fallback" not in (lab["work"] / name).read_text() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        headers = {"Authorization": f"token {TOKEN}"}
+        sessions = json.loads(urllib.request.urlopen(urllib.request.Request(
+            f"{lab['url']}/api/sessions", headers=headers)).read())
+        for session in sessions:  # this notebook's kernel only: the module's other notebook keeps its own
+            if session["path"].endswith(name):
+                urllib.request.urlopen(urllib.request.Request(
+                    f"{lab['url']}/api/sessions/{session['id']}", method="DELETE", headers=headers)).read()
+        page.goto(f"{lab['url']}/lab/workspaces/reopened-gantt/tree/{name}?token={TOKEN}")
+        page.wait_for_selector(".jp-Notebook", timeout=90_000)
+        shown = page.locator(".wb-fallback:not([hidden])")
+        wait_accepting_dialogs(page, lambda: shown.count() > 0, "the static copy shown", 90)
+        shown.first.locator(".bk-Figure, canvas").first.wait_for(timeout=30_000)
+        page.wait_for_function("() => Bokeh.documents.some(d => d.get_model_by_name('gantt_details'))"
+                               " && Object.values(Bokeh.index).every(v => v.is_idle)", timeout=30_000)
+        page.evaluate(PLOT_JS)
+        where = page.evaluate(BAR_JS, ["gantt", "ntt_msm_h", None, None])
+        assert where is not None
+        page.mouse.click(where["x"], where["y"])
+        try:
+            page.wait_for_function(
+                "() => wbModel('gantt_details').text.includes('the kernel that drew this Gantt is gone')",
+                timeout=15_000)
+        except playwright_api.TimeoutError:
+            said = page.evaluate("() => wbModel('gantt_details').text")
+            screenshot(page, "failed-notebook-reopened-click")
+            pytest.fail(f"the click on the reopened Gantt said: {said!r}")
+        text = page.evaluate("() => wbModel('gantt_details').text")
+        page.evaluate("() => wbPlot('gantt').el.scrollIntoView({block: 'start'})")
+        screenshot(page, "notebook-reopened-click")
+    finally:
+        page.close()
+    assert "asking the kernel" not in text and "Re-run the cell to ask one" in text
+    assert "its partition's whole story comes from a kernel" in text
+    head = re.search(r"<b>([^<]+)</b> on ([^<]+)</div>", text)
+    assert head is not None and head.group(2) == where["lane"]  # the innermost bar under the pointer
+    begun = float(re.search(r"<th>start</th><td>([0-9.]+) s", text).group(1))
+    span = next(s for s in trace.iter_spans()
+                if s.name == head.group(1) and abs(seconds(trace, s.start_ns) - begun) < 2e-6)
+    assert span.start_ns <= trace.meta["origin_ns"] + where["right"] * 1e9 + 2e3
+    assert f"<th>duration</th><td>{ms(span.duration_ns)}</td>" in text
+    assert f"<th>partition</th><td>{span.partition}</td>" in text
+    assert f"<th>worker</th><td>{span.worker}</td>" in text

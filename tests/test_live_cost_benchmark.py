@@ -4,6 +4,7 @@ viewer is a real client of the served document in a process of its own; it must 
 span the run recorded as a bar, and hold at the end what the server's document holds."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +21,10 @@ def test_the_websocket_viewer_receives_every_bar_of_a_watched_run(tmp_path):
     out = tmp_path / "live.json"
     done = subprocess.run([sys.executable, str(SCRIPT), "--partitions", "8", "--log2", "4", "--rounds", "1",
                            "--viewer", "websocket", "--json", str(out)],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+                          capture_output=True, text=True, timeout=300, cwd=ROOT,
+                          # This checkout's code, not an installed copy (a script's folder leads its path).
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)})
     assert done.returncode == 0, done.stderr
     assert "viewer: a websocket client of the server document" in done.stdout
     report = json.loads(out.read_text())

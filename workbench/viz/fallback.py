@@ -36,7 +36,11 @@ REVEAL_JS = """
     const item = box.querySelector("script[type='application/json']");
     const place = box.querySelector(".wb-fallback-figure");
     if (item && place && window.Bokeh && Bokeh.embed) {
-      Bokeh.embed.embed_item(JSON.parse(item.textContent), place);
+      // The copy's document has no kernel behind it: its clicks say so (js/details.js).
+      const before = new Set(Bokeh.documents);
+      Promise.resolve(Bokeh.embed.embed_item(JSON.parse(item.textContent), place)).then(() => {
+        for (const doc of Bokeh.documents) if (!before.has(doc)) doc.wbNoKernel = true;
+      });
     } else if (place) {
       place.textContent = "(the figure needs BokehJS: run wb.setup() to draw it again)";
     }

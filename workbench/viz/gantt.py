@@ -70,10 +70,10 @@ def _js(name: str) -> str:
 
 
 def wire(columns: dict[str, Any]) -> dict[str, Any]:
-    """Columns as a live source takes them: numbers as arrays (sent as binary buffers, and a
-    live view keeps a few thousand bars, so appending copies little), text as lists (an object
-    array is sent element by element anyway, and a list column grows in place)."""
-    return {k: v.tolist() if isinstance(v, np.ndarray) and v.dtype == object else v
+    """Columns as a live source takes them: numbers as arrays (sent as binary buffers), text as
+    arrays of fixed-width strings, which Bokeh's serializer hands to JSON as one list (a list
+    or an object array it encodes element by element, and a Python viewer decodes likewise)."""
+    return {k: v.astype(str) if isinstance(v, np.ndarray) and v.dtype == object else v
             for k, v in columns.items()}
 
 
@@ -283,8 +283,6 @@ class GanttView:
                     if p in changes and k != changes[p][0] and k not in PHASE_KINDS]
             if not rows:
                 continue
-            source.patch({"kind": [(i, changes[phases[i]][0]) for i in rows],
-                          "color": [(i, changes[phases[i]][1]) for i in rows]})
             left, right = data["left"], data["right"]
             for i in rows:
                 new, old = changes[phases[i]][0], kinds[i]
@@ -292,6 +290,13 @@ class GanttView:
                 moved[new] = moved.get(new, 0.0) + seconds
                 self._busy[old] = self._busy.get(old, 0.0) - seconds
             count += len(rows)
+            colors = list(data["color"])
+            for i in rows:
+                kinds[i], colors[i] = changes[phases[i]]
+            # The two columns whole, not a patch: a live source's text is fixed-width (wire),
+            # and a longer name patched in would be cut to the old width.
+            data.update(wire({"kind": np.array(kinds, dtype=object),
+                              "color": np.array(colors, dtype=object)}))
         for kind, seconds in moved.items():
             if kind not in self._swatches:
                 color = next(c for k, c in changes.values() if k == kind)

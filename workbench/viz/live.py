@@ -20,7 +20,6 @@ import numpy as np
 from bokeh.core.property.validation import validate
 from bokeh.layouts import column
 
-from workbench.analysis.summary import summarize
 from workbench.trace.container import Trace
 from workbench.trace.recorder import Recorder
 from workbench.viz.aggregate import overview
@@ -29,7 +28,6 @@ from workbench.viz.counters import CounterView
 from workbench.viz.distributions import TITLE, DistributionView
 from workbench.viz.gantt import GanttView, wire
 from workbench.viz.palette import pipeline_kinds
-from workbench.viz.tables import summary_html
 
 PERIOD_S = 0.1
 BOX_REFRESH_S = 1.0  # quantiles are recomputed over every duration seen: not every tick
@@ -46,37 +44,6 @@ RECENT_BARS = 1_500
 BIN_BARS = 1_000
 # The strip of points under each phase's box: boxes use every duration, points the first few.
 LIVE_POINTS = 150
-SUMMARY_REFRESH_S = 2.0
-SUMMARY_SHARE = 0.01  # the running summary may take this share of the interpreter at most
-
-
-def running_summary_html(recorder: Recorder) -> str:
-    """The summary of a run so far (its headline says running, not "unknown")."""
-    return summary_html(summarize(Trace.from_recorder(recorder, meta={"outcome": "running"})))
-
-
-class SummaryPacer:
-    """When to refresh the running summary: every SUMMARY_REFRESH_S, or less often when one
-    refresh costs more than SUMMARY_SHARE of the time between them (it reads the whole run so
-    far; the progress bar says the figures that change every moment)."""
-
-    def __init__(self, period: float = SUMMARY_REFRESH_S) -> None:
-        self.period = period
-        self.count = 0
-        self._next = 0.0
-
-    def due(self) -> bool:
-        return time.monotonic() >= self._next
-
-    @contextmanager
-    def timed(self) -> Iterator[None]:
-        began = time.thread_time()  # CPU, not wall: a loaded host must not starve the summary
-        try:
-            yield
-        finally:
-            cost = time.thread_time() - began
-            self.count += 1
-            self._next = time.monotonic() + max(self.period, cost / SUMMARY_SHARE)
 
 
 @dataclass
@@ -88,6 +55,17 @@ class UpdateStats:
     spans: int = 0
     seconds: list[float] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)  # the updating thread's CPU seconds
+    # CPU seconds by part of an update, summed: serialising a change for a server's sessions
+    # happens as it is made, so each part's figure includes it.
+    parts: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def part(self, name: str) -> Iterator[None]:
+        began = time.thread_time()
+        try:
+            yield
+        finally:
+            self.parts[name] = self.parts.get(name, 0.0) + time.thread_time() - began
 
     @property
     def cpu_mean_ms(self) -> float:
@@ -132,6 +110,7 @@ class LiveView:
         self._placed: deque[float] = deque([0.0, 1.0], maxlen=64)
         self._last_boxes = 0.0
         self._due = 0.0
+        self._spent = (0.0, -1)  # the updating thread's CPU seconds when its last update ended
         self._built: list[Bars] = []  # every bar so far, span by span
         self._recent: list[Bars] = []  # those the browser holds span by span
         self._bins: Bars | None = None  # the older ones, binned
@@ -153,48 +132,66 @@ class LiveView:
         """A poll (ten a second): update now when due, else leave what arrived for a later
         poll; the last poll (`final`) always updates. Returns how many spans were streamed.
 
-        Due when the last update is PERIOD_S old, and also no sooner than its own cost over
-        VIEW_SHARE (the poller shares the interpreter with the pipeline's threads), nor while
+        Due when the last update is PERIOD_S old, and also no sooner than its cost over
+        VIEW_SHARE (the poller shares the interpreter with the pipeline's threads): the CPU
+        this thread spent since the last update ended, so that sending that update's changes
+        (a server's loop writes them after the update returns) counts too; nor while
         the browser holds more bars than it redraws at ten a second without taking a core's
         share of its own (it redraws every bar at each update): past FULL_RATE_BARS the
         updates slow in proportion. Everything recorded still arrives, in fewer batches."""
         began = time.perf_counter()
-        if not final and began < self._due:
+        if not final and not self.due():
             self.stats.deferred += 1
             return 0
         streamed = self.update(final)
-        cost = self.stats.cpu[-1]  # CPU, not wall, time: a loaded host must not slow the view
+        # CPU, not wall, time: a loaded host must not slow the view.
+        spent, thread = time.thread_time(), threading.get_ident()
+        cost = spent - self._spent[0] if self._spent[1] == thread else self.stats.cpu[-1]
+        self._spent = (spent, thread)
         crowd = self.gantt.bar_count() / FULL_RATE_BARS
         wait = max(PERIOD_S * 0.9, cost / VIEW_SHARE, PERIOD_S * crowd)
         self._due = began + min(wait, SLOWEST_S)
         return streamed
 
+    def due(self) -> bool:
+        """Whether the next poll would update (not one to leave for later): a poller on another
+        thread than the document's can ask before taking the document's lock."""
+        return time.perf_counter() >= self._due
+
     def update(self, final: bool = False) -> int:
         """Stream what was recorded since the last call; returns how many spans that was."""
         began, began_cpu = time.perf_counter(), time.thread_time()
         spans, _, counters, self.cursor = self.recorder.drain(self.cursor)
+        part = self.stats.part
         with validate(False):  # the columns are ours, built to fit (the flag is the process's)
             if spans:
-                bars = self.builder.build(Trace.from_rows(spans))
-                if self.builder.relabelled:  # kernels that overtook others take their entries
-                    self.gantt.relabel(self.builder.relabelled)
-                    for phase, (_, color) in self.builder.relabelled.items():
-                        self.distributions.colors[phase] = color
-                self.gantt.stream(bars)
+                with part("bars"):
+                    bars = self.builder.build(Trace.from_rows(spans))
+                with part("gantt"):
+                    if self.builder.relabelled:  # kernels that overtook others take their entries
+                        self.gantt.relabel(self.builder.relabelled)
+                        for phase, (_, color) in self.builder.relabelled.items():
+                            self.distributions.colors[phase] = color
+                    self.gantt.stream(bars)
                 self._built.append(bars)
                 self._recent.append(bars)
                 if self.gantt.bar_count() > LIVE_BARS:
-                    self._compact()
+                    with part("compaction"):
+                        self._compact()
                 refresh = final or began - self._last_boxes >= BOX_REFRESH_S
-                self.distributions.stream(bars, refresh_boxes=refresh)
+                with part("distributions"):
+                    self.distributions.stream(bars, refresh_boxes=refresh)
                 if refresh:
                     self._last_boxes = began
             elif final:
-                self.distributions.boxes.data = self.distributions.boxes_data()
+                with part("distributions"):
+                    self.distributions.boxes.data = self.distributions.boxes_data()
             if counters:
-                self.counters.stream(counters, self.origin_ns)
+                with part("counters"):
+                    self.counters.stream(counters, self.origin_ns)
             if self.following:
-                self._follow()
+                with part("axis"):
+                    self._follow()
         self.stats.updates += 1
         self.stats.spans += len(spans)
         self.stats.seconds.append(time.perf_counter() - began)

@@ -25,7 +25,8 @@ from workbench.viz.fallback import fallback_html
 from workbench.viz.findings import diagnose, verdict_html
 from workbench.viz.knobs import Knobs
 from workbench.viz.lanes import expected_lanes
-from workbench.viz.live import LiveView, Poller, SummaryPacer, running_summary_html
+from workbench.viz.live import LiveView, Poller
+from workbench.viz.live_summary import RunningSummary, SummaryPacer
 from workbench.viz.progress import ProgressBar, final_figures, live_figures, static_html
 from workbench.viz.report import render_report
 from workbench.viz.runner import BackgroundRun, RunRecord
@@ -69,6 +70,7 @@ class ControlPanel:
         self.live: LiveView | None = None
         self._poller: Poller | None = None
         self._summaries = SummaryPacer()
+        self._running: RunningSummary | None = None
         # Called with the panel after each run has ended (the notebook keeps a static copy).
         self.finished_listeners: list[Callable[[ControlPanel], None]] = []
         self._idle = threading.Event()
@@ -143,6 +145,7 @@ class ControlPanel:
         )
         self.view_box.children = [bokeh_widget.BokehModel(self.live.layout)]
         self.summary.value = ""
+        self._running = RunningSummary(run.recorder)
         self.progress.reset(f"run {run.number}")
         self.knobs.enable(False)
         self.run_button.disabled = True
@@ -184,7 +187,9 @@ class ControlPanel:
                 f"{progress.synthesised} synthesised · {elapsed:.1f} s · {rate:.1f} partitions/min")
 
     def _show_live_summary(self, run: BackgroundRun) -> None:
-        self.summary.value = running_summary_html(run.recorder)
+        if self._running is None or self._running.trace.recorder is not run.recorder:
+            self._running = RunningSummary(run.recorder)
+        self.summary.value = self._running.html()
 
     def _finish(self, run: BackgroundRun) -> None:
         try:

@@ -83,6 +83,7 @@ wb.showRange = (name, div, lanes, r) => {
   if (w.length) html += `<div><b>waits</b>: ${w.map(([k, t]) => `${wb.esc(k)} ${wb.ms(t * 1000)}`).join(", ")}</div>`;
   const top = Object.entries(r.kinds).sort((p, q) => q[1][1] - p[1][1]).slice(0, 8);
   html += `<div><b>by kind</b>: ${top.map(([k, v]) => `${wb.esc(k)} ${v[0]}× ${wb.ms(v[1] * 1000)}`).join(", ")}</div>`;
+  if (r.missing) html += `<div class="wb-said">${wb.esc(r.missing)}</div>`;
   div.text = html;
 };
 // A search's answer (js/search.js, or a notebook kernel's answers.py) into its panel.
@@ -91,11 +92,12 @@ wb.matchesText = (r) => {
   let text = `${r.count.toLocaleString()} match${r.count === 1 ? "" : "es"}`;
   if (r.count) text += `, first at ${r.first.toFixed(6)} s`;
   if (r.showing !== undefined) text += `; showing ${wb.esc(r.showing)} at ${r.at.toFixed(6)} s`;
-  return text;
+  return r.missing ? `${text} (of the spans this page holds: ${wb.esc(r.missing)})` : text;
 };
 // A click's details (js/details.js from the page's own spans, or a notebook kernel's
 // span_details.py) as the panel's HTML: the span, what it lies within, then its partition's
-// story (`steps`, `notes`) or its thread's context (`units`, `around`, `launched`).
+// story (`steps`, `notes`) or its thread's context (`units`, `around`, `launched`), and what
+// is missing from it (`missing`: a notebook page with no kernel to ask).
 wb.detailsHtml = (r) => {
   const row = (k, v) => `<tr><th>${wb.esc(k)}</th><td>${v}</td></tr>`;
   const at = (s) => s.toFixed(6) + " s";
@@ -125,6 +127,14 @@ wb.detailsHtml = (r) => {
   if (r.around.length) html += row("same thread then", r.around.map(said).join("; "));
   for (const [kind, lane0, x0] of r.launched)
     html += row(kind === "ac2g" ? "launched from" : wb.esc(kind), `${wb.esc(lane0)} at ${at(x0)}`);
-  if (p >= 0) html += row("unit", String(p));
-  return html + "</table>";
+  if (p >= 0) html += row(r.pipeline ? "partition" : "unit", String(p));
+  if (p >= 0 && r.pipeline) html += row("worker", r.worker >= 0 ? String(r.worker) : "-");
+  html += "</table>";
+  return r.missing ? html + `<div class="wb-said">${wb.esc(r.missing)}</div>` : html;
 };
+// A static copy's document (a notebook reopened without the kernel that drew it: fallback.py
+// marks it) has no kernel to ask: its page answers from the spans it holds, and says so.
+wb.noKernel = (model) => Boolean(model && model.document && model.document.wbNoKernel);
+wb.PAGE_ONLY = "a static copy: the kernel that drew this Gantt is gone; re-run the cell to count every span";
+// How long a click waits for a notebook kernel's answer before saying it has none.
+wb.KERNEL_WAIT_S = wb.KERNEL_WAIT_S || 10;

@@ -1,13 +1,15 @@
 // Search by partition, phase, worker, lane or kernel name: matching bars stay, others dim;
 // "n matches" counts every span (a report's store included, not only the bars drawn). Enter
 // brings the next match into the view. A notebook's page holds only the spans in view, so its
-// kernel counts and moves the view (answers.py, `remote`); here the drawn bars only dim.
+// kernel counts and moves the view (answers.py, `remote`); here the drawn bars only dim. A
+// static copy with no kernel counts the spans it holds, and says so.
 const st = wb.state(name);
 st.query = cb_obj.value_input ?? cb_obj.value;
 wb.redraw(drawn);
 const match = wb.matcher(st.query);
 if (!match) { div.text = ""; return; }
-if (remote) return;
+const alone = remote && wb.noKernel(div);
+if (remote && !alone) return;
 const all = wb.spans(store, sources);
 const hits = [];
 for (let j = 0; j < all.left.length; j++)
@@ -24,4 +26,5 @@ if (jump && hits.length) {
   x_range.setv({start: c - w / 2, end: c + w / 2});
   r.showing = all.phase[next]; r.at = all.left[next];
 }
+if (alone) r.missing = wb.PAGE_ONLY;
 div.text = wb.matchesText(r);

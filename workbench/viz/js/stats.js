@@ -1,12 +1,17 @@
 // A box drawn over a time range: what is in it. Spans overlapping [x0, x1] count; times are
 // clipped to the range; a lane is busy where any of its spans is (their union); bytes are
 // those of the copies that overlap the range. A notebook's page holds only the spans in view,
-// so its kernel answers (answers.py) and the page draws that answer (`remote`).
+// so its kernel answers (answers.py) and the page draws that answer (`remote`); a static copy
+// with no kernel counts the spans it holds, and says so.
 const g = cb_obj.geometry;
 if (!g || g.type !== "rect" || !cb_obj.final) return;
 const x0 = Math.min(g.x0, g.x1), x1 = Math.max(g.x0, g.x1), width = x1 - x0;
 if (!(width > 0)) return;
-if (remote) { div.text = `<i>counting every span from ${x0.toFixed(6)} s to ${x1.toFixed(6)} s…</i>`; return; }
+const alone = remote && wb.noKernel(div);
+if (remote && !alone) {
+  div.text = `<i>counting every span from ${x0.toFixed(6)} s to ${x1.toFixed(6)} s…</i>`;
+  return;
+}
 const all = wb.spans(store, sources), hidden = wb.state(name).hidden;
 const perLane = new Map(), waits = new Map(), kinds = new Map();
 let spans = 0, copies = 0, bytes = 0, copyTime = 0;
@@ -36,4 +41,5 @@ for (const [lane, entry] of perLane) {
 }
 wb.showRange(name, div, lanes, {x0, x1, spans, copies, bytes, copy_time: copyTime, busy,
   waits: Object.fromEntries(waits), kinds: Object.fromEntries(kinds),
-  lanes: Object.fromEntries([...perLane].map(([l, v]) => [l, v.spans]))});
+  lanes: Object.fromEntries([...perLane].map(([l, v]) => [l, v.spans])),
+  missing: alone ? `Counted over the ${all.left.length.toLocaleString()} spans this page holds (${wb.PAGE_ONLY}).` : ""});
