@@ -538,7 +538,6 @@ def test_round_builds_match_default(rng: random.Random, monkeypatch: pytest.Monk
                 gpu_msm.batch_add(g2_dev, g2_bitmap), gpu_msm.msm(big, big_scalars),
                 gpu_msm.batch_add(big, big_bitmap)]
 
-    monkeypatch.setattr(affine_rounds, "XYZZ_PRODUCTS", "inline")
     default = run()
     assert default[:4] == [point_to_bytes(msm(points, scalars)), point_to_bytes(batch_add(points, mask)),
                            point_to_bytes(msm(g2, g2_scalars)),
