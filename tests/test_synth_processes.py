@@ -193,8 +193,11 @@ def test_a_stopped_process_fails_the_run_in_bounded_time_naming_it(monkeypatch):
     try:
         assert pipeline.wait(timeout=60), "the run waited on a stopped process"
         took = time.monotonic() - stopped
-    finally:
+    except BaseException:
         os.kill(process.pid, signal.SIGCONT)  # should the assertion fail, leave nothing stopped
+        raise
+    # Left stopped until the close: continued here, it could finish its partition and leave on
+    # its own before the close came to kill it (seen once in CI, its return code 0).
     result = pipeline.result(0.0)
     assert result.outcome == "failed"
     assert re.search(rf"phase synthesis failed on partition \d+: RuntimeError: synthesis process 0 "
