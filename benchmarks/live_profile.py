@@ -33,18 +33,26 @@ WATCHED = ("workbench-live", "bokeh-server")  # the threads the view adds to the
 IDLE = ("wait", "select", "poll", "epoll", "sleep", "_wait_for_tstate_lock", "acquire")
 
 
-def thread_cpu() -> dict[str, float]:
-    """CPU seconds of each live thread of this process, keyed by name (same names summed)."""
-    names = {t.native_id: t.name for t in threading.enumerate()}
-    out: dict[str, float] = collections.defaultdict(float)
+def task_cpu() -> list[tuple[int, str, float]]:
+    """(thread id, the kernel's name for it, CPU seconds) of each live thread of this process."""
+    out = []
     for tid in os.listdir("/proc/self/task"):
         try:
             text = open(f"/proc/self/task/{tid}/stat").read()  # noqa: SIM115 - read at once
         except OSError:
             continue
         fields = text[text.rindex(")") + 2:].split()
-        name = names.get(int(tid), "?" + text[text.index("(") + 1:text.rindex(")")])
-        out[group(name)] += (int(fields[11]) + int(fields[12])) / TICK
+        out.append((int(tid), text[text.index("(") + 1:text.rindex(")")],
+                    (int(fields[11]) + int(fields[12])) / TICK))
+    return out
+
+
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds of each live thread of this process, keyed by name (same names summed)."""
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    out: dict[str, float] = collections.defaultdict(float)
+    for tid, comm, cpu_s in task_cpu():
+        out[group(names.get(tid, "?" + comm))] += cpu_s
     return out
 
 
@@ -78,14 +86,9 @@ class Sampler:
 
     def _read_cpu(self) -> None:
         names = {t.native_id: t.name for t in threading.enumerate()}
-        for tid in os.listdir("/proc/self/task"):
-            try:
-                text = open(f"/proc/self/task/{tid}/stat").read()  # noqa: SIM115 - read at once
-            except OSError:
-                continue
-            fields = text[text.rindex(")") + 2:].split()
-            name = names.get(int(tid)) or self.cpu.get(int(tid), ("?",))[0]
-            self.cpu[int(tid)] = (group(name), (int(fields[11]) + int(fields[12])) / TICK)
+        for tid, _comm, cpu_s in task_cpu():
+            name = names.get(tid) or self.cpu.get(tid, ("?",))[0]
+            self.cpu[tid] = (group(name), cpu_s)
 
     def _count(self, thread: str, frame: FrameType | None) -> None:
         if frame is None:

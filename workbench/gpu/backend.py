@@ -99,7 +99,8 @@ class GpuBackend(HostCurvePhases, Backend):
         visible = self._cp.cuda.runtime.getDeviceCount()
         if config.gpus > visible:
             raise ConfigError("gpus", config.gpus, f"at most {visible} (the GPUs visible here)")
-        need, bare = device_need(config), device_need(config, table=False)
+        with_table, bare = device_need(config), device_need(config, table=False)
+        need = with_table
         for gpu in range(config.gpus):
             with self._cp.cuda.Device(gpu):
                 free, _ = self._cp.cuda.runtime.memGetInfo()
@@ -110,7 +111,7 @@ class GpuBackend(HostCurvePhases, Backend):
                 need = bare
                 self.setup_notices.append(
                     f"GPU {gpu} has {free / 2**30:.1f} GiB free, too little for the H query's window table "
-                    f"as well ({(device_need(config) - bare) / 2**30:.1f} GiB): its MSMs run without one")
+                    f"as well ({(with_table - bare) / 2**30:.1f} GiB): its MSMs run without one")
             if need > free:
                 raise ConfigError(
                     "log2_constraints", config.log2_constraints,
