@@ -24,6 +24,7 @@ from workbench.trace.container import Trace
 HOST_WORK = ("synthesis", "buffer_checkout", "host_register", "prep_msm", "staging_copy",
              "b_g2_msm", "finish", "host_unregister")
 EMULATED_WORK = (*HOST_WORK, "h2d_copy", *COMPUTE_SPANS)
+PICKUP = "pickup"  # the worker's instant as it takes a partition off the queue
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,10 @@ class PartitionCosts:
     lock_other_ns: float  # held, but in no phase (bookkeeping between phases)
     b_g2_msm_ns: float
     finish_ns: float
+    # From the worker's pickup to the start of prep_msm: the prep thread is handed the partition
+    # at pickup but starts later (its wake-up waits on the worker's own work). With one worker
+    # this delay lies on the path to the barrier; replays keep it as recorded.
+    prep_delay_ns: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -64,8 +69,9 @@ def run_shape(trace: Trace, host_cores: float | None = None) -> RunShape:
     raw = (trace.spans.end_ns - trace.spans.start_ns).astype(np.float64)
     work = _durations(trace, host_cores, EMULATED_WORK if emulated else HOST_WORK)
     per, per_raw, bytes_of = _phase_sums(trace, work, raw)
+    delays = _prep_delays(trace)
     costs = tuple(
-        _costs(p, per[p], per_raw[p], bytes_of.get(p, 0.0))
+        _costs(p, per[p], per_raw[p], bytes_of.get(p, 0.0), delays.get(p, 0.0))
         for p in sorted(per) if "ntt_msm_h" in per[p] or "mutex_hold" in per[p]
     )
     summary = summarize(trace)
@@ -125,7 +131,22 @@ def _phase_sums(
     return per, per_raw, bytes_of
 
 
-def _costs(partition: int, d: dict[str, float], raw: dict[str, float], copy_bytes: float) -> PartitionCosts:
+def _prep_delays(trace: Trace) -> dict[int, float]:
+    """Per partition, the time from its pickup to the start of its prep phase (0 where either
+    is missing, or the prep began first)."""
+    inst, spans = trace.instants, trace.spans
+    pickups = np.flatnonzero((inst.name == trace.string_id(PICKUP)) & (inst.partition >= 0))
+    preps = np.flatnonzero(trace.span_mask(name=PROVER.prep.name) & (spans.partition >= 0))
+    if not len(pickups) or not len(preps):
+        return {}
+    # The last pickup and the last prep of a partition, as mappings built in order would keep.
+    picked = dict(zip(inst.partition[pickups].tolist(), inst.ts_ns[pickups].tolist(), strict=True))
+    started = dict(zip(spans.partition[preps].tolist(), spans.start_ns[preps].tolist(), strict=True))
+    return {p: float(max(started[p] - t, 0)) for p, t in picked.items() if p in started}
+
+
+def _costs(partition: int, d: dict[str, float], raw: dict[str, float], copy_bytes: float,
+           prep_delay: float = 0.0) -> PartitionCosts:
     """`d` holds each phase's work, `raw` its wall time: parents such as ntt_msm_h are not
     work themselves, so what they add beyond their children is taken from wall times."""
     copy = d.get("h2d_copy", 0.0)
@@ -145,7 +166,7 @@ def _costs(partition: int, d: dict[str, float], raw: dict[str, float], copy_byte
         prep_ns=d.get("prep_msm", 0.0), copy_ns=copy, copy_bytes=copy_bytes, staging_ns=staging,
         compute_ns=compute, batch_add_ns=d.get("batch_add", 0.0), tail_msm_ns=d.get("tail_msm", 0.0),
         lock_other_ns=max(hold - lock_phases, 0.0), b_g2_msm_ns=d.get("b_g2_msm", 0.0),
-        finish_ns=d.get("finish", 0.0),
+        finish_ns=d.get("finish", 0.0), prep_delay_ns=prep_delay,
     )
 
 

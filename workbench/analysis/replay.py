@@ -172,6 +172,7 @@ class ReplayedPipeline:
                               {"bytes": c.copy_bytes} if c.copy_bytes else None)
 
     def _prep(self, w: int, c: PartitionCosts, done: Event, arrived: list[float]) -> Process:
+        yield Work(c.prep_delay_ns, cpu=False)  # waiting to start, not work: it takes no core
         yield from self._work(tr.prep_track(w), self.model.prep.name, c.prep_ns, c.partition, w)
         arrived.append(self.sim.now)
         self.sim.set(done)
