@@ -6,7 +6,7 @@ build their bars here, and tests check bars without a browser.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -55,6 +55,15 @@ class Bars:
 
     def take(self, selector: Any) -> Bars:
         return Bars(**{f.name: getattr(self, f.name)[selector] for f in fields(self)})
+
+    def relabel(self, changes: Mapping[str, tuple[str, str]], fixed: Set[str]) -> None:
+        """Give the bars of these names their new legend entry and colour (phase -> (kind,
+        colour)), in place, except bars drawn under a kind in `fixed` (the pipeline's own)."""
+        if not len(self) or not changes:
+            return
+        rows = np.flatnonzero(np.isin(self.phase, list(changes)) & ~np.isin(self.kind, list(fixed)))
+        for i in rows.tolist():
+            self.kind[i], self.color[i] = changes[self.phase[i]]
 
     @classmethod
     def empty(cls) -> Bars:

@@ -26,7 +26,7 @@ from workbench.viz.aggregate import overview
 from workbench.viz.bars import BarBuilder, Bars
 from workbench.viz.counters import CounterView
 from workbench.viz.distributions import TITLE, DistributionView
-from workbench.viz.gantt import GanttView, wire
+from workbench.viz.gantt import PHASE_KINDS, GanttView, wire
 from workbench.viz.palette import pipeline_kinds
 
 PERIOD_S = 0.1
@@ -170,6 +170,9 @@ class LiveView:
                 with part("gantt"):
                     if self.builder.relabelled:  # kernels that overtook others take their entries
                         self.gantt.relabel(self.builder.relabelled)
+                        # The bars kept for compaction too: it sends the recent ones afresh.
+                        for held in {id(b): b for b in (*self._built, *self._recent)}.values():
+                            held.relabel(self.builder.relabelled, PHASE_KINDS)
                         for phase, (_, color) in self.builder.relabelled.items():
                             self.distributions.colors[phase] = color
                     self.gantt.stream(bars)
