@@ -35,7 +35,7 @@ def register(commands: Any) -> None:
                         help="CUDA activity recorded: a comma list of kernel, memcpy, memset, sync, runtime "
                              "(the launching, copying, waiting and allocating runtime calls), all (default) "
                              "or none; add overhead for CUPTI's records of its own time (counted)")
-    record.add_argument("--cuda-mode", choices=("activity", "launches", "sampled"), default="activity",
+    record.add_argument("--cuda-mode", default="activity", metavar="MODE",
                         help="how kernels are recorded: activity (default: a CUPTI activity record of each, "
                              "its GPU start and end; costs a launch-bound program ~2 us a launch), launches "
                              "(each launch counted and timed on the host, by kernel name and thread, through "
@@ -55,12 +55,14 @@ def register(commands: Any) -> None:
 def _record(args: argparse.Namespace) -> int:
     from workbench import compiled
     from workbench.attach.build import build_shims
-    from workbench.attach.session import Session, cuda_kinds, sample_ms
+    from workbench.attach.session import CUDA_MODES, Session, cuda_kinds, sample_ms
     from workbench.commands._inputs import read_rules
     from workbench.model.roles import with_rules
     from workbench.trace import output
 
     kinds = cuda_kinds(args.cuda_kinds)
+    if args.cuda_mode not in CUDA_MODES:
+        raise ValueError(f"record: --cuda-mode is one of {', '.join(CUDA_MODES)}, not {args.cuda_mode!r}")
     sample = sample_ms(args.sample_ms)
     if args.cuda_mode != "activity" and "kernel" not in kinds:
         raise ValueError(f"record: --cuda-mode {args.cuda_mode} records kernels by their launches; "
