@@ -13,7 +13,7 @@ from workbench.analysis.verdict import diagnose
 from workbench.clock import FakeClock
 from workbench.model import tracks as tr
 from workbench.trace.container import Trace
-from workbench.trace.recorder import Recorder
+from workbench.trace.recorder import Recorder, SpanRow
 
 US = 1000
 LAUNCH_EVERY, LAUNCH_TAKES, KERNEL_TAKES = 20 * US, 3 * US, 5 * US
@@ -24,7 +24,7 @@ def sampled_trace(windows: bool = True) -> Trace:
     """A launch-bound loop: a launch every 20 us for 40 ms, each kernel 5 us on the GPU, 2 us
     after its launch returns; kernel records only for launches made inside a window."""
     recorder = Recorder(FakeClock(), nvtx=False)
-    rows = []
+    rows: list[SpanRow] = []
     for n, at in enumerate(range(0, 40_000 * US, LAUNCH_EVERY)):
         end = at + LAUNCH_TAKES
         rows.append((tr.cuda_track(tr.thread_track(11)), "cudaLaunchKernel_v7000", at, end, -1, -1,
@@ -33,7 +33,8 @@ def sampled_trace(windows: bool = True) -> Trace:
             rows.append((tr.stream_track(0, 7), "tiny", end + 2 * US, end + 2 * US + KERNEL_TAKES, -1, -1,
                          {"correlation": n}))
     if windows:
-        rows += [(tr.SAMPLED_TRACK, "window", a, b, -1, -1, {"number": k}) for k, (a, b) in enumerate(WINDOWS)]
+        rows += [(tr.SAMPLED_TRACK, "window", a, b, -1, -1, {"number": k})
+                 for k, (a, b) in enumerate(WINDOWS)]
     recorder.add_spans(rows)
     return Trace.from_recorder(recorder)
 

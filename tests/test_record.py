@@ -388,14 +388,15 @@ def test_cuda_modes_are_checked_named_to_the_shim_and_noted(tmp_path: Path,
         Session(["true"], shims, cuda_mode="often")
     with pytest.raises(ValueError, match="needs kernel"):
         Session(["true"], shims, cuda_mode="launches", cuda_kinds=("memcpy",))
-    for argv in (["--cuda-mode", "launches", "--cuda-kinds", "memcpy"], ["--cuda-mode", "sampled", "--sample-ms",
-                                                                         "10/1"]):
+    for argv in (["--cuda-mode", "launches", "--cuda-kinds", "memcpy"],
+                 ["--cuda-mode", "sampled", "--sample-ms", "10/1"]):
         code = cli.main(["record", *argv, "-o", str(tmp_path / "t.wbtrace"), "--", "true"])
         err = capfd.readouterr().err
         assert code == 2 and len(err.strip().splitlines()) == 1, err
     code = cli.main(["record", "--cuda-mode", "sometimes", "-o", str(tmp_path / "t.wbtrace"), "--", "true"])
     err = capfd.readouterr().err
-    assert code == 2 and "activity, launches, sampled, not 'sometimes'" in err and len(err.strip().splitlines()) == 1
+    assert code == 2 and "activity, launches, sampled, not 'sometimes'" in err
+    assert len(err.strip().splitlines()) == 1
 
     # What each mode's trace says it left out, with the numbers of what it holds.
     for mode in ("launches", "sampled"):
@@ -403,10 +404,12 @@ def test_cuda_modes_are_checked_named_to_the_shim_and_noted(tmp_path: Path,
         try:
             words = np.frombuffer(session.ring._map, "<u4", 1, rg.FEATURES)
             words[0] |= 4  # CUPTI attached, as the shim says once CUDA starts
-            events = [(rg.LAUNCH, 0, 11, 7, 1, (2 << 32) | k, 1000 + k * 100, 1050 + k * 100) for k in range(5)]
+            events: list[tuple[int, ...]] = [
+                (rg.LAUNCH, 0, 11, 7, 1, (2 << 32) | k, 1000 + k * 100, 1050 + k * 100) for k in range(5)]
             if mode == "sampled":
                 events += [(rg.WINDOW, 0, 0, 7, 0, 40, 1000, 1200)]
-            texts = [rg.Text(rg.T_STRING, 7, 0, 1, 0, "tiny"), rg.Text(rg.T_STRING, 7, 0, 2, 0, "cudaLaunchKernel")]
+            texts = [rg.Text(rg.T_STRING, 7, 0, 1, 0, "tiny"),
+                     rg.Text(rg.T_STRING, 7, 0, 2, 0, "cudaLaunchKernel")]
             session.converter.feed(rg.Drained(as_array(events), texts))
             record = session.trace().meta["record"]
         finally:
@@ -417,4 +420,5 @@ def test_cuda_modes_are_checked_named_to_the_shim_and_noted(tmp_path: Path,
         if mode == "launches":
             assert "GPU's busy and idle time are not in the trace" in said and record["sample_ms"] is None
         else:
-            assert "0 kernels recorded on the GPU in 1 windows (0.0 ms)" in said and record["sample_ms"] == [1, 10]
+            assert "0 kernels recorded on the GPU in 1 windows (0.0 ms)" in said
+            assert record["sample_ms"] == [1, 10]

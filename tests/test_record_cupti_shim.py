@@ -14,6 +14,7 @@ import shutil
 import subprocess
 from collections import Counter
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -105,8 +106,8 @@ def test_kernel_names_by_pointer_and_by_text(harness: Path) -> None:
     texts: dict[int, list[str]] = {}
     for line in out:
         if line.startswith("T "):
-            _, ident, name = line.split(" ", 2)
-            texts.setdefault(int(ident), []).append(name)
+            _, said, name = line.split(" ", 2)
+            texts.setdefault(int(said), []).append(name)
     records = distinct * copies + 1
     assert [c for c, _ in events] == list(range(records)) * passes
     for correlation, ident in events:
@@ -177,7 +178,7 @@ def play(exe: Path, mode: str, threads: int, launches: int, names: int, spin_us:
         elif tag == "E":
             played.events.append(tuple(int(v) for v in rest.split()))
         elif tag == "T":
-            kind, ident, text = (rest.split(" ", 2) + [""])[:3]
+            kind, ident, text = [*rest.split(" ", 2), ""][:3]
             if int(kind) == NOTE:
                 played.notes.append(text)
             else:
@@ -222,8 +223,9 @@ def test_launches_counted_by_kernel_and_thread_with_no_kernel_record(fake: Path)
     assert converter.counts["kernel launches"] == 1200
     assert converter.launches == Counter(k for _, _, _, k in played.launches)
     tid, correlation, _, kernel = played.launches[0]
-    first = [i for i in range(len(trace.spans)) if trace.spans.attrs[i]["correlation"] == correlation]
-    assert len(first) == 1 and trace.spans.attrs[first[0]]["kernel"] == kernel
+    attrs = [a or {} for a in trace.spans.attrs]
+    first = [i for i, a in enumerate(attrs) if a["correlation"] == correlation]
+    assert len(first) == 1 and attrs[first[0]]["kernel"] == kernel
     assert trace.strings.values[trace.spans.track[first[0]]] == f"cuda/thread/{tid}"
 
 
@@ -240,7 +242,7 @@ def test_sampled_windows_say_when_kernels_were_recorded(fake: Path) -> None:
     played = play(fake, "sampled", threads=1, launches=4000, names=3, spin_us=20, sample="2/5")
     windows = played.of(WINDOW)
     assert len(windows) >= 3 and [w[3] for w in windows] == list(range(len(windows)))
-    assert all(w[5] < w[6] for w in windows) and all(a[6] <= b[5] for a, b in zip(windows, windows[1:]))
+    assert all(w[5] < w[6] for w in windows) and all(a[6] <= b[5] for a, b in pairwise(windows))
     sampled = {c for _, c, s, _ in played.launches if s}
     assert 0 < len(sampled) < len(played.launches)
     assert {e[2] for e in played.of(KERNEL)} == sampled  # a kernel record of each launch made while on

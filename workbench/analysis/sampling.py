@@ -47,10 +47,10 @@ def judged_windows(trace: Trace) -> Intervals | None:
     for i, w in zip(launches[inside].tolist(), at[inside].tolist(), strict=True):
         correlation = (spans.attrs[i] or {}).get("correlation")
         if correlation is not None:
-            window_of[correlation] = w
+            window_of[int(correlation)] = w
     by_start = np.searchsorted(opened, spans.start_ns[kernels], side="right") - 1
-    which = np.array([window_of.get((spans.attrs[i] or {}).get("correlation"), -1) for i in kernels.tolist()],
-                     dtype=np.int64)
+    which = np.array([window_of.get(int((spans.attrs[i] or {}).get("correlation", -1)), -1)
+                      for i in kernels.tolist()], dtype=np.int64)
     which = np.where(which >= 0, which, by_start)
     keep = which >= 0  # a kernel before the first window: its launch was not sampled, by this trace
     first = np.full(len(opened), np.iinfo(np.int64).max, dtype=np.int64)

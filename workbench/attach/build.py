@@ -23,8 +23,8 @@ from pathlib import Path
 from workbench import compiled
 
 HERE = Path(__file__).parent
-SHIM, NVTX, CUPTI, RING, LAUNCHES = (HERE / n for n in ("shim.c", "nvtx_injection.c", "cupti_injection.c", "ring.h",
-                                                        "launches.h"))
+SHIM, NVTX, CUPTI, RING, LAUNCHES = (HERE / n for n in ("shim.c", "nvtx_injection.c", "cupti_injection.c",
+                                                        "ring.h", "launches.h"))
 FLAGS = ("-O2", "-fPIC", "-shared", "-std=gnu11", "-fvisibility=hidden", "-Wall", f"-I{HERE}")
 
 

@@ -22,7 +22,8 @@
    - WORKBENCH_RECORD_CUDA_MODE: how kernels are recorded: `activity` (the default: a CUPTI
      activity record of each), `launches` (each launch timed on the host through CUPTI's
      callbacks, no kernel record) or `sampled` (those, and kernel records in a window of every
-     period, WORKBENCH_RECORD_SAMPLE_MS): launches.h;
+     period, WORKBENCH_RECORD_SAMPLE_MS; WORKBENCH_RECORD_LAUNCH_DOMAINS=runtime or driver:
+     one domain's launch callbacks alone): launches.h;
    - CUPTI's attributes (set_attributes, below). */
 #define _GNU_SOURCE
 #include <cupti.h>

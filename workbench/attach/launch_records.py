@@ -52,7 +52,8 @@ def feed_launches(recorder: Recorder, events: np.ndarray, name: Callable[[int], 
     return int(end.max())
 
 
-def feed_windows(recorder: Recorder, events: np.ndarray, counts: Counter[str], offset_ns: int = 0) -> int | None:
+def feed_windows(recorder: Recorder, events: np.ndarray, counts: Counter[str],
+                 offset_ns: int = 0) -> int | None:
     if not len(events):
         return None
     start = events["t0"].astype(np.int64) - np.int64(offset_ns)
@@ -63,4 +64,5 @@ def feed_windows(recorder: Recorder, events: np.ndarray, counts: Counter[str], o
                                 repeat(NO_ID), repeat(NO_ID), attrs)))
     counts["sampling windows"] += len(events)
     counts["sampled ns"] += int((end - start).clip(min=0).sum())
+    counts["sampling switch ns"] += int(events["aux"].sum())
     return int(end.max())

@@ -290,8 +290,9 @@ class Session:
                        "features": sorted(features), "counts": counts, "dropped": dropped, "lost": lost,
                        "locks": self.locks, "unrecorded_holds": unrecorded,
                        "cuda_kinds": list(self.cuda_kinds) if self.shims.cupti is not None else [],
-                       "cuda_mode": self.cuda_mode, "sample_ms": list(self.sample) if self.cuda_mode == "sampled"
-                       else None, "launches_by_kernel": dict(c.launches.most_common()),
+                       "cuda_mode": self.cuda_mode,
+                       "sample_ms": list(self.sample) if self.cuda_mode == "sampled" else None,
+                       "launches_by_kernel": dict(c.launches.most_common()),
                        "stopped_by": self.stopped_by, "notes": notes},
             "outcome": outcome,
         }
@@ -315,9 +316,10 @@ class Session:
                     f"record, so the GPU's busy and idle time are not in the trace"]
         window, period = self.sample
         windows, sampled_ms = counts.get("sampling windows", 0), counts.get("sampled ns", 0) / 1e6
-        return [f"kernel records sampled (--cuda-mode sampled, the first {window:g} ms of every {period:g} ms): "
-                f"{counts.get('kernels', 0)} kernels recorded on the GPU in {windows} windows ({sampled_ms:.1f} ms); "
-                f"{timed}; the GPU's busy and idle time are judged inside the windows only"]
+        return [f"kernel records sampled (--cuda-mode sampled, the first {window:g} ms of every "
+                f"{period:g} ms): {counts.get('kernels', 0)} kernels recorded on the GPU in {windows} "
+                f"windows ({sampled_ms:.1f} ms); {timed}; the GPU's busy and idle time are judged inside "
+                f"the windows only"]
 
     def close(self) -> None:
         if self.process is not None and self.process.poll() is None:

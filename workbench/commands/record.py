@@ -3,10 +3,11 @@
 The program runs with the recording shims (workbench/attach/): its pthread locks, condition
 variables and semaphores, its NVTX ranges and, where CUPTI is found, its CUDA activity become
 a trace (`--cuda-mode launches` or `sampled`: kernels by their launches, timed on the host,
-for programs whose launches are too short to pay for a record each), streamed to a journal while it runs (a kill of the recorder loses at most the last
-flush: `workbench recover`). The command exits with the program's exit code, 128 + n when a
-signal ended it; Ctrl-C or SIGTERM are passed on to the program, and the trace is saved once
-it has ended. `--live` serves the live Gantt on a local port while the program runs.
+for programs whose launches are too short to pay for a record each), streamed to a journal
+while it runs (a kill of the recorder loses at most the last flush: `workbench recover`).
+The command exits with the program's exit code, 128 + n when a signal ended it; Ctrl-C or
+SIGTERM are passed on to the program, and the trace is saved once it has ended. `--live`
+serves the live Gantt on a local port while the program runs.
 """
 
 from __future__ import annotations
@@ -39,9 +40,9 @@ def register(commands: Any) -> None:
                         help="how kernels are recorded: activity (default: a CUPTI activity record of each, "
                              "its GPU start and end; costs a launch-bound program ~2 us a launch), launches "
                              "(each launch counted and timed on the host, by kernel name and thread, through "
-                             "CUPTI's launch callbacks: no GPU time), sampled (launches, and kernel records in "
-                             "the first WINDOW ms of every PERIOD ms, --sample-ms; the GPU's idle time is "
-                             "judged inside those windows)")
+                             "CUPTI's launch callbacks: no GPU time), sampled (launches, and kernel records "
+                             "in the first WINDOW ms of every PERIOD ms, --sample-ms; the GPU's idle time "
+                             "is judged inside those windows)")
     record.add_argument("--sample-ms", default="1/10", metavar="WINDOW/PERIOD",
                         help="--cuda-mode sampled: kernel records in the first WINDOW ms of every PERIOD ms "
                              "(default 1/10)")
@@ -87,7 +88,8 @@ def _record(args: argparse.Namespace) -> int:
         raise ValueError(f"record: the recording shim cannot be built here: {err}") from None
     for note in shims.notes:
         print(f"workbench: {note}", file=sys.stderr)
-    session = Session(argv, shims, locks=args.locks, cuda_kinds=kinds, cuda_mode=args.cuda_mode, sample=sample)
+    session = Session(argv, shims, locks=args.locks, cuda_kinds=kinds, cuda_mode=args.cuda_mode,
+                      sample=sample)
     try:
         return _run(args, session, trace_path, fresh, rules, with_rules)
     finally:

@@ -73,8 +73,8 @@ SYNC_CALLS = re.compile(
 # ROCm's HIP calls are named as CUDA's (hipLaunchKernel, hipDeviceSynchronize, hipExtModuleLaunchKernel).
 # The runtime's own entry of a `<<<...>>>` launch (__cudaLaunchKernel) and the old cudaLaunch and
 # cuLaunchGrid calls launch kernels too; cudaLaunchHostFunc queues a host function, not GPU work.
-LAUNCH_CALLS = re.compile(r"^(?:__)?(?:cuda|cu|hip)(?:LaunchKernel\w*|LaunchCooperativeKernel\w*|GraphLaunch\w*"
-                          r"|(?:Ext)?ModuleLaunchKernel\w*|Launch(?:_\w+)?|LaunchGrid\w*)$")
+LAUNCH_CALLS = re.compile(r"^(?:__)?(?:cuda|cu|hip)(?:LaunchKernel\w*|LaunchCooperativeKernel\w*"
+                          r"|GraphLaunch\w*|(?:Ext)?ModuleLaunchKernel\w*|Launch(?:_\w+)?|LaunchGrid\w*)$")
 LOCK_CALLS = re.compile(r"^(?:pthread_mutex_(?:timed)?lock|pthread_rwlock_(?:rd|wr|timedrd|timedwr)lock"
                         r"|pthread_spin_lock|mtx_(?:timed)?lock)$")
 COND_CALLS = re.compile(r"^(?:pthread_cond_(?:timed|clock)?wait|sem_(?:timed|clock)?wait|cnd_(?:timed)?wait"
