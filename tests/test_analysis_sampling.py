@@ -71,13 +71,18 @@ def test_without_its_windows_the_same_trace_looks_idle() -> None:
 
 def test_host_timed_launches_alone_are_no_gpu_time() -> None:
     """`--cuda-mode launches`: launches and no kernel record: nothing is said of the GPU's idle
-    time, and the launches stay host calls."""
+    time, and the launches stay host calls, whichever launch call the shim timed (the
+    runtime's own entry of a `<<<...>>>` launch and the old launch calls among them)."""
+    calls = ("cudaLaunchKernel_v7000", "__cudaLaunchKernel_v13000", "cudaLaunch_v3020", "cuLaunchGrid",
+             "cuLaunchKernelEx")
     recorder = Recorder(FakeClock(), nvtx=False)
-    recorder.add_spans([(tr.cuda_track(tr.thread_track(11)), "cudaLaunchKernel_v7000", at, at + LAUNCH_TAKES,
+    recorder.add_spans([(tr.cuda_track(tr.thread_track(11)), calls[n % len(calls)], at, at + LAUNCH_TAKES,
                          -1, -1, {"kernel": "tiny", "correlation": n})
                         for n, at in enumerate(range(0, 1000 * US, LAUNCH_EVERY))])
+    recorder.add_spans([(tr.cuda_track(tr.thread_track(11)), "cudaLaunchHostFunc_v10000", 0, 10, -1, -1, None)])
     trace = Trace.from_recorder(recorder)
     assert device_idle(trace) == ()
     verdict = diagnose(trace)
-    assert verdict.roles == {"launch": 50} and "No GPU kernels in the trace" in verdict.headline
+    assert verdict.roles == {"launch": 50, "runtime": 1}  # a host function queued is no GPU work
+    assert "No GPU kernels in the trace" in verdict.headline
     assert utilisation(trace) == ()

@@ -8,9 +8,9 @@
 
        fake_cupti THREADS LAUNCHES NAMES SPIN_US
 
-   Prints what it did (L tid correlation sampled kernel) and what the shim sent (E, T), the
-   callbacks the shim enabled (C domain cbid) and how often kernel records were switched on
-   (K n). FAKE_FAIL=subscribe,enable_callback,kernel_enable,kernel_disable makes those calls
+   Prints the launch phase's wall and CPU ns (W wall cpu), what it did (L tid correlation
+   sampled kernel) and what the shim sent (E, T), the callbacks the shim enabled (C domain
+   cbid) and how often kernel records were switched on (K n); with FAKE_QUIET, the times alone. FAKE_FAIL=subscribe,enable_callback,kernel_enable,kernel_disable makes those calls
    fail. */
 #define _GNU_SOURCE
 #include SHIM
@@ -225,9 +225,20 @@ int main(int argc, char **argv) {
     ring->event_bytes = sizeof(struct wb_event); ring->text_bytes = sizeof(struct wb_text);
     InitializeInjection();
     pthread_t made[16];
+    struct timespec cpu0, cpu1;
+    uint64_t wall0 = wb_now();
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu0);
     for (int t = 0; t < threads; t++) pthread_create(&made[t], NULL, program_thread, (void *)(uintptr_t)t);
     for (int t = 0; t < threads; t++) pthread_join(made[t], NULL);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu1);
+    uint64_t wall1 = wb_now();
     flush_at_exit(); /* as the program's exit does */
+    printf("W %llu %llu\n", (unsigned long long)(wall1 - wall0),
+           (unsigned long long)((cpu1.tv_sec - cpu0.tv_sec) * 1000000000ll + (cpu1.tv_nsec - cpu0.tv_nsec)));
+    if (getenv("FAKE_QUIET")) { /* timing only (benchmarks/launch_callback_cost.py) */
+        fflush(stdout);
+        _exit(0);
+    }
     for (size_t i = 0; i < atomic_load(&launched_count); i++)
         printf("L %u %u %d %s\n", launched[i].tid, launched[i].correlation, launched[i].sampled, launched[i].kernel);
     for (uint64_t p = 0; p < atomic_load(&ring->head); p++) {

@@ -27,6 +27,9 @@ enum { MODE_ACTIVITY = 0, MODE_LAUNCHES = 1, MODE_SAMPLED = 2 };
 static int cuda_mode;
 static CUpti_SubscriberHandle launch_subscriber;
 static _Thread_local int in_runtime_launch; /* this thread is inside a runtime launch call */
+static _Thread_local uint32_t launching_tid;  /* gettid is a system call: once a thread */
+
+static void forget_tid(void) { launching_tid = 0; } /* a forked child's thread is another */
 
 /* The launch calls, by name: kernels, cooperative kernels and graphs, not host functions. */
 static int is_launch_call(const char *name) {
@@ -82,13 +85,15 @@ static void CUPTIAPI on_launch(void *userdata, CUpti_CallbackDomain domain, CUpt
     uint64_t call_name = call_id(driver, cbid) & 0xFFFFFFFFu;
     const char *kernel = call->symbolName;
     if (!kernel) kernel = call->functionName && strstr(call->functionName, "Graph") ? "(graph)" : "?";
-    wb_emit(WB_LAUNCH, (uint16_t)driver, wb_gettid(), launch_kernel_id(kernel),
+    if (!launching_tid) launching_tid = wb_gettid();
+    wb_emit(WB_LAUNCH, (uint16_t)driver, launching_tid, launch_kernel_id(kernel),
             (call_name << 32) | call->correlationId, start ? start : end, end);
 }
 
 /* Subscribes to the launch callbacks of both domains (WORKBENCH_RECORD_LAUNCH_DOMAINS=runtime
    or driver: one alone); 0 when CUPTI refused, with a note. */
 static int enable_launch_callbacks(void) {
+    pthread_atfork(NULL, NULL, forget_tid);
     CUptiResult r = cuptiSubscribe(&launch_subscriber, (CUpti_CallbackFunc)on_launch, NULL);
     if (r != CUPTI_SUCCESS) {
         note("kernel launches not recorded: cuptiSubscribe", r);
