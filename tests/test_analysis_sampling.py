@@ -79,7 +79,8 @@ def test_host_timed_launches_alone_are_no_gpu_time() -> None:
     recorder.add_spans([(tr.cuda_track(tr.thread_track(11)), calls[n % len(calls)], at, at + LAUNCH_TAKES,
                          -1, -1, {"kernel": "tiny", "correlation": n})
                         for n, at in enumerate(range(0, 1000 * US, LAUNCH_EVERY))])
-    recorder.add_spans([(tr.cuda_track(tr.thread_track(11)), "cudaLaunchHostFunc_v10000", 0, 10, -1, -1, None)])
+    host_function = (tr.cuda_track(tr.thread_track(11)), "cudaLaunchHostFunc_v10000", 0, 10, -1, -1, None)
+    recorder.add_spans([host_function])
     trace = Trace.from_recorder(recorder)
     assert device_idle(trace) == ()
     verdict = diagnose(trace)
