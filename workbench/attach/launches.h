@@ -110,6 +110,7 @@ static int enable_launch_callbacks(void) {
             const char *name = NULL;
             if (cuptiGetCallbackName(domains[d].domain, cbid, &name) != CUPTI_SUCCESS || !is_launch_call(name))
                 continue;
+            call_id((int)d, cbid); /* named now: no CUPTI call, no text sent, inside a launch */
             r = cuptiEnableCallback(1, launch_subscriber, domains[d].domain, cbid);
             if (r == CUPTI_SUCCESS) enabled++;
             else note("cuptiEnableCallback (a launch call)", r);
