@@ -8,8 +8,8 @@
    CLOCK_MONOTONIC, the launching thread, the kernel's name, the correlation id CUPTI gives the
    call (the one a kernel record of it carries). One WB_LAUNCH event a launch: obj the
    kernel's name id, aux the call's name id << 32 | the correlation id, flags 1 for a driver
-   call. A driver launch made inside a runtime launch (the runtime's own) is the same launch
-   and is not sent again.
+   call. A launch call made inside another (the driver's inside the runtime's, the runtime's
+   inside its own entry of a `<<<...>>>` launch) is the same launch: the outermost is sent.
 
    `sampled` adds kernel activity records on a duty cycle: a thread of ours enables them for
    the first WINDOW ms of every PERIOD ms (WORKBENCH_RECORD_SAMPLE_MS=WINDOW/PERIOD, default
@@ -26,7 +26,7 @@ enum { MODE_ACTIVITY = 0, MODE_LAUNCHES = 1, MODE_SAMPLED = 2 };
 
 static int cuda_mode;
 static CUpti_SubscriberHandle launch_subscriber;
-static _Thread_local int in_runtime_launch; /* this thread is inside a runtime launch call */
+static _Thread_local int launch_depth; /* launch calls this thread is inside */
 static _Thread_local uint32_t launching_tid;  /* gettid is a system call: once a thread */
 
 static void forget_tid(void) { launching_tid = 0; } /* a forked child's thread is another */
@@ -74,13 +74,10 @@ static void CUPTIAPI on_launch(void *userdata, CUpti_CallbackDomain domain, CUpt
     const CUpti_CallbackData *call = (const CUpti_CallbackData *)data;
     int driver = domain == CUPTI_CB_DOMAIN_DRIVER_API;
     if (call->callbackSite == CUPTI_API_ENTER) {
-        if (driver && in_runtime_launch) return; /* the runtime launch it serves sends it */
-        if (!driver) in_runtime_launch++;
-        *call->correlationData = wb_now();
+        if (launch_depth++ == 0) *call->correlationData = wb_now();
         return;
     }
-    if (driver && in_runtime_launch) return;
-    if (!driver && in_runtime_launch > 0) in_runtime_launch--;
+    if (launch_depth > 0 && --launch_depth > 0) return; /* the launch call around it sends it */
     uint64_t end = wb_now(), start = *call->correlationData;
     uint64_t call_name = call_id(driver, cbid) & 0xFFFFFFFFu;
     const char *kernel = call->symbolName;
