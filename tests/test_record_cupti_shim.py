@@ -300,3 +300,43 @@ def test_the_default_mode_subscribes_to_nothing_and_an_unknown_mode_is_noted(fak
     odd = play(fake, "sometimes", threads=1, launches=50, names=2, spin_us=0)
     assert odd.kernel_enables == 1 and not odd.of(LAUNCH)
     assert any("sometimes is not one of activity, launches, sampled" in n for n in odd.notes)
+
+
+def test_a_sampled_recording_end_to_end_through_the_recorder(fake: Path, tmp_path: Path) -> None:
+    """The fake as the recorded program: the recorder's ring, drained while it runs, into a trace
+    whose counts are the program's own, with its notes and a verdict judged in the windows."""
+    from workbench.analysis.verdict import diagnose
+    from workbench.attach.build import Shims
+    from workbench.attach.session import Session
+    from workbench.model import roles as rl
+    from workbench.model import tracks as tr
+
+    shims = Shims(tmp_path / "no-lock-shim.so", False, tmp_path / "the-fake-is-its-own-cupti.so")
+    session = Session([str(fake), "2", "1500", "3", "20"], shims, preload=False, cuda_mode="sampled",
+                      sample=(2, 5), cuda_kinds=("kernel",), env={"PATH": "/usr/bin:/bin"})
+    out = tmp_path / "out.txt"
+    try:
+        with out.open("w") as sink:
+            session.start(stdout=sink)
+            assert session.wait() == 0
+        trace = session.trace()
+    finally:
+        session.close()
+    launches = [line.split(" ", 4) for line in out.read_text().splitlines() if line.startswith("L ")]
+    assert len(launches) == 3000
+    record = trace.meta["record"]
+    assert record["cuda_mode"] == "sampled" and record["dropped"] == 0 and record["lost"] == 0
+    assert record["launches_by_kernel"] == dict(Counter(k for *_, k in launches))
+    counts = rl.role_counts(trace)
+    sampled = sum(1 for _, _, _, s, _ in launches if s == "1")
+    assert counts["launch"] == 3000 and counts["kernel"] == sampled > 0
+    threads = Counter(f"cuda/thread/{t}" for _, t, *_ in launches)
+    text = trace.strings.values
+    on = Counter(text[t] for t in trace.spans.track[rl.role_mask(trace, "launch")].tolist())
+    assert on == threads
+    windows = int(trace.span_mask(track=tr.SAMPLED_TRACK).sum())
+    (said,) = [n for n in record["notes"] if "--cuda-mode sampled" in n]
+    assert f"{sampled} kernels recorded on the GPU in {windows} windows" in said
+    assert "3000 kernel launches (3 kernels) timed on the host" in said
+    verdict = diagnose(trace)
+    assert "sampled in" in verdict.headline and verdict.device[0].sampled_windows > 0

@@ -10,7 +10,9 @@
 
    Prints the launch phase's wall and CPU ns (W wall cpu), what it did (L tid correlation
    sampled kernel) and what the shim sent (E, T), the callbacks the shim enabled (C domain
-   cbid) and how often kernel records were switched on (K n); with FAKE_QUIET, the times alone. FAKE_FAIL=subscribe,enable_callback,kernel_enable,kernel_disable makes those calls
+   cbid) and how often kernel records were switched on (K n); with FAKE_QUIET, the times alone;
+   run by a recorder (WORKBENCH_RECORD_RING), the shim writes the recorder's ring and the
+   program prints its launches alone. FAKE_FAIL=subscribe,enable_callback,kernel_enable,kernel_disable makes those calls
    fail. */
 #define _GNU_SOURCE
 #include SHIM
@@ -21,6 +23,8 @@
 #define RING_TEXTS (1u << 13)
 #define MAX_LAUNCHES 200000
 
+/* Its own ring in memory, printed at the end; under a recorder (WORKBENCH_RECORD_RING set) none:
+   the shim maps the recorder's, which drains it while the program runs. */
 static struct wb_header *ring;
 __attribute__((visibility("default"))) void *workbench_record_ring(void) { return ring; }
 
@@ -219,10 +223,14 @@ int main(int argc, char **argv) {
     launched = calloc(MAX_LAUNCHES, sizeof *launched);
     queue = calloc(MAX_LAUNCHES, sizeof *queue);
     size_t size = WB_DATA_OFFSET + RING_EVENTS * sizeof(struct wb_event) + RING_TEXTS * sizeof(struct wb_text);
-    ring = aligned_alloc(4096, size);
-    memset(ring, 0, size);
-    ring->magic = WB_MAGIC; ring->version = WB_VERSION; ring->capacity = RING_EVENTS; ring->text_capacity = RING_TEXTS;
-    ring->event_bytes = sizeof(struct wb_event); ring->text_bytes = sizeof(struct wb_text);
+    int recorded = getenv("WORKBENCH_RECORD_RING") != NULL;
+    if (!recorded) {
+        ring = aligned_alloc(4096, size);
+        memset(ring, 0, size);
+        ring->magic = WB_MAGIC; ring->version = WB_VERSION; ring->capacity = RING_EVENTS;
+        ring->text_capacity = RING_TEXTS; ring->event_bytes = sizeof(struct wb_event);
+        ring->text_bytes = sizeof(struct wb_text);
+    }
     InitializeInjection();
     pthread_t made[16];
     struct timespec cpu0, cpu1;
@@ -241,6 +249,10 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < atomic_load(&launched_count); i++)
         printf("L %u %u %d %s\n", launched[i].tid, launched[i].correlation, launched[i].sampled, launched[i].kernel);
+    if (recorded) { /* the recorder has what the shim sent */
+        fflush(stdout);
+        _exit(0);
+    }
     for (uint64_t p = 0; p < atomic_load(&ring->head); p++) {
         struct wb_event *e = &wb_events[p & (RING_EVENTS - 1)];
         printf("E %u %u %u %llu %llu %llu %llu\n", e->kind, e->flags, e->tid, (unsigned long long)e->obj,
