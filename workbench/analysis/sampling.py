@@ -8,7 +8,8 @@ the start of the first kernel launched in it to the end of the last. Kernels of 
 launch order, so every kernel launched before the window on that stream ended before the
 first one began, and none launched after it started before the last one ended; a kernel of
 another stream launched before the window may still run unseen at its start (the GPU would be
-busier there than the trace shows).
+busier there than the trace shows). The windows are the recording's, not a GPU's: with several
+GPUs each is judged over the same intervals, set by the kernels of all of them.
 
 A kernel belongs to the window its launch was made in (the correlation id the kernel record
 and the launch share); one whose launch is not in the trace, to the last window opened before
