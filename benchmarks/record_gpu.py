@@ -21,7 +21,11 @@
    starts after that many seconds of the stage, and results are written after every run.
 4. Launch (`--stages launch`): benchmarks/launch_loop.cu, a launch-bound loop of ours that
    starts in well under a second, under each of `--launch-variants` in turn, `--launch-reps`
-   times: what each part of the recording costs a launch, in microseconds.
+   times: what each part of the recording costs a launch, in microseconds. The count check
+   (`launch.count_check`, printed): the first run of `contended` and of each variant that
+   records kernels by their launches (`launches`, `sampled`, ...) is read, and its kernels by
+   name (the default's kernel records, the others' host-timed launches) are compared with the
+   count the program prints of itself and with the default recording's.
 
 5. Kineto (`--stages kineto`): benchmarks/torch_step.py `alternate`: rounds of plain steps and
    the same steps under torch.profiler (CUDA; CPU and CUDA), in one process.
@@ -138,6 +142,43 @@ def counts(trace: Any, inside: str | None = None, last: int = 0) -> dict[str, An
     if keep is not None:
         found["ranges"] = len(keep)
     return dict(found)
+
+
+def kernel_tally(trace: Any) -> dict[str, Any]:
+    """The kernels a recorded run's trace accounts for, by name: its kernel records (the default
+    mode) or its host-timed launches (`--cuda-mode launches`, `sampled`), and what else says."""
+    record = trace.meta["record"]
+    counts, mode = record["counts"], record.get("cuda_mode", "activity")
+    codes = rl.span_roles(trace)
+    text = trace.strings.values
+    records = Counter(text[n] for n in trace.spans.name[codes == rl.CODE["kernel"]].tolist())
+    by_name = dict(record.get("launches_by_kernel") or {}) if mode != "activity" else dict(records)
+    return {"mode": mode, "kernels": sum(by_name.values()), "kernel_records": sum(records.values()),
+            "launches": counts.get("kernel launches", 0), "by_name": by_name,
+            "windows": counts.get("sampling windows", 0),
+            "sampled_ms": round(counts.get("sampled ns", 0) / 1e6, 3),
+            "switch_us": round(counts.get("sampling switch ns", 0) / 1e3, 1), "dropped": record["dropped"],
+            "notes": [n for n in record["notes"] if "--cuda-mode" in n]}
+
+
+def count_check(tallies: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Each counted run's kernels against the program's own count and, by name, against the
+    default recording's first run (printed)."""
+    reference = next((t["by_name"] for v, ts in tallies.items() for t in ts if t["mode"] == "activity"), None)
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for variant, runs in tallies.items():
+        for t in runs:
+            row = {"mode": t["mode"], "kernels": t["kernels"], "program": t.get("program_kernels"),
+                   "equal_program": t["kernels"] == t.get("program_kernels"),
+                   "equal_default_by_name": None if reference is None else t["by_name"] == reference,
+                   "kernel_records": t["kernel_records"], "windows": t["windows"]}
+            rows.setdefault(variant, []).append(row)
+            print(f"   count check {variant} ({t['mode']}): {t['kernels']} kernels, the program says "
+                  f"{row['program']}; by name as the default recording: {row['equal_default_by_name']}; "
+                  f"{t['kernel_records']} kernel records in {t['windows']} windows", flush=True)
+    flat = [r for runs in rows.values() for r in runs]
+    return {"runs": rows, "all_equal": bool(flat) and all(r["equal_program"] and r["equal_default_by_name"]
+                                                          is not False for r in flat)}
 
 
 def in_steps(trace: Any, steps: int) -> dict[str, Any]:
@@ -313,12 +354,14 @@ def main() -> None:
 
     def alternate(variants: list[str], reps: int, argv: list[str], kineto: list[str] | None, key: str,
                   began: float, deadline_s: float, details: int = 0,
-                  read: list[str] | None = None) -> dict[str, Any]:
+                  read: list[str] | None = None, tally: list[str] | None = None) -> dict[str, Any]:
         """Each variant in turn, `reps` rounds: each run's figure, its fifths, its wall time;
-        medians and slowdowns against plain. Written out after every run."""
+        medians and slowdowns against plain. Written out after every run. The first run of
+        each `tally` variant is read for its kernels by name (`kernel_tally`)."""
         figures: dict[str, list[float]] = {v: [] for v in variants}
         found: dict[str, Any] = {key: figures, "block": {v: [] for v in variants},
-                                 "wall_s": {v: [] for v in variants}, "in_steps": {}, "stopped": None}
+                                 "wall_s": {v: [] for v in variants}, "in_steps": {}, "tallies": {},
+                                 "stopped": None}
         results["running"] = found
         for _ in range(reps):
             for variant in variants:
@@ -329,7 +372,9 @@ def main() -> None:
                 if time.monotonic() - STARTED + longest > args.end_by_s:
                     found["stopped"] = f"--end-by-s {args.end_by_s}: no time for another run"
                     break
-                reads = bool(details) and variant in (read or []) and VARIANTS[variant].recorded
+                counted = variant in (tally or []) and variant not in found["tallies"]
+                detailed = bool(details) and variant in (read or [])
+                reads = VARIANTS[variant].recorded and (detailed or counted)
                 try:
                     out, made, wall = run_variant(variant, argv, shims, kineto, trace=reads)
                 except subprocess.CalledProcessError as err:
@@ -341,7 +386,10 @@ def main() -> None:
                 figures[variant].append(said(out)[key])
                 found["block"][variant].append(blocks(out))
                 found["wall_s"][variant].append(round(wall, 2))
-                if made is not None:
+                if made is not None and counted:
+                    tallied = {**kernel_tally(made), "program_kernels": said(out).get("kernels")}
+                    found["tallies"][variant] = [tallied]
+                if made is not None and variant in (read or []):
                     record = made.meta["record"]
                     found["in_steps"].setdefault(variant, []).append(
                         {**in_steps(made, details), "counts": record["counts"],
@@ -373,8 +421,12 @@ def main() -> None:
             return {"build": built.stderr[-1000:]}
         argv = [*pin, str(loop), str(args.launch_steps), *args.launch_args]
         variants = [v for v in args.launch_variants if VARIANTS[v].kineto is None]
+        counted = [v for v in variants if VARIANTS[v].recorded and VARIANTS[v].cuda
+                   and "kernel" in VARIANTS[v].cuda_kinds
+                   and (v == "contended" or VARIANTS[v].cuda_mode != "activity")]
         found = alternate(variants, args.launch_reps, argv, None, "step_us", began, args.launch_deadline_s,
-                          details=args.launch_steps, read=args.launch_details)
+                          details=args.launch_steps, read=args.launch_details, tally=counted)
+        found["count_check"] = count_check(found["tallies"])
         launches = int(args.launch_args[0]) if args.launch_args else 25
         if "plain" in found["median"]:
             p = found["median"]["plain"]

@@ -24,6 +24,12 @@ torch.profiler, so that what each part costs the program is measured alone.
     shared-buffer    one CUPTI activity buffer for all threads, not one a thread
     kernel-serial    kernels by CUPTI's serialising kernel kind, not the concurrent one
     only-kernel-pool, only-kernel-pinned: kernels alone, with `pool` / `host-pinned`
+    launches         `--cuda-mode launches`: kernels by their launches, timed on the host through
+                     CUPTI's launch callbacks, no kernel activity record (the other kinds as default)
+    launches-runtime the same, the runtime's launch callbacks alone (not the driver's)
+    launches-only    launches and nothing else of CUDA: the callbacks' own cost
+    sampled          `--cuda-mode sampled`: launches, and kernel records in the first 1 ms of every
+                     10 ms; sampled-1-100: of every 100 ms
     drain-1s         the recorder drains the ring every second, not every 50 ms
     drain-end        the recorder drains the ring only once the program has ended
     bare             shims loaded, nothing recorded: `--locks none`, no NVTX, no kind, drain-end
@@ -40,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.attach.session import CUDA_KINDS as KINDS
+from workbench.attach.session import SAMPLE_MS
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,8 @@ class Variant:
     period_s: float | None = 0.05
     env: dict[str, str] = field(default_factory=dict)
     kineto: str | None = None  # torch.profiler's activities (the program's `kineto` mode)
+    cuda_mode: str = "activity"  # how kernels are recorded (`workbench record --cuda-mode`)
+    sample: tuple[float, float] = SAMPLE_MS  # `sampled`: WINDOW/PERIOD ms
 
 
 POOL = {"WORKBENCH_RECORD_BUFFER_POOL": "8"}  # cupti_injection.c's knobs of CUPTI's attributes
@@ -83,6 +92,11 @@ VARIANTS: dict[str, Variant] = {
     "kernel-serial": Variant(env={"WORKBENCH_RECORD_KERNEL_KIND": "serial"}),
     "only-kernel-pool": Variant(cuda_kinds=("kernel",), env=POOL),
     "only-kernel-pinned": Variant(cuda_kinds=("kernel",), env=PINNED),
+    "launches": Variant(cuda_mode="launches"),
+    "launches-runtime": Variant(cuda_mode="launches", env={"WORKBENCH_RECORD_LAUNCH_DOMAINS": "runtime"}),
+    "launches-only": Variant(cuda_mode="launches", cuda_kinds=("kernel",)),
+    "sampled": Variant(cuda_mode="sampled"),
+    "sampled-1-100": Variant(cuda_mode="sampled", sample=(1.0, 100.0)),
     "drain-1s": Variant(period_s=1.0),
     "drain-end": Variant(period_s=None),
     "bare": Variant(locks="none", nvtx=False, cuda_kinds=(), period_s=None),
@@ -96,4 +110,5 @@ def session_options(variant: Variant, shims: Any) -> tuple[Any, dict[str, Any]]:
     if not variant.cuda:
         shims = dataclasses.replace(shims, cupti=None)
     return shims, {"locks": variant.locks, "cuda_kinds": variant.cuda_kinds, "nvtx": variant.nvtx,
-                   "preload": variant.preload, "period_s": variant.period_s, "env": variant.env}
+                   "preload": variant.preload, "period_s": variant.period_s, "env": variant.env,
+                   "cuda_mode": variant.cuda_mode, "sample": variant.sample}

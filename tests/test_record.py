@@ -367,3 +367,58 @@ def test_cuda_kinds_are_checked_and_named_to_the_shim(tmp_path: Path,
                      "true"])
     err = capfd.readouterr().err
     assert code == 2 and "kernel,copies" in err and len(err.strip().splitlines()) == 1
+
+
+def test_cuda_modes_are_checked_named_to_the_shim_and_noted(tmp_path: Path,
+                                                            capfd: pytest.CaptureFixture[str]) -> None:
+    from workbench.attach import ring as rg
+    from workbench.attach.build import Shims
+    from workbench.attach.convert import as_array
+    from workbench.attach.session import Session, sample_ms
+
+    shims = Shims(tmp_path / "shim.so", False, tmp_path / "cupti.so")
+    env = Session(["true"], shims, cuda_mode="sampled", sample=(0.5, 20)).environment()
+    assert env["WORKBENCH_RECORD_CUDA_MODE"] == "sampled" and env["WORKBENCH_RECORD_SAMPLE_MS"] == "0.5/20"
+    assert Session(["true"], shims).environment()["WORKBENCH_RECORD_CUDA_MODE"] == "activity"
+    assert sample_ms("1/10") == (1.0, 10.0)
+    for bad in ("10/1", "1", "0/5", "a/b", "1/70000"):
+        with pytest.raises(ValueError, match="WINDOW/PERIOD"):
+            sample_ms(bad)
+    with pytest.raises(ValueError, match="not 'often'"):
+        Session(["true"], shims, cuda_mode="often")
+    with pytest.raises(ValueError, match="needs kernel"):
+        Session(["true"], shims, cuda_mode="launches", cuda_kinds=("memcpy",))
+    for argv in (["--cuda-mode", "launches", "--cuda-kinds", "memcpy"],
+                 ["--cuda-mode", "sampled", "--sample-ms", "10/1"]):
+        code = cli.main(["record", *argv, "-o", str(tmp_path / "t.wbtrace"), "--", "true"])
+        err = capfd.readouterr().err
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+    code = cli.main(["record", "--cuda-mode", "sometimes", "-o", str(tmp_path / "t.wbtrace"), "--", "true"])
+    err = capfd.readouterr().err
+    assert code == 2 and "activity, launches, sampled, not 'sometimes'" in err
+    assert len(err.strip().splitlines()) == 1
+
+    # What each mode's trace says it left out, with the numbers of what it holds.
+    for mode in ("launches", "sampled"):
+        session = Session(["true"], shims, cuda_mode=mode)
+        try:
+            words = np.frombuffer(session.ring._map, "<u4", 1, rg.FEATURES)
+            words[0] |= 4  # CUPTI attached, as the shim says once CUDA starts
+            events: list[tuple[int, ...]] = [
+                (rg.LAUNCH, 0, 11, 7, 1, (2 << 32) | k, 1000 + k * 100, 1050 + k * 100) for k in range(5)]
+            if mode == "sampled":
+                events += [(rg.WINDOW, 0, 0, 7, 0, 40, 1000, 1200)]
+            texts = [rg.Text(rg.T_STRING, 7, 0, 1, 0, "tiny"),
+                     rg.Text(rg.T_STRING, 7, 0, 2, 0, "cudaLaunchKernel")]
+            session.converter.feed(rg.Drained(as_array(events), texts))
+            record = session.trace().meta["record"]
+        finally:
+            session.close()
+        assert record["cuda_mode"] == mode and record["launches_by_kernel"] == {"tiny": 5}
+        (said,) = [n for n in record["notes"] if "--cuda-mode" in n]
+        assert "5 kernel launches (1 kernels) timed on the host" in said and "not the kernel's time" in said
+        if mode == "launches":
+            assert "GPU's busy and idle time are not in the trace" in said and record["sample_ms"] is None
+        else:
+            assert "0 kernels recorded on the GPU in 1 windows (0.0 ms)" in said
+            assert record["sample_ms"] == [1, 10]

@@ -36,6 +36,7 @@ BUILT = {
     tr.QUEUE: (st.just(tr.QUEUE_TRACK), lambda t: True),
     tr.RUN: (st.just(tr.RUN_TRACK), lambda t: True),
     tr.HOST_LOAD: (st.just(tr.HOST_LOAD_TRACK), lambda t: True),
+    tr.SAMPLED: (st.just(tr.SAMPLED_TRACK), lambda t: True),
 }
 
 # Track values as `parse` gives them: each kind with only the fields it carries.
@@ -60,6 +61,7 @@ TRACKS = {
     tr.QUEUE: st.just(tr.Track(tr.QUEUE)),
     tr.RUN: st.just(tr.Track(tr.RUN)),
     tr.HOST_LOAD: st.just(tr.Track(tr.HOST_LOAD)),
+    tr.SAMPLED: st.just(tr.Track(tr.SAMPLED)),
     tr.OTHER: st.builds(tr.Track, st.just(tr.OTHER), name=OTHER_NAMES),
 }
 

@@ -170,15 +170,17 @@ def run(save: str | Path | bool = False, progress: bool = True, **settings: Any)
 
 
 def record(command: Sequence[str], save: str | Path | bool = False, cuda: bool = True,
-           locks: str = "contended", cuda_kinds: str = "all") -> LiveRecording:
+           locks: str = "contended", cuda_kinds: str = "all", cuda_mode: str = "activity") -> LiveRecording:
     """Record an unmodified program as `workbench record` does, its live Gantt shown here while
     it runs; returns at once. `.wait()` gives the trace (saved to `save`, or a new name in runs/
     with True), `.stop()` passes SIGTERM on to the program, `.exit_code` is its exit code.
     `locks`: contended (each mutex from its first wait), all or none, as `workbench record --locks`;
-    `cuda_kinds`: the CUDA activity recorded, as `--cuda-kinds` ("kernel,memcpy", "all", "none")."""
+    `cuda_kinds`: the CUDA activity recorded, as `--cuda-kinds` ("kernel,memcpy", "all", "none");
+    `cuda_mode`: how kernels are recorded, as `--cuda-mode` ("activity", "launches", "sampled")."""
     setup()
     path = output.fresh_run_path(prefix="record") if save is True else (save or None)
-    recording = LiveRecording(list(command), path, cuda=cuda, locks=locks, cuda_kinds=cuda_kinds)
+    recording = LiveRecording(list(command), path, cuda=cuda, locks=locks, cuda_kinds=cuda_kinds,
+                              cuda_mode=cuda_mode)
     _display(recording.widget)
     return recording.start()
 

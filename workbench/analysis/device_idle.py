@@ -20,6 +20,10 @@ during it. A lock hold is not host work by itself (what the holder does shows in
 calls and ranges). OS calls in which a thread sleeps (poll, epoll_wait, nanosleep, ...) are not host
 work. A cause whose roles the trace lacks is not judged, and `not_judged` says why.
 
+A recording that sampled its kernels (`--cuda-mode sampled`) is judged inside its sampling
+windows only (analysis/sampling.py): elsewhere kernels ran unrecorded, and their launches,
+timed on the host, say nothing of when the GPU was busy. `window_ms` is then the time judged.
+
 Contract: `device_idle(trace) -> tuple[DeviceIdle, ...]`, one per GPU that ran kernels.
 """
 
@@ -33,6 +37,7 @@ import numpy as np
 from workbench.analysis.host_threads import span_threads, thread_label
 from workbench.analysis.idle import IdleCause, IdleReport
 from workbench.analysis.intervals import Intervals, concurrency_ns, covered_ns
+from workbench.analysis.sampling import judged_windows
 from workbench.analysis.summary import run_window_ns
 from workbench.analysis.utilisation import DEVICE_KERNELS
 from workbench.model import roles as rl
@@ -89,6 +94,7 @@ class DeviceIdle:
     causes: tuple[Cause, ...]  # largest first
     launchers: tuple[str, ...]  # threads that launch GPU work (empty: the trace does not say)
     not_judged: tuple[str, ...]  # causes the trace cannot show, and why
+    sampled_windows: int = 0  # judged inside this many sampling windows only (0: the whole trace)
 
     @property
     def idle_share(self) -> float:
@@ -114,7 +120,8 @@ def device_idle(trace: Trace) -> tuple[DeviceIdle, ...]:
     kernels = codes == rl.CODE["kernel"]
     gpus = sorted(set(gpu[kernels].tolist()))
     host = _host_causes(trace, codes) if gpus else None
-    return tuple(_one(trace, g, codes, gpu, host) for g in gpus if host is not None)
+    judged = judged_windows(trace) if gpus else None
+    return tuple(_one(trace, g, codes, gpu, host, judged) for g in gpus if host is not None)
 
 
 @dataclass(frozen=True)
@@ -157,15 +164,21 @@ def _host_causes(trace: Trace, codes: np.ndarray) -> _HostCauses:
     return _HostCauses(groups, not_judged, tuple(labels[k] for k in sorted(launchers)))
 
 
-def _one(trace: Trace, g: int, codes: np.ndarray, gpu: np.ndarray, host: _HostCauses) -> DeviceIdle:
+def _one(trace: Trace, g: int, codes: np.ndarray, gpu: np.ndarray, host: _HostCauses,
+         judged: Intervals | None) -> DeviceIdle:
     spans = trace.spans
     start, end = run_window_ns(trace)
-    window = max(end - start, 1)
     mine = gpu == g
     kernel = mine & (codes == rl.CODE["kernel"])
     busy = _of(trace, kernel).clip(start, end)
-    idle = busy.complement(start, end)
     first, last = int(spans.start_ns[kernel].min()), int(spans.end_ns[kernel].max())
+    if judged is not None:  # sampled: the windows' time alone, each from its first kernel to its last
+        scope = judged.clip(start, end)
+        busy, idle = busy.intersect(scope), scope.subtract(busy)
+        window = max(scope.total(), 1)
+    else:
+        idle = busy.complement(start, end)
+        window = max(end - start, 1)
     copies = mine & np.isin(codes, [rl.CODE["copy"], rl.CODE["memset"]])
     not_judged = [] if copies.any() else ["copies (no copy or memset records for this GPU)"]
     groups = [("copy", copies, [(0, *_copy_what(trace, i)) for i in np.flatnonzero(copies).tolist()]),
@@ -181,11 +194,13 @@ def _one(trace: Trace, g: int, codes: np.ndarray, gpu: np.ndarray, host: _HostCa
         none = np.zeros(len(spans), bool)
         causes.append(_cause(trace, "nothing", remaining, none, [], start, window, first))
     causes.sort(key=lambda c: -c.ms)
+    sampled = judged is not None
     return DeviceIdle(
         gpu=g, window_ms=window / 1e6, busy_ms=busy.total() / 1e6, idle_ms=idle.total() / 1e6,
-        before_first_ms=max(min(first, end) - start, 0) / 1e6,
-        after_last_ms=max(end - max(last, start), 0) / 1e6,
+        before_first_ms=0.0 if sampled else max(min(first, end) - start, 0) / 1e6,
+        after_last_ms=0.0 if sampled else max(end - max(last, start), 0) / 1e6,
         causes=tuple(causes), launchers=host.launchers, not_judged=tuple([*not_judged, *host.not_judged]),
+        sampled_windows=len(judged) if judged is not None else 0,
     )
 
 

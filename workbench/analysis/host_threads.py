@@ -3,7 +3,8 @@
 A CUDA or OS call sits on `cuda/<thread>` or `os/<thread>` (model/tracks.py): its thread is
 the caller. A range or op sits on the thread's own track. A lock's own spans (`mutex/...`,
 `lock/...`) belong to the worker that recorded them where the span says, else to the lock's
-track. Device spans (kernels, copies, memsets, counters) belong to no host thread.
+track. Device spans (kernels, copies, memsets, counters) and a recording's sampling windows
+belong to no host thread.
 
 Contract: `span_threads(trace) -> (array of thread codes per span, -1 for device spans;
 tuple of thread track names)`, `thread_label(track, names)`.
@@ -25,7 +26,7 @@ def span_threads(trace: Trace) -> tuple[np.ndarray, tuple[str, ...]]:
     per_track = np.full(len(text), -1, dtype=np.int64)
     for code in np.unique(spans.track).tolist():
         t = tr.parse(text[code])
-        if t.on_device or t.kind == tr.COUNTERS:
+        if t.on_device or t.kind in (tr.COUNTERS, tr.SAMPLED):
             continue
         caller = t.caller
         name = tr.build(caller) if caller is not None else text[code]

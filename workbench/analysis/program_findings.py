@@ -85,8 +85,16 @@ def phrase(cause: Cause, d: DeviceIdle, ms: bool = False) -> str:
 
 
 def _window(d: DeviceIdle) -> str:
+    """"2.30 s trace", or for a sampled recording the time judged: "23.1 ms sampled in 12 windows"."""
     seconds = d.window_ms / 1e3
-    return f"{seconds:.2f} s" if seconds >= 0.1 else f"{d.window_ms:.1f} ms"
+    length = f"{seconds:.2f} s" if seconds >= 0.1 else f"{d.window_ms:.1f} ms"
+    if d.sampled_windows:
+        return f"{length} sampled in {d.sampled_windows} window{'s' if d.sampled_windows > 1 else ''}"
+    return f"{length} trace"
+
+
+def _of_what(d: DeviceIdle) -> str:
+    return "of the sampled time" if d.sampled_windows else "of the trace"
 
 
 def _before(d: DeviceIdle) -> str:
@@ -102,9 +110,9 @@ def headline(ctx: Context) -> str | None:
     d = max(ctx.device, key=lambda x: x.idle_share)
     name = gpu_name(ctx, d)
     if not d.causes:
-        return f"{name} runs kernels all of the {_window(d)} trace: nothing holds it back."
+        return f"{name} runs kernels all of the {_window(d)}: nothing holds it back."
     top = d.causes[0]
-    return (f"{name} idles {d.idle_share:.0%} of the {_window(d)} trace{_before(d)}; the largest cause: "
+    return (f"{name} idles {d.idle_share:.0%} of the {_window(d)}{_before(d)}; the largest cause: "
             f"{top.share:.0%} {phrase(top, d)}.")
 
 
@@ -117,7 +125,7 @@ def idle_causes(ctx: Context) -> list[Finding]:
             suffix = f"/gpu{d.gpu}" if len(ctx.device) > 1 else ""
             early = c.before_first_ms
             before = f", {early:.0f} ms of it before the first kernel" if early else ""
-            sentence = (f"{gpu_name(ctx, d)} runs no kernel for {c.ms:.0f} ms ({c.share:.0%} of the trace, "
+            sentence = (f"{gpu_name(ctx, d)} runs no kernel for {c.ms:.0f} ms ({c.share:.0%} {_of_what(d)}, "
                         f"in {c.pieces} gaps{before}) {phrase(c, d, ms=True)}")
             out.append(Finding(
                 id=f"idle_{c.cause}{suffix}", title=TITLES[c.cause], sentence=sentence + ".", cost=c.share,

@@ -4,7 +4,9 @@
 - `host_timed_compute`: share covered by compute phases timed on the host (kernels plus
   their synchronisation), or, for logs that do not break ntt_msm_h down, an estimate that
   counts each ntt_msm_h only up to the fastest one's length.
-- `kernel_busy` / `copy_busy`: share with at least one kernel / copy in the device records.
+- `kernel_busy` / `copy_busy`: share with at least one kernel / copy in the device records
+  (of a recording that sampled its kernels, `kernel_busy` is the share of its sampling
+  windows: analysis/sampling.py).
 - `nvml_duty_cycle`: mean of NVML's sampled utilisation (a kernel ran during the sample).
 
 Contract: `utilisation(trace) -> tuple[GpuUtilisation, ...]`, one per GPU the trace names;
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from workbench.analysis.intervals import Intervals
+from workbench.analysis.sampling import judged_windows
 from workbench.analysis.summary import run_window_ns
 from workbench.analysis.tracks import (
     COMPUTE_SPANS,
@@ -109,6 +112,11 @@ def gpu_utilisation(trace: Trace, gpu: int, start: int, end: int) -> GpuUtilisat
     compute, source = host_compute_intervals(trace, gpu)
     kernels = _spans(trace, kernel_mask(trace, gpu))
     copies = _spans(trace, device_copy_mask(trace, gpu))
+    judged = judged_windows(trace) if kernels is not None else None
+    kernel_busy = fraction(kernels)
+    if judged is not None and kernels is not None:  # sampled kernels: busy within the windows only
+        scope = judged.clip(start, end)
+        kernel_busy = kernels.intersect(scope).total() / scope.total() if scope.total() else None
     busiest = kernels if kernels is not None else compute
     ratio = None
     if held is not None and busiest is not None and busiest.clip(start, end).total() > 0:
@@ -116,7 +124,7 @@ def gpu_utilisation(trace: Trace, gpu: int, start: int, end: int) -> GpuUtilisat
     return GpuUtilisation(
         gpu=gpu, window_ms=window / 1e6, mutex_held=fraction(held),
         host_timed_compute=fraction(compute), compute_source=source,
-        kernel_busy=fraction(kernels), copy_busy=fraction(copies),
+        kernel_busy=kernel_busy, copy_busy=fraction(copies),
         nvml_duty_cycle=_nvml_mean(trace, gpu, "utilization_gpu", start, end, scale=0.01),
         nvml_pcie_rx_gbps=_nvml_mean(trace, gpu, "pcie_rx_bytes_s", start, end, scale=1e-9),
         held_over_compute=ratio,

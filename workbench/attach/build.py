@@ -2,8 +2,9 @@
 
 - `shim.c` (+ `nvtx_injection.c` when the NVTX headers are found): preloaded into the program
   and named as its NVTX injection library.
-- `cupti_injection.c`: named as the program's CUDA injection library, built only where the
-  CUPTI headers and library are found (a CUDA toolkit, or the nvidia-cuda-cupti package).
+- `cupti_injection.c` (+ `launches.h`, the launch callbacks and the sampling duty cycle):
+  named as the program's CUDA injection library, built only where the CUPTI headers and
+  library are found (a CUDA toolkit, or the nvidia-cuda-cupti package).
 
 Headers come from packages, none are vendored: NVTX from the `nvidia-nvtx-cu12` package (the
 `dev` extra), a CUDA toolkit's include folder, or WORKBENCH_NVTX_INCLUDE; CUPTI from
@@ -22,7 +23,8 @@ from pathlib import Path
 from workbench import compiled
 
 HERE = Path(__file__).parent
-SHIM, NVTX, CUPTI, RING = (HERE / n for n in ("shim.c", "nvtx_injection.c", "cupti_injection.c", "ring.h"))
+SHIM, NVTX, CUPTI, RING, LAUNCHES = (HERE / n for n in ("shim.c", "nvtx_injection.c", "cupti_injection.c",
+                                                        "ring.h", "launches.h"))
 FLAGS = ("-O2", "-fPIC", "-shared", "-std=gnu11", "-fvisibility=hidden", "-Wall", f"-I{HERE}")
 
 
@@ -103,7 +105,7 @@ def _cupti_shim() -> tuple[Path | None, str]:
         return None, f"CUDA activity not recorded: {layouts}"
     flags = [*FLAGS, *(f"-I{i}" for i in includes), *layouts]
     try:
-        path = compiled.build("record-cupti", [CUPTI], flags, depends=[RING],
+        path = compiled.build("record-cupti", [CUPTI], flags, depends=[RING, LAUNCHES],
                               libraries=(f"-L{libs}", "-lcupti", f"-Wl,-rpath,{libs}", "-lpthread"))
     except compiled.BuildError as err:
         return None, f"CUDA activity not recorded: the CUPTI shim did not build ({err})"

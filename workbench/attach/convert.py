@@ -14,6 +14,9 @@ as they come; model/tracks.py and model/roles.py give them their roles).
   dst_kind), memsets on `gpu<n>/memset`, synchronisations on `gpu<n>/sync`, API calls on
   `cuda/thread/<tid>`; device times moved onto the host clock by the offsets the shim sent
   (device_records.py, a drain's records at a time).
+- Kernel launches timed on the host (`--cuda-mode launches`, `sampled`): the launch call on
+  `cuda/thread/<tid>`, attrs `kernel`; sampling windows on `sampled/kernels`
+  (launch_records.py).
 
 The ring's order is the locks' order (the shim sends a release before the real unlock and an
 acquire after the real lock), so hand-offs are read off in one pass. Times are CLOCK_MONOTONIC
@@ -30,6 +33,7 @@ import numpy as np
 
 from workbench.attach import ring as rg
 from workbench.attach.device_records import DeviceRecords
+from workbench.attach.launch_records import feed_launches, feed_windows
 from workbench.model import tracks as tr
 from workbench.trace.recorder import Recorder
 
@@ -39,8 +43,9 @@ OVERHEAD_KINDS = {0: "unknown", 1: "driver compiler", 1 << 16: "buffer flush", 2
                   3 << 16: "resource", 4 << 16: "module loading", 5 << 16: "lazy function loading",
                   6 << 16: "command buffer full", 7 << 16: "activity buffer request",
                   8 << 16: "UVM activity init"}  # CUpti_ActivityOverheadKind
-# A drain's events by kind: host (below KERNEL), device (KERNEL to CLOCK), OVERHEAD, unknown.
-GROUP_BOUNDS = np.array([rg.KERNEL - 1, rg.CLOCK, rg.OVERHEAD])
+# A drain's events by kind: host (below KERNEL), device (KERNEL to CLOCK), OVERHEAD, host-timed
+# launches and sampling windows (LAUNCH, WINDOW), unknown.
+GROUP_BOUNDS = np.array([rg.KERNEL - 1, rg.CLOCK, rg.OVERHEAD, rg.WINDOW])
 
 
 class Converter:
@@ -55,6 +60,7 @@ class Converter:
         self.threads: set[int] = set()
         self.thread_names: dict[int, str] = {}
         self.notes: list[str] = []  # what the shims said (a CUPTI call that failed, ...)
+        self.launches: Counter[str] = Counter()  # host-timed kernel launches by kernel name
         self.last_ns = 0
         self._holds: dict[tuple[int, int, int], list[tuple[int, dict[str, Any]]]] = {}
         self._released_by: dict[tuple[int, int], int] = {}
@@ -93,8 +99,10 @@ class Converter:
                 self.last_ns = max(self.last_ns, last)
         if ends[2] > ends[1]:
             self._overheads(np.take(events, order[ends[1]:ends[2]]))
-        if ends[3] > ends[2]:  # those below KERNEL are counted in the loop
-            self.counts["unknown events"] += ends[3] - ends[2]
+        if ends[3] > ends[2]:
+            self._host_timed(np.take(events, order[ends[2]:ends[3]]))
+        if ends[4] > ends[3]:  # those below KERNEL are counted in the loop
+            self.counts["unknown events"] += ends[4] - ends[3]
         handlers = {rg.LOCK: self._lock, rg.UNLOCK: self._unlock, rg.COND: self._cond, rg.SEM: self._sem,
                     rg.PUSH: self._push, rg.POP: self._pop, rg.START: self._start, rg.END: self._end,
                     rg.MARK: self._mark}
@@ -212,6 +220,14 @@ class Converter:
         self.recorder.instant(tr.thread_track(tid), self._name(aux), ts_ns=self._t(t0),
                               attrs={"domain": self.domains.get(obj, f"#{obj}")})
         self.counts["NVTX marks"] += 1
+
+    def _host_timed(self, events: np.ndarray) -> None:
+        """Kernel launches timed on the host and sampling windows (launch_records.py)."""
+        is_launch = events["kind"] == rg.LAUNCH
+        found = [feed_launches(self.recorder, events[is_launch], self._name, self.counts, self.launches,
+                               self.threads, self.offset_ns),
+                 feed_windows(self.recorder, events[~is_launch], self.counts, self.offset_ns)]
+        self.last_ns = max([self.last_ns, *(f for f in found if f is not None)])
 
     def _overheads(self, events: np.ndarray) -> None:
         """CUPTI's records of its own overhead (`--cuda-kinds ...,overhead`): counted and summed by

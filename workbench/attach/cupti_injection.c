@@ -19,6 +19,11 @@
    - WORKBENCH_RECORD_BUFFER_KB: the size of each activity buffer (default 4096);
    - WORKBENCH_RECORD_CUDA_TIDS=pthread: CUPTI's own thread ids, not the system's (below);
    - WORKBENCH_RECORD_KERNEL_KIND=serial: kernels recorded by the kind that serialises them;
+   - WORKBENCH_RECORD_CUDA_MODE: how kernels are recorded: `activity` (the default: a CUPTI
+     activity record of each), `launches` (each launch timed on the host through CUPTI's
+     callbacks, no kernel record) or `sampled` (those, and kernel records in a window of every
+     period, WORKBENCH_RECORD_SAMPLE_MS; WORKBENCH_RECORD_LAUNCH_DOMAINS=runtime or driver:
+     one domain's launch callbacks alone): launches.h;
    - CUPTI's attributes (set_attributes, below). */
 #define _GNU_SOURCE
 #include <cupti.h>
@@ -234,12 +239,23 @@ static void note(const char *what, CUptiResult result) {
     wb_emit_text(WB_T_NOTE, 0, 0, 0, text, n > 0 ? (size_t)n : 0);
 }
 
+#include "launches.h"
+
 /* Runtime calls recorded: those that launch, copy, set, wait or allocate (each record costs
    the calling thread time: a program makes many calls that answer at once, cudaGetDevice...). */
 static const char *const CALL_PREFIXES[] = {"cudaLaunch", "cudaMemcpy", "cudaMemset", "cudaStreamSynchronize",
                                             "cudaEventSynchronize", "cudaDeviceSynchronize", "cudaStreamWaitEvent",
                                             "cudaGraphLaunch", "cudaMalloc", "cudaFree", "cudaHostAlloc",
                                             "cudaHostRegister"};
+
+/* Whether a runtime call is recorded as an activity record: one the prefixes name, and not a
+   launch where launches are timed by callback (launches.h) instead. */
+static int call_chosen(const char *name) {
+    if (cuda_mode != MODE_ACTIVITY && is_launch_call(name)) return 0;
+    for (unsigned k = 0; k < sizeof CALL_PREFIXES / sizeof CALL_PREFIXES[0]; k++)
+        if (strncmp(name, CALL_PREFIXES[k], strlen(CALL_PREFIXES[k])) == 0) return 1;
+    return 0;
+}
 
 static void enable_calls(void) {
     CUptiResult (*select)(CUpti_CallbackId, uint8_t) =
@@ -253,11 +269,7 @@ static void enable_calls(void) {
     for (CUpti_CallbackId cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; cbid++) {
         const char *name = NULL;
         if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) != CUPTI_SUCCESS || !name) continue;
-        for (unsigned k = 0; k < sizeof CALL_PREFIXES / sizeof CALL_PREFIXES[0]; k++)
-            if (strncmp(name, CALL_PREFIXES[k], strlen(CALL_PREFIXES[k])) == 0) {
-                select(cbid, 1);
-                break;
-            }
+        if (call_chosen(name)) select(cbid, 1);
     }
 }
 
@@ -347,7 +359,23 @@ static void set_attributes(void) {
     }
 }
 
-static void flush_at_exit(void) { cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); }
+/* WORKBENCH_RECORD_CUDA_MODE (launches.h); a word not known is noted and the default taken. */
+static int chosen_mode(void) {
+    const char *asked = getenv("WORKBENCH_RECORD_CUDA_MODE");
+    if (!asked || !*asked || strcmp(asked, "activity") == 0) return MODE_ACTIVITY;
+    if (strcmp(asked, "launches") == 0) return MODE_LAUNCHES;
+    if (strcmp(asked, "sampled") == 0) return MODE_SAMPLED;
+    char text[WB_TEXT_MAX];
+    int n = snprintf(text, sizeof text, "WORKBENCH_RECORD_CUDA_MODE: %.64s is not one of activity, launches, "
+                     "sampled: activity taken", asked);
+    wb_emit_text(WB_T_NOTE, 0, 0, 0, text, n > 0 ? (size_t)n : 0);
+    return MODE_ACTIVITY;
+}
+
+static void flush_at_exit(void) {
+    if (cuda_mode == MODE_SAMPLED) stop_sampling();
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
 
 WB_EXPORT int InitializeInjection(void) {
     void *(*mapped)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "workbench_record_ring");
@@ -365,6 +393,16 @@ WB_EXPORT int InitializeInjection(void) {
     const char *tids = getenv("WORKBENCH_RECORD_CUDA_TIDS");
     if (!tids || strcmp(tids, "pthread") != 0) cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
     unsigned chosen = chosen_kinds();
+    cuda_mode = chosen_mode();
+    int launches = 0;
+    if (cuda_mode != MODE_ACTIVITY && (chosen & KIND_KERNEL)) {
+        /* Kernels by their launches (launches.h), not a record each; where CUPTI refuses the
+           callbacks, the notes say so and kernels are not recorded. */
+        chosen &= ~(unsigned)KIND_KERNEL;
+        launches = enable_launch_callbacks();
+    } else {
+        cuda_mode = MODE_ACTIVITY; /* kernels not asked for: nothing to count */
+    }
     /* WORKBENCH_RECORD_KERNEL_KIND=serial: CUPTI's kernel kind that runs every kernel alone on
        the GPU (a different instrumentation, for timing it against the concurrent one only). */
     const char *serial = getenv("WORKBENCH_RECORD_KERNEL_KIND");
@@ -388,6 +426,7 @@ WB_EXPORT int InitializeInjection(void) {
         ignore("libcupti.so");
     }
     clock_pair();
+    if (launches && cuda_mode == MODE_SAMPLED) start_sampling(kernels);
     cuptiActivityFlushPeriod((uint32_t)number("WORKBENCH_RECORD_FLUSH_MS", FLUSH_MS, 0, 60000));
     atexit(flush_at_exit);
     atomic_fetch_or(&wb_ring->features, WB_FEATURE_CUPTI);

@@ -78,34 +78,34 @@ class DeviceRecords:
         device = (aux >> np.uint64(32)).astype(np.int64)
         stream = (aux & np.uint64(0xFFFFFFFF)).astype(np.int64).tolist()
         if kind == rg.KERNEL:
-            tracks = _each(aux, lambda a: tr.stream_track(a >> 32, a & 0xFFFFFFFF))
-            names = _each(obj, name)
+            tracks = each_label(aux, lambda a: tr.stream_track(a >> 32, a & 0xFFFFFFFF))
+            names = each_label(obj, name)
             attrs: list[dict[str, Any]] = [{"correlation": c} for c in tid.tolist()]
         elif kind == rg.MEMCPY:
-            tracks = _each(device, tr.copy_track)
-            names = _each(flags, lambda f: COPY_KINDS.get(f & 31, "copy"))
+            tracks = each_label(device, tr.copy_track)
+            names = each_label(flags, lambda f: COPY_KINDS.get(f & 31, "copy"))
             attrs = [{"bytes": b, "src_kind": MEMORY_KINDS.get((f >> 5) & 31, "unknown"),
                       "dst_kind": MEMORY_KINDS.get((f >> 10) & 31, "unknown"), "stream": s, "correlation": c}
                      for b, f, s, c in zip(obj.tolist(), flags.tolist(), stream, tid.tolist(), strict=True)]
         elif kind == rg.MEMSET:
-            tracks = _each(device, tr.memset_track)
+            tracks = each_label(device, tr.memset_track)
             names = ["memset"] * len(ev)
             attrs = [{"bytes": b, "memory_kind": MEMORY_KINDS.get(f, "unknown"), "stream": s,
                       "correlation": c}
                      for b, f, s, c in zip(obj.tolist(), flags.tolist(), stream, tid.tolist(), strict=True)]
         elif kind == rg.SYNC:
-            tracks = _each(device, lambda d: tr.gpu_track(d, "sync"))
-            names = _each(obj, lambda o: SYNC_KINDS.get(o, "synchronize"))
+            tracks = each_label(device, lambda d: tr.gpu_track(d, "sync"))
+            names = each_label(obj, lambda o: SYNC_KINDS.get(o, "synchronize"))
             attrs = [{"stream": s, "correlation": c} for s, c in zip(stream, tid.tolist(), strict=True)]
         else:  # an API call, on its thread's CUDA track
             threads.update(np.unique(tid).tolist())
-            tracks = _each(tid, lambda t: tr.cuda_track(tr.thread_track(t)))
-            names = _each(obj, name)
+            tracks = each_label(tid, lambda t: tr.cuda_track(tr.thread_track(t)))
+            names = each_label(obj, name)
             attrs = [{"correlation": a} for a in aux.tolist()]
         return list(zip(tracks, names, start.tolist(), end.tolist(), repeat(NO_ID), repeat(NO_ID), attrs))
 
 
-def _each(values: np.ndarray, label: Callable[[int], str]) -> list[str]:
+def each_label(values: np.ndarray, label: Callable[[int], str]) -> list[str]:
     """label(v) for each value, worked out once for each distinct one."""
     distinct, inverse = np.unique(values, return_inverse=True)
     labels = np.array([label(int(v)) for v in distinct.tolist()], dtype=object)

@@ -30,7 +30,7 @@ enum wb_kind {
     WB_LOCK = 1, WB_UNLOCK = 2, WB_COND = 3, WB_SEM = 4,
     WB_PUSH = 5, WB_POP = 6, WB_START = 7, WB_END = 8, WB_MARK = 9,
     WB_KERNEL = 16, WB_MEMCPY = 17, WB_MEMSET = 18, WB_SYNC = 19, WB_API = 20, WB_CLOCK = 21,
-    WB_OVERHEAD = 22,
+    WB_OVERHEAD = 22, WB_LAUNCH = 23, WB_WINDOW = 24,
 };
 enum wb_text_kind { WB_T_STRING = 1, WB_T_DOMAIN = 2, WB_T_OBJECT = 3, WB_T_THREAD = 4, WB_T_NOTE = 5 };
 enum wb_flag { WB_F_TRY = 1, WB_F_TIMED = 2, WB_F_TIMEOUT = 4, WB_F_COND = 8, WB_F_WAITED = 16 };

@@ -39,6 +39,7 @@ assert EVENT.itemsize == 48 and TEXT.itemsize == 256
 # Event kinds and flags (ring.h)
 LOCK, UNLOCK, COND, SEM, PUSH, POP, START, END, MARK = 1, 2, 3, 4, 5, 6, 7, 8, 9
 KERNEL, MEMCPY, MEMSET, SYNC, API, CLOCK, OVERHEAD = 16, 17, 18, 19, 20, 21, 22
+LAUNCH, WINDOW = 23, 24  # host-timed kernel launches and sampling windows (launches.h)
 T_STRING, T_DOMAIN, T_OBJECT, T_THREAD, T_NOTE = 1, 2, 3, 4, 5
 F_TRY, F_TIMED, F_TIMEOUT, F_COND, F_WAITED = 1, 2, 4, 8, 16
 

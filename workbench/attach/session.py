@@ -10,6 +10,9 @@ recorder, which the journal and a live view read as they read any run's.
 
 What the recording costs the program is set part by part (benchmarks/record_gpu.py times each):
 `cuda_kinds` (the CUPTI activity kinds, WORKBENCH_RECORD_CUDA_KINDS of cupti_injection.c),
+`cuda_mode` (how kernels are recorded: `activity`, a CUPTI record each; `launches`, each
+launch timed on the host through CUPTI's callbacks; `sampled`, those and kernel records in the
+first `sample` ms of every period: WORKBENCH_RECORD_CUDA_MODE, launches.h),
 `nvtx` (the NVTX injection), `preload` (the lock shim in LD_PRELOAD), `period_s` (how often
 the ring is drained; None: only once the program has ended) and `env` (the shims' other
 knobs: WORKBENCH_RECORD_FLUSH_MS, WORKBENCH_RECORD_BUFFER_KB, WORKBENCH_RECORD_CUDA_TIDS).
@@ -43,6 +46,9 @@ FORMAT = "workbench record"
 LOCK_MODES = ("contended", "all", "none")  # which locks the shim records (shim.c); the first is the default
 CUDA_KINDS = ("kernel", "memcpy", "memset", "sync", "runtime")  # CUPTI activity kinds (cupti_injection.c)
 EXTRA_KINDS = ("overhead",)  # not in `all`: CUPTI's records of its own overhead, summed in the counts
+# How kernels are recorded (cupti_injection.c, launches.h); the first is the default.
+CUDA_MODES = ("activity", "launches", "sampled")
+SAMPLE_MS = (1.0, 10.0)  # `sampled`: kernel records in the first 1 ms of every 10 ms
 
 
 def cuda_kinds(text: str) -> tuple[str, ...]:
@@ -59,6 +65,20 @@ def cuda_kinds(text: str) -> tuple[str, ...]:
         raise ValueError(f"CUDA activity kinds are a comma list of {', '.join(known)} (or all, none), "
                          f"not {text!r}")
     return tuple(k for k in known if k in words)
+
+
+def sample_ms(text: str) -> tuple[float, float]:
+    """`WINDOW/PERIOD` in ms (`1/10`, `0.5/20`): kernel records in the first WINDOW ms of every
+    PERIOD ms, 0 < WINDOW < PERIOD <= 60000."""
+    window, slash, period = text.partition("/")
+    try:
+        found = float(window), float(period)
+    except ValueError:
+        found = (0.0, 0.0)
+    if not slash or not 0 < found[0] < found[1] <= 60000:
+        raise ValueError(f"a sampling duty cycle is WINDOW/PERIOD in ms with 0 < WINDOW < PERIOD <= 60000 "
+                         f"(1/10: the first 1 ms of every 10), not {text!r}")
+    return found
 
 
 def clock_offset(clock: Clock) -> int:
@@ -81,7 +101,8 @@ class Session:
     def __init__(self, argv: Sequence[str], shims: Shims, clock: Clock = DEFAULT_CLOCK,
                  capacity: int = 1 << 19, period_s: float | None = PERIOD_S, locks: str = "contended",
                  cuda_kinds: Sequence[str] = CUDA_KINDS, nvtx: bool = True, preload: bool = True,
-                 env: Mapping[str, str] | None = None) -> None:
+                 env: Mapping[str, str] | None = None, cuda_mode: str = "activity",
+                 sample: tuple[float, float] = SAMPLE_MS) -> None:
         if not argv:
             raise ValueError("no program to record: give it after `--`")
         if locks not in LOCK_MODES:
@@ -90,8 +111,16 @@ class Session:
         if wrong:
             raise ValueError(f"CUDA activity kinds are some of {', '.join(CUDA_KINDS + EXTRA_KINDS)}, "
                              f"not {', '.join(wrong)}")
+        if cuda_mode not in CUDA_MODES:
+            raise ValueError(f"the CUDA mode is one of {', '.join(CUDA_MODES)}, not {cuda_mode!r}")
+        if cuda_mode != "activity" and "kernel" not in cuda_kinds:
+            raise ValueError(f"--cuda-mode {cuda_mode} records kernels by their launches: it needs kernel "
+                             f"among the CUDA activity kinds")
+        sample = sample_ms("/".join(f"{v:g}" for v in sample))
         self.argv = list(argv)
         self.shims = shims
+        self.cuda_mode = cuda_mode
+        self.sample = sample
         self.locks = locks
         self.cuda_kinds = tuple(k for k in CUDA_KINDS + EXTRA_KINDS if k in cuda_kinds)
         self.nvtx = nvtx and shims.nvtx
@@ -122,6 +151,8 @@ class Session:
         env["WORKBENCH_RECORD_RING_FD"] = str(self.ring.fd)
         env["WORKBENCH_RECORD_LOCKS"] = self.locks
         env["WORKBENCH_RECORD_CUDA_KINDS"] = ",".join(self.cuda_kinds) or "none"
+        env["WORKBENCH_RECORD_CUDA_MODE"] = self.cuda_mode
+        env["WORKBENCH_RECORD_SAMPLE_MS"] = "/".join(f"{v:g}" for v in self.sample)
         hooks = {"NVTX_INJECTION64_PATH": str(self.shims.locks) if self.nvtx else None,
                  "CUDA_INJECTION64_PATH": str(self.shims.cupti) if self.shims.cupti is not None else None}
         for name, ours in hooks.items():
@@ -241,6 +272,8 @@ class Session:
             left = [k for k in CUDA_KINDS if k not in self.cuda_kinds]
             notes.append(f"CUDA activity kinds left out: {', '.join(left)} (--cuda-kinds "
                          f"{','.join(self.cuda_kinds) or 'none'})")
+        if self.shims.cupti is not None and "cupti" in features:
+            notes.extend(self._mode_notes(counts))
         dropped, lost = self.ring.dropped, self.ring.lost
         if dropped or lost:
             notes.append(f"{dropped + lost} events lost: the ring was full ({dropped}) or an event was cut "
@@ -257,6 +290,9 @@ class Session:
                        "features": sorted(features), "counts": counts, "dropped": dropped, "lost": lost,
                        "locks": self.locks, "unrecorded_holds": unrecorded,
                        "cuda_kinds": list(self.cuda_kinds) if self.shims.cupti is not None else [],
+                       "cuda_mode": self.cuda_mode,
+                       "sample_ms": list(self.sample) if self.cuda_mode == "sampled" else None,
+                       "launches_by_kernel": dict(c.launches.most_common()),
                        "stopped_by": self.stopped_by, "notes": notes},
             "outcome": outcome,
         }
@@ -267,6 +303,23 @@ class Session:
         for track, name in c.lock_names.items():
             trace.thread_names[track] = name
         return trace
+
+    def _mode_notes(self, counts: dict[str, int]) -> list[str]:
+        """What `--cuda-mode launches` and `sampled` leave out of the trace, with its numbers."""
+        if self.cuda_mode == "activity":
+            return []
+        launches, kernels = counts.get("kernel launches", 0), len(self.converter.launches)
+        timed = (f"{launches} kernel launches ({kernels} kernels) timed on the host: each is the launch "
+                 f"call on its thread (role launch), not the kernel's time on the GPU")
+        if self.cuda_mode == "launches":
+            return [f"kernels recorded by their launches only (--cuda-mode launches): {timed}; no kernel "
+                    f"record, so the GPU's busy and idle time are not in the trace"]
+        window, period = self.sample
+        windows, sampled_ms = counts.get("sampling windows", 0), counts.get("sampled ns", 0) / 1e6
+        return [f"kernel records sampled (--cuda-mode sampled, the first {window:g} ms of every "
+                f"{period:g} ms): {counts.get('kernels', 0)} kernels recorded on the GPU in {windows} "
+                f"windows ({sampled_ms:.1f} ms); {timed}; the GPU's busy and idle time are judged inside "
+                f"the windows only"]
 
     def close(self) -> None:
         if self.process is not None and self.process.poll() is None:

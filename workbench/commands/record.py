@@ -2,10 +2,12 @@
 
 The program runs with the recording shims (workbench/attach/): its pthread locks, condition
 variables and semaphores, its NVTX ranges and, where CUPTI is found, its CUDA activity become
-a trace, streamed to a journal while it runs (a kill of the recorder loses at most the last
-flush: `workbench recover`). The command exits with the program's exit code, 128 + n when a
-signal ended it; Ctrl-C or SIGTERM are passed on to the program, and the trace is saved once
-it has ended. `--live` serves the live Gantt on a local port while the program runs.
+a trace (`--cuda-mode launches` or `sampled`: kernels by their launches, timed on the host,
+for programs whose launches are too short to pay for a record each), streamed to a journal
+while it runs (a kill of the recorder loses at most the last flush: `workbench recover`).
+The command exits with the program's exit code, 128 + n when a signal ended it; Ctrl-C or
+SIGTERM are passed on to the program, and the trace is saved once it has ended. `--live`
+serves the live Gantt on a local port while the program runs.
 """
 
 from __future__ import annotations
@@ -34,6 +36,16 @@ def register(commands: Any) -> None:
                         help="CUDA activity recorded: a comma list of kernel, memcpy, memset, sync, runtime "
                              "(the launching, copying, waiting and allocating runtime calls), all (default) "
                              "or none; add overhead for CUPTI's records of its own time (counted)")
+    record.add_argument("--cuda-mode", default="activity", metavar="MODE",
+                        help="how kernels are recorded: activity (default: a CUPTI activity record of each, "
+                             "its GPU start and end; costs a launch-bound program ~2 us a launch), launches "
+                             "(each launch counted and timed on the host, by kernel name and thread, through "
+                             "CUPTI's launch callbacks: no GPU time), sampled (launches, and kernel records "
+                             "in the first WINDOW ms of every PERIOD ms, --sample-ms; the GPU's idle time "
+                             "is judged inside those windows)")
+    record.add_argument("--sample-ms", default="1/10", metavar="WINDOW/PERIOD",
+                        help="--cuda-mode sampled: kernel records in the first WINDOW ms of every PERIOD ms "
+                             "(default 1/10)")
     record.add_argument("--roles", type=Path, metavar="FILE",
                         help="role mapping file, stored with the trace (names locks by address, ...)")
     record.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
@@ -44,12 +56,18 @@ def register(commands: Any) -> None:
 def _record(args: argparse.Namespace) -> int:
     from workbench import compiled
     from workbench.attach.build import build_shims
-    from workbench.attach.session import Session, cuda_kinds
+    from workbench.attach.session import CUDA_MODES, Session, cuda_kinds, sample_ms
     from workbench.commands._inputs import read_rules
     from workbench.model.roles import with_rules
     from workbench.trace import output
 
     kinds = cuda_kinds(args.cuda_kinds)
+    if args.cuda_mode not in CUDA_MODES:
+        raise ValueError(f"record: --cuda-mode is one of {', '.join(CUDA_MODES)}, not {args.cuda_mode!r}")
+    sample = sample_ms(args.sample_ms)
+    if args.cuda_mode != "activity" and "kernel" not in kinds:
+        raise ValueError(f"record: --cuda-mode {args.cuda_mode} records kernels by their launches; "
+                         f"--cuda-kinds {args.cuda_kinds} leaves kernels out")
     argv = list(args.command)
     if argv and argv[0] == "--":
         argv = argv[1:]
@@ -70,7 +88,8 @@ def _record(args: argparse.Namespace) -> int:
         raise ValueError(f"record: the recording shim cannot be built here: {err}") from None
     for note in shims.notes:
         print(f"workbench: {note}", file=sys.stderr)
-    session = Session(argv, shims, locks=args.locks, cuda_kinds=kinds)
+    session = Session(argv, shims, locks=args.locks, cuda_kinds=kinds, cuda_mode=args.cuda_mode,
+                      sample=sample)
     try:
         return _run(args, session, trace_path, fresh, rules, with_rules)
     finally:
@@ -120,7 +139,8 @@ def _say(session: Any, trace: Any, written: Path) -> None:
     record = trace.meta["record"]
     counts = record["counts"]
     parts = [f"{counts.get(k, 0)} {k}" for k in ("lock holds", "lock waits", "condition waits",
-                                                    "semaphore waits", "NVTX ranges", "kernels", "copies")
+                                                    "semaphore waits", "NVTX ranges", "kernels",
+                                                    "kernel launches", "copies")
              if counts.get(k)]
     for note in record["notes"]:
         if note not in session.shims.notes:

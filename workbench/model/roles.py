@@ -71,8 +71,10 @@ SYNC_CALLS = re.compile(
     r"|(?:event_|stream_|context_)?synchronize)$"
 )
 # ROCm's HIP calls are named as CUDA's (hipLaunchKernel, hipDeviceSynchronize, hipExtModuleLaunchKernel).
-LAUNCH_CALLS = re.compile(r"^(?:cuda|cu|hip)(?:LaunchKernel\w*|LaunchCooperativeKernel\w*|GraphLaunch\w*"
-                          r"|(?:Ext)?ModuleLaunchKernel\w*)$")
+# The runtime's own entry of a `<<<...>>>` launch (__cudaLaunchKernel) and the old cudaLaunch and
+# cuLaunchGrid calls launch kernels too; cudaLaunchHostFunc queues a host function, not GPU work.
+LAUNCH_CALLS = re.compile(r"^(?:__)?(?:cuda|cu|hip)(?:LaunchKernel\w*|LaunchCooperativeKernel\w*"
+                          r"|GraphLaunch\w*|(?:Ext)?ModuleLaunchKernel\w*|Launch(?:_\w+)?|LaunchGrid\w*)$")
 LOCK_CALLS = re.compile(r"^(?:pthread_mutex_(?:timed)?lock|pthread_rwlock_(?:rd|wr|timedrd|timedwr)lock"
                         r"|pthread_spin_lock|mtx_(?:timed)?lock)$")
 COND_CALLS = re.compile(r"^(?:pthread_cond_(?:timed|clock)?wait|sem_(?:timed|clock)?wait|cnd_(?:timed)?wait"
@@ -190,6 +192,8 @@ def default_role(track: str, name: str) -> str:
         return {"wait": "lock_wait", "hold": "lock_hold"}.get(name, "other")
     if kind == tr.BARRIER:
         return "barrier_wait"
+    if kind == tr.SAMPLED:  # when kernels were recorded: the recording's, nobody's work
+        return "other"
     if kind == tr.SYNTH:
         return "producer"
     if kind == tr.PREP:

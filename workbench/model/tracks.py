@@ -23,6 +23,8 @@ Device side and foreign programs:
     cuda/<thread>        CUDA runtime and driver calls made by that thread
     os/<thread>          OS runtime calls made by that thread (locks, waits, I/O)
     lock/<name>          a lock of a foreign program: `wait` and `hold` spans
+    sampled/kernels      when a recording took kernel records (`workbench record --cuda-mode
+                         sampled`): a `window` span each; no thread's, no GPU's work
 
 `<thread>` inside `cuda/` and `os/` is the calling thread's own track, so `os/worker/0`
 is an OS call made by GPU worker 0. Contract: the builders below and `parse(track)`;
@@ -42,9 +44,11 @@ KERNELS, COPIES, MEMSETS, DEVICE, COUNTERS = "kernels", "copies", "memsets", "de
 _SYNC_RECORDS = "sync"  # gpu<n>/sync: where a GPU's records of synchronisations go
 ON_DEVICE = (KERNELS, COPIES, MEMSETS, DEVICE)
 THREAD, CUDA_API, OS_API, LOCK, OTHER = "thread", "cuda_api", "os_api", "lock", "other"
+SAMPLED = "sampled"
 
 HOST_LOAD_TRACK = "host/load"  # pipeline/host_load.py: its span and its GB/s counter
 QUEUE_TRACK = "queue"
+SAMPLED_TRACK = "sampled/kernels"  # the windows in which kernels were recorded (analysis/sampling.py)
 RUN_TRACK = "run"
 
 
@@ -148,7 +152,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = tuple(
 )
 _DEVICE_OTHER = re.compile(rf"gpu{_N}/(.+)", re.DOTALL)
 _NAMED = {"thread/": THREAD, "cuda/": CUDA_API, "os/": OS_API, "lock/": LOCK}
-_FIXED = {QUEUE_TRACK: QUEUE, RUN_TRACK: RUN, HOST_LOAD_TRACK: HOST_LOAD}
+_FIXED = {QUEUE_TRACK: QUEUE, RUN_TRACK: RUN, HOST_LOAD_TRACK: HOST_LOAD, SAMPLED_TRACK: SAMPLED}
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -22,11 +22,11 @@ from workbench.viz.live import LiveView, Poller
 
 class LiveRecording:
     def __init__(self, command: Sequence[str], save: str | Path | None = None, cuda: bool = True,
-                 locks: str = "contended", cuda_kinds: str = "all") -> None:
+                 locks: str = "contended", cuda_kinds: str = "all", cuda_mode: str = "activity") -> None:
         kinds = parse_cuda_kinds(cuda_kinds)
         shims = build_shims(cuda=cuda)
         self.notes = list(shims.notes)
-        self.session = Session(list(command), shims, locks=locks, cuda_kinds=kinds)
+        self.session = Session(list(command), shims, locks=locks, cuda_kinds=kinds, cuda_mode=cuda_mode)
         self.path = Path(save) if save is not None else None
         self.live = LiveView(self.session.recorder, title=f"live: {' '.join(command)[:80]}")
         self.trace: Trace | None = None
