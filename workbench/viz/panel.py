@@ -186,7 +186,8 @@ class ControlPanel:
 
     def _kernel_view(self, run: BackgroundRun, lanes: list[str], title: str, label: str,
                      worker_gpu: dict[int, int] | None) -> None:
-        self.live = LiveView(run.recorder, lanes, title=title, name=LIVE_NAME, worker_gpu=worker_gpu, label=label)
+        self.live = LiveView(run.recorder, lanes, title=title, name=LIVE_NAME, worker_gpu=worker_gpu,
+                             label=label)
         self.view_box.children = [bokeh_widget.BokehModel(self.live.layout)]
 
     def _view_lost(self, line: str) -> None:
