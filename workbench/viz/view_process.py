@@ -77,7 +77,8 @@ class ViewProcess:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             p for p in (PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p)}  # this code, not another copy
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "workbench.viz.view_child"], stdin=subprocess.PIPE,
+            # -P: no working folder ahead of PYTHONPATH (another checkout there would be imported).
+            [sys.executable, "-P", "-m", "workbench.viz.view_child"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self._errors, bufsize=0, env=env, start_new_session=True)
         threading.Thread(target=self._read_lines, name="workbench-view-said", daemon=True).start()
         self._write(frame(HEADER, as_json(self.header)))
