@@ -21,6 +21,9 @@ from workbench.trace.journal_format import COUNTER_COLUMNS, INSTANT_COLUMNS, SPA
 from workbench.trace.recorder import CounterRow, InstantRow, SpanRow
 
 LENGTH = struct.Struct("<I")
+# The threads that feed a live view's own process (viz/view_process.py): the writer and the
+# reader of what the child says. Like the journal's, a forked worker never touches them.
+FEED_THREADS = ("workbench-view-feed", "workbench-view-said")
 
 
 class RowsEncoder:

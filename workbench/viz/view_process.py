@@ -30,7 +30,7 @@ from typing import Any
 
 from workbench.trace.journal_format import HEADER, ROWS, frame
 from workbench.trace.recorder import Recorder
-from workbench.trace.rows_codec import RowsEncoder, as_json
+from workbench.trace.rows_codec import FEED_THREADS, RowsEncoder, as_json
 from workbench.viz.deps import require
 from workbench.viz.live import PERIOD_S
 
@@ -67,7 +67,7 @@ class ViewProcess:
         self._write_lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._errors: Any = None
-        self._feeder = threading.Thread(target=self._feed, name="workbench-view-feed", daemon=True)
+        self._feeder = threading.Thread(target=self._feed, name=FEED_THREADS[0], daemon=True)
 
     # -- starting ---------------------------------------------------------------------------------
     def start(self) -> ViewProcess:
@@ -80,7 +80,7 @@ class ViewProcess:
             # -P: no working folder ahead of PYTHONPATH (another checkout there would be imported).
             [sys.executable, "-P", "-m", "workbench.viz.view_child"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self._errors, bufsize=0, env=env, start_new_session=True)
-        threading.Thread(target=self._read_lines, name="workbench-view-said", daemon=True).start()
+        threading.Thread(target=self._read_lines, name=FEED_THREADS[1], daemon=True).start()
         self._write(frame(HEADER, as_json(self.header)))
         said = self._said(READY_S)
         if said is None or "ready" not in said:
