@@ -149,3 +149,20 @@ def test_the_view_process_never_outlives_a_parent_killed_outright():
             if pid is not None:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
+
+
+def test_a_row_that_does_not_encode_stops_the_view_with_one_line_not_the_run():
+    from workbench.trace.recorder import Recorder
+
+    recorder = Recorder(nvtx=False)
+    said: list[str] = []
+    view = ViewProcess(recorder, say=said.append, period=3600).start()  # fed by hand below
+    try:
+        recorder.add_span("worker/0", "finish", 1, 2, 0, 0)
+        assert view.ship() and view.shipped == 1
+        recorder.add_span("worker/0", "finish", 3, 4, 1, 0, attrs={(1, 2): "a key JSON cannot hold"})
+        assert not view.ship() and not view.ship()  # stopped: said once
+        assert len(said) == 1 and "does not encode" in said[0] and "the run goes on" in said[0]
+        assert not view.alive and view.finish(5) is None
+    finally:
+        view.close()

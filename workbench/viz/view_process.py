@@ -122,8 +122,14 @@ class ViewProcess:
             changed = names != self._names
             if not (spans or instants or counters or changed):
                 return self._alive()
-            body = self._encoder.encode(spans, instants, counters, names if changed else None,
-                                        extra={"now_ns": self.recorder.now_ns()})
+            try:
+                body = self._encoder.encode(spans, instants, counters, names if changed else None,
+                                            extra={"now_ns": self.recorder.now_ns()})
+            except (TypeError, ValueError, OverflowError) as err:  # as the journal's: the run goes on
+                self._died(f"the live view stopped: a row it was fed does not encode ({type(err).__name__}: "
+                           f"{err}); the run goes on without it")
+                self._kill()
+                return False
             try:
                 self._write(frame(ROWS, body))
             except OSError:
@@ -197,11 +203,15 @@ class ViewProcess:
         try:
             process.wait(5)
         except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
+            self._kill()
         if self._errors is not None:
             self._errors.close()
             self._errors = None
+
+    def _kill(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.kill()
+            self._process.wait(5)
 
     @property
     def pid(self) -> int | None:
