@@ -7,11 +7,12 @@ here: a recorder of its own grows from the shipped rows, a Bokeh server serves i
 the patches are serialised and sent from here.
 
 Protocol. In: `HEADER` (JSON: origin_ns, port, title, name, label, lanes, worker_gpu,
-summary, report_bars), then `ROWS` records (their JSON part carries the sender's clock as
+summary, page_title, report_bars), then `ROWS` records (their JSON part carries the sender's clock as
 `now_ns`), then `END` when the run has ended; end of input: leave. Out, one JSON line each:
 `{"ready": url}` (or `{"error": why}`), and after `END` `{"final": ...}`: what the views built
-and what this process spent. This process leaves as well when its parent is gone (polled: a
-parent killed outright closes nothing if a process it forked holds the pipe).
+(each says whether it made its last update) and what this process spent. This process leaves
+as well when its parent is gone (polled: a parent killed outright closes nothing if a process
+it forked holds the pipe).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from workbench.trace.rows_codec import RowsDecoder
 
 END = b"E"
 PARENT_POLL_S = 0.25
-STRAGGLERS_S = 2.0  # pages other than the first get this long to make their last update
+STRAGGLERS_S = 5.0  # how long the views get to make their last update, once the run has ended
 
 
 class FedClock:
@@ -198,8 +199,8 @@ def main() -> int:
                 feed.refresh()
             if feed.ended.is_set() and not reported:
                 ended_at = ended_at or time.monotonic()
-                if id(feed.first) in feed.finals and (len(feed.finals) == len(feed.views)
-                                                      or time.monotonic() - ended_at > STRAGGLERS_S):
+                # A page closed before the end never makes its last update: not waited for long.
+                if len(feed.finals) == len(feed.views) or time.monotonic() - ended_at > STRAGGLERS_S:
                     print(json.dumps({"final": feed.report()}), file=stdout, flush=True)
                     reported = True
             gone.wait(0.1 if not reported else PARENT_POLL_S)
