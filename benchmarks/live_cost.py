@@ -2,13 +2,19 @@
 
     python benchmarks/live_cost.py [--backend cpu|gpu] [--partitions N] [--spans 20000] [--log2 K]
                                    [--rounds 2] [--viewer auto|chromium|websocket|none]
-                                   [--[no-]gpu-trace] [--budget-s S] [--json FILE]
+                                   [--view process|kernel] [--[no-]gpu-trace] [--budget-s S]
+                                   [--json FILE]
 
-Watched: the run's live view (Gantt, counters, distributions) in a Bokeh server document
-served from this process, as a notebook kernel holds it; the poller updates it at 10 Hz and
-refreshes the running summary as the panel does (every 2 s, backing off when it is dear).
+Watched: the run's live view (Gantt, counters, distributions, the running summary) in a Bokeh
+server document, updated at 10 Hz, the running summary refreshed as the panel does (every 2 s,
+backing off when it is dear). Where the view lives (`--view`):
+- `process` (default): a process of its own (viz/view_process.py, view_child.py); this process
+  only drains the recorder at 10 Hz and writes the rows down a pipe as columns;
+- `kernel`: this process, as a notebook kernel holds it in the panel's default (the A of an
+  A/B against `process`).
 Unwatched: the same run with nobody looking. Rounds alternate (watched first, then
-unwatched, ...) so a change in the machine's load hits both.
+unwatched, ...) so a change in the machine's load hits both. The CPU seconds of this process
+(the run's) are given watched and unwatched: steadier than throughput on a shared host.
 
 The viewer (said in the output):
 - `chromium`: a headless chromium page that renders every update (its CPU counted apart);
@@ -62,10 +68,13 @@ from workbench.pipeline.run import Pipeline
 from workbench.viz.lanes import expected_lanes
 from workbench.viz.live import LiveView, Poller
 from workbench.viz.live_summary import RunningSummary, SummaryPacer
+from workbench.viz.view_process import ViewProcess
 
 CHROMIUM = os.environ.get("WORKBENCH_CHROMIUM", "/usr/bin/chromium")
 CLIENT = Path(__file__).resolve().parent / "live_client.py"
 TARGET = 0.95
+VIEWS = {"process": "in a process of its own, fed the rows at 10 Hz (viz/view_process.py)",
+         "kernel": "in this process (viz/live.py's LiveView in a served document, as the panel holds it)"}
 WARMUP_PARTITIONS = 8
 DRAWN_JS = """() => {
   let n = 0;
@@ -240,7 +249,7 @@ class Client:
                 "caught_up": float(said["caught_up"]), "catch_up_s": said["waited_s"]}
 
 
-def one_run(config: RunConfig, watched: bool, viewer: str) -> dict[str, float]:
+def one_run(config: RunConfig, watched: bool, viewer: str, view: str = "process") -> dict[str, float]:
     pipeline = Pipeline(config, select_backend(config))
     result: dict[str, float] = {}
     began_wall = time.perf_counter()
@@ -250,6 +259,8 @@ def one_run(config: RunConfig, watched: bool, viewer: str) -> dict[str, float]:
         result["run_s"] = time.perf_counter() - began_wall
         result["cpu_s"] = cpu_s() - began
         return finished(pipeline, outcome, result, began_wall)
+    if view == "process":
+        return watched_from_a_process(pipeline, config, viewer, result, began_wall)
     lanes = expected_lanes(config.synth_threads, config.workers, config.gpu_workers)
     live = LiveView(pipeline.recorder, lanes, name="live", label="benchmark")
     served: Served | None = None
@@ -309,6 +320,41 @@ def one_run(config: RunConfig, watched: bool, viewer: str) -> dict[str, float]:
     return finished(pipeline, outcome, result, began_wall)
 
 
+def watched_from_a_process(pipeline: Pipeline, config: RunConfig, viewer: str, result: dict[str, float],
+                           began_wall: float) -> dict[str, float]:
+    """The view in a process of its own (viz/view_process.py): this process only ships rows."""
+    lanes = expected_lanes(config.synth_threads, config.workers, config.gpu_workers)
+    view = ViewProcess(pipeline.recorder, lanes, name="live", label="benchmark", summary=True,
+                       say=lambda line: print(f"live_cost: {line}", flush=True)).start()
+    looker: Chromium | Client | None = None
+    if viewer != "none":
+        looker = Chromium(view.url) if viewer == "chromium" else Client(view.url)
+    began = cpu_s()  # from here, as for the view in this process: starting the viewer apart
+    running = time.perf_counter()
+    outcome = pipeline.run()
+    result["run_s"] = time.perf_counter() - running
+    report = view.finish()
+    result["cpu_s"] = cpu_s() - began
+    if report is None:
+        raise SystemExit(f"the view's process did not report: {view.error}")
+    first = report["views"][0]
+    result["view_cpu_s"] = report["cpu_s"]
+    result["shipped"] = view.shipped
+    result["feed_cpu_s"] = view.cpu_s  # the feeding thread's: what the view costs this process's interpreter
+    result["batches"] = view.batches
+    if looker is not None:
+        result.update(looker.finish(int(first["bars"])))
+    result["updates"] = first["updates"]
+    result["update_mean_ms"] = first["update_mean_ms"]
+    result["update_max_ms"] = first["update_max_ms"]
+    result["update_cpu_ms"] = first["update_cpu_ms"]
+    result["deferred"] = first["deferred"]
+    result["summaries"] = report["summaries"]
+    result.update({f"part_{name}_s": seconds for name, seconds in first["parts"].items()})
+    view.close()
+    return finished(pipeline, outcome, result, began_wall)
+
+
 def finished(pipeline: Pipeline, outcome: Any, result: dict[str, float], began: float) -> dict[str, float]:
     if not outcome.ok:
         raise SystemExit(f"the run failed: {outcome.error}")
@@ -349,7 +395,12 @@ def line(k: int, watched: bool, r: dict[str, float]) -> str:
                    f"{r['update_max_ms']:.1f} ms), {r['summaries']:.0f} summaries"
                    + (f"; CPU s of the server's thread {r['server_cpu_s']:.2f}" if "server_cpu_s" in r
                       else "")
-                   + f", of the poller's {r['poller_cpu_s']:.2f}; updates' CPU s by part: "
+                   + (f", of the poller's {r['poller_cpu_s']:.2f}" if "poller_cpu_s" in r else "")
+                   + (f"; the view's process {r['view_cpu_s']:.2f} CPU s, fed {r['shipped']:.0f} spans in "
+                      f"{r['batches']:.0f} batches by a thread of this process that took "
+                      f"{r['feed_cpu_s']:.3f} CPU s"
+                      if "view_cpu_s" in r else "")
+                   + "; updates' CPU s by part: "
                    + ", ".join(f"{k[5:-2]} {v:.2f}" for k, v in r.items() if k.startswith("part_")))
 
 
@@ -362,6 +413,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--viewer", choices=("auto", "chromium", "websocket", "none"), default="auto")
     parser.add_argument("--no-browser", action="store_true", help="the same as --viewer none")
+    parser.add_argument("--view", choices=("process", "kernel"), default="process",
+                        help="where the watched run's view lives: a process of its own (default), or "
+                             "this one, as a notebook kernel holds it in the panel's default")
     parser.add_argument("--gpu-trace", action=argparse.BooleanOptionalAction,
                         help="record the device's activity (gpu: on unless --no-gpu-trace)")
     parser.add_argument("--budget-s", type=float, help="start no round that would end past this")
@@ -382,10 +436,11 @@ def main() -> None:
     print(f"{args.backend} backend, {partitions} partitions of 2^{config.log2_constraints}"
           f"{', device activity recorded' if config.gpu_trace else ''}; warm-up: {per_partition:.1f} spans a "
           f"partition, {warm['rate']:.1f} partitions/min, {warm['wall_s']:.1f} s, so a run of about "
-          f"{60 * partitions / warm['rate']:.0f} s; viewer: {said}", flush=True)
+          f"{60 * partitions / warm['rate']:.0f} s; the view: {VIEWS[args.view]}; viewer: {said}", flush=True)
     runs: dict[bool, list[dict[str, float]]] = {True: [], False: []}
     loads = [os.getloadavg()[0]]
     report: dict[str, Any] = {"backend": args.backend, "viewer": viewer, "viewer_said": said,
+                              "view": args.view,
                               "partitions": partitions, "log2": config.log2_constraints,
                               "cores": os.cpu_count(), "gpu_trace": config.gpu_trace, "warmup": warm,
                               "runs": []}
@@ -399,7 +454,7 @@ def main() -> None:
             break
         began = time.perf_counter()
         for watched in (True, False):
-            r = one_run(config, watched, viewer)
+            r = one_run(config, watched, viewer, args.view)
             runs[watched].append(r)
             loads.append(os.getloadavg()[0])
             report["runs"].append({"round": k + 1, "watched": watched, **r})
@@ -416,16 +471,22 @@ def main() -> None:
     verdict = "meets" if ratio >= TARGET else "misses"
     print(f"\nmedian of {rounds}: watched {med(True, 'rate'):.1f} vs unwatched {med(False, 'rate'):.1f} "
           f"partitions/min = {ratio:.1%} ({verdict} the {TARGET:.0%} target)")
-    print(f"CPU: this process {med(True, 'cpu_s'):.1f} s watched vs {med(False, 'cpu_s'):.1f} s unwatched"
+    cpu_ratio = med(True, "cpu_s") / med(False, "cpu_s")
+    print(f"CPU: this process (the run's) {med(True, 'cpu_s'):.2f} s watched vs {med(False, 'cpu_s'):.2f} s "
+          f"unwatched = {cpu_ratio:.1%}"
           + (f"; viewer {med(True, 'viewer_cpu_s'):.1f} s" if viewer != "none" else ""))
-    if viewer != "none":
+    if args.view == "process":
+        print(f"the view's process: {med(True, 'view_cpu_s'):.2f} CPU s (not this process's); "
+              f"feeding it took this process's thread {med(True, 'feed_cpu_s'):.3f} CPU s")
+    elif viewer != "none":
         print(f"the view's threads: the server's (updates, serialising, sending) "
               f"{med(True, 'server_cpu_s'):.2f} CPU s, the poller's (running summaries) "
               f"{med(True, 'poller_cpu_s'):.2f} CPU s")
     print(f"updates: mean {med(True, 'update_mean_ms'):.1f} ms ({med(True, 'update_cpu_ms'):.1f} ms CPU), "
           f"max {med(True, 'update_max_ms'):.1f} ms; "
           f"host load average (1 min) {min(loads):.2f}–{max(loads):.2f} on {os.cpu_count()} cores")
-    report.update(ratio=ratio, target=TARGET, loads=[min(loads), max(loads)], rounds=rounds)
+    report.update(ratio=ratio, target=TARGET, loads=[min(loads), max(loads)], rounds=rounds,
+                  cpu_watched_s=med(True, "cpu_s"), cpu_unwatched_s=med(False, "cpu_s"), cpu_ratio=cpu_ratio)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
 

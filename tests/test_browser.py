@@ -353,6 +353,8 @@ def lab(tmp_path_factory) -> Iterator[dict[str, Any]]:
     long_run = quickstart.replace(PANEL_CELL, "panel = wb.panel(partitions=400, log2_constraints=10)")
     (work / "long_run.ipynb").write_text(long_run)
     shutil.copy(work / "01_quickstart.ipynb", work / "classic.ipynb")
+    (work / "process_panel.ipynb").write_text(quickstart.replace(
+        PANEL_CELL, "panel = wb.panel(partitions=8, log2_constraints=10, live_view='process')"))
     (work / "compare_panel.ipynb").write_text(small_notebook(
         ["import workbench.notebook as wb", "panel = wb.panel(partitions=2, log2_constraints=8)"]))
     settings = home / "settings" / "@jupyterlab"
@@ -536,6 +538,34 @@ def test_quickstart_runs_and_draws_every_partition(page, lab, interface):
     assert partitions == set(range(8))
     page.locator(".bk-Figure, .bk-Column").first.scroll_into_view_if_needed()
     screenshot(page, f"{interface}-quickstart")
+    assert_no_errors_of_ours(page)
+
+
+def test_the_panels_live_view_from_a_process_of_its_own_draws_every_partition(page, lab):
+    """live_view="process": the page in the panel's frame is the view's process's server; the
+    controls and the status line are the kernel's."""
+    open_and_run_all(page, lab, "process_panel.ipynb")
+    button = run_button(page)
+    button.scroll_into_view_if_needed()
+    button.click()
+    framed = page.locator(".widget-html-content iframe").first
+    framed.wait_for(timeout=60_000)
+    assert framed.get_attribute("src").startswith("http://127.0.0.1:")
+    frame = framed.element_handle().content_frame()
+    assert frame is not None and not frame.url.startswith(lab["url"])
+    frame.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0", timeout=60_000)
+    frame.wait_for_function(
+        """(js) => {
+          const rows = eval(js)('live');
+          return new Set(rows.filter(r => r[0] === 'finish').map(r => r[1])).size === 8;
+        }""", arg=BARS_JS, timeout=120_000)
+    deadline = time.monotonic() + 60
+    while "completed" not in panel_status(page) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "run 1 completed: 8/8 partitions" in panel_status(page)
+    assert {p for _, p in frame.evaluate(BARS_JS, "live") if p >= 0} == set(range(8))
+    page.locator("iframe").first.scroll_into_view_if_needed()
+    screenshot(page, "jupyterlab-panel-view-process")
     assert_no_errors_of_ours(page)
 
 

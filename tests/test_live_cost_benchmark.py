@@ -1,5 +1,6 @@
 """benchmarks/live_cost.py watched by its websocket viewer (benchmarks/live_client.py), the
-viewer used where a host has no browser: a short CPU-backend run, watched and unwatched. The
+viewer used where a host has no browser: a short CPU-backend run, watched and unwatched, the
+view in a process of its own and in the run's. The
 viewer is a real client of the served document in a process of its own; it must receive every
 span the run recorded as a bar, and hold at the end what the server's document holds."""
 
@@ -17,10 +18,11 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "live_cost.py"
 
 
-def test_the_websocket_viewer_receives_every_bar_of_a_watched_run(tmp_path):
+@pytest.mark.parametrize("view", ["process", "kernel"])
+def test_the_websocket_viewer_receives_every_bar_of_a_watched_run(tmp_path, view):
     out = tmp_path / "live.json"
     done = subprocess.run([sys.executable, str(SCRIPT), "--partitions", "8", "--log2", "4", "--rounds", "1",
-                           "--viewer", "websocket", "--json", str(out)],
+                           "--viewer", "websocket", "--view", view, "--json", str(out)],
                           capture_output=True, text=True, timeout=300, cwd=ROOT,
                           # This checkout's code, not an installed copy (a script's folder leads its path).
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(
@@ -30,8 +32,12 @@ def test_the_websocket_viewer_receives_every_bar_of_a_watched_run(tmp_path):
     report = json.loads(out.read_text())
     watched, unwatched = (next(r for r in report["runs"] if r["watched"] is w) for w in (True, False))
     assert report["viewer"] == "websocket" and report["partitions"] == 8 and report["rounds"] == 1
+    assert report["view"] == view
     assert watched["spans"] == unwatched["spans"] > 8 * 10  # the same run, each partition's spans
     assert watched["bars_received"] == watched["spans"]  # every span reached the viewer as a bar
     assert watched["drawn"] == watched["held"] > 0 and watched["caught_up"] == 1.0
     assert watched["patches"] >= watched["updates"] > 0
     assert report["ratio"] == pytest.approx(watched["rate"] / unwatched["rate"])
+    assert report["cpu_ratio"] == pytest.approx(watched["cpu_s"] / unwatched["cpu_s"])
+    if view == "process":  # the view's work was the child's; this process only fed it the rows
+        assert watched["shipped"] == watched["spans"] and watched["view_cpu_s"] > watched["feed_cpu_s"] > 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+import urllib.request
 
 import pytest
 
@@ -51,6 +52,35 @@ def test_a_run_from_the_panel_goes_in_the_background_and_records_a_full_trace(pa
     assert panel.live is not None and panel.live.gantt.bar_count() == len(record.trace.spans)
     assert not panel.run_button.disabled and panel.stop_button.disabled
     assert not our_threads()
+
+
+def test_a_run_from_the_panel_with_its_live_view_in_a_process_of_its_own(tmp_path):
+    panel = ControlPanel(SMALL, report_dir=tmp_path / "reports", live_view="process")
+    panel.knobs.set(partitions=4)
+    panel.run_button.click()
+    assert panel.wait(60)
+    record, view = panel.last, panel.view_process
+    assert record is not None and record.outcome == "completed" and view is not None
+    assert panel.live is None  # no Bokeh document in the kernel
+    assert view.report is not None
+    assert view.report["views"][0]["bars"] == len(record.trace.spans) == view.shipped
+    assert f"src='{view.url}'" in panel.view_box.children[0].value  # the page is the child's
+    with urllib.request.urlopen(view.url, timeout=20) as page:
+        assert page.status == 200 and "workbench: run 1" in page.read().decode()
+    assert "run 1 completed: 4/4 partitions" in panel.status.value and "verdict" in panel.summary.value
+    child = view.pid
+    assert child is not None
+    panel.close_view()
+    assert view.alive is False and panel.view_process is None
+    assert not our_threads()
+
+
+def test_the_live_view_setting_is_checked_and_taken_from_the_environment(tmp_path, monkeypatch):
+    with pytest.raises(ValueError, match="live_view is 'browser': one of kernel, process"):
+        ControlPanel(SMALL, report_dir=tmp_path, live_view="browser")
+    monkeypatch.setenv("WORKBENCH_LIVE_VIEW", "process")
+    assert ControlPanel(SMALL, report_dir=tmp_path).live_view == "process"
+    assert ControlPanel(SMALL, report_dir=tmp_path, live_view="kernel").live_view == "kernel"
 
 
 def test_stop_mid_run_ends_the_run_and_leaves_no_thread(panel):

@@ -164,18 +164,21 @@ def test_a_reserved_slot_never_published() -> None:
 
 def test_the_live_view_served_while_recording() -> None:
     pytest.importorskip("bokeh")
-    from workbench.viz.live_server import serve
+    from workbench.viz.view_process import ViewProcess
 
     recorder = Recorder(nvtx=False)
     recorder.add_span("lock/0x10", "hold", recorder.now_ns(), recorder.now_ns() + 1000, attrs={"thread": 1})
-    server = serve(recorder, port=_free_port(), title="test")
+    # As `workbench record --live` serves it: from a process of its own.
+    server = ViewProcess(recorder, title="live: test", port=_free_port(), page_title="workbench record: test")
+    server.start()
     try:
         with urllib.request.urlopen(server.url, timeout=20) as page:
             body = page.read().decode()
         assert page.status == 200 and "workbench record: test" in body
-        assert len(server.views) == 1
+        report = server.finish(30)
+        assert report is not None and [v["bars"] for v in report["views"]] == [1]  # the page's view
     finally:
-        server.stop()
+        server.close()
 
 
 def _free_port() -> int:

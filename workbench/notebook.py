@@ -120,14 +120,17 @@ def config(**settings: Any) -> RunConfig:
     return RunConfig().replace(**settings)
 
 
-def panel(trace_dir: str | Path | None = None, **settings: Any) -> ControlPanel:
+def panel(trace_dir: str | Path | None = None, live_view: str | None = None, **settings: Any) -> ControlPanel:
     """Show the control panel, its knobs set to the panel's defaults (a run of about 10-20 s on
     the CPU backend, long enough to watch: panel.WATCHED) with `settings` changed; with
-    `trace_dir`, each run's trace is saved there (journaled while it runs)."""
+    `trace_dir`, each run's trace is saved there (journaled while it runs). `live_view`:
+    "kernel" (the default, or $WORKBENCH_LIVE_VIEW) or "process", the live view in a process
+    of its own that the run does not pay for, shown in a frame from 127.0.0.1 (the browser
+    must reach the kernel's host)."""
     from IPython.display import HTML, display
 
     setup()
-    control = ControlPanel(config(**{**WATCHED, **settings}), trace_dir=trace_dir)
+    control = ControlPanel(config(**{**WATCHED, **settings}), trace_dir=trace_dir, live_view=live_view)
     _display(control.widget)
     # Beside it, a static copy of its last run, updated as runs end: what a reopened notebook shows.
     copy = display(HTML(""), display_id=True)

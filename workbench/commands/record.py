@@ -108,9 +108,14 @@ def _run(args: argparse.Namespace, session: Any, trace_path: Path, fresh: bool, 
     server = None
     try:
         if args.live:
-            from workbench.viz.live_server import serve
+            from workbench.viz.view_process import ViewProcess
 
-            server = serve(session.recorder, args.port, title=" ".join(session.argv)[:80])
+            # In a process of its own: this one keeps to draining the program's records.
+            title = " ".join(session.argv)[:80]
+            server = ViewProcess(session.recorder, title=f"live: {title}", port=args.port,
+                                 page_title=f"workbench record: {title}",
+                                 say=lambda line: print(f"workbench: {line}", file=sys.stderr, flush=True))
+            server.start()
             print(f"workbench: live view at {server.url}", file=sys.stderr, flush=True)
         try:
             session.start()
@@ -130,7 +135,7 @@ def _run(args: argparse.Namespace, session: Any, trace_path: Path, fresh: bool, 
         raise
     finally:
         if server is not None:
-            server.stop()
+            server.close()
     _say(session, trace, Path(written))
     return code
 

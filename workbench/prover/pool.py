@@ -22,12 +22,13 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
 from workbench.trace.journal import THREAD_NAME as JOURNAL_THREAD
+from workbench.trace.rows_codec import FEED_THREADS
 
 T = TypeVar("T")
 
 
 STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-FORK_SAFE_THREADS = (JOURNAL_THREAD,)
+FORK_SAFE_THREADS = (JOURNAL_THREAD, *FEED_THREADS)
 
 
 PARENT_WATCH_S = 0.25
@@ -53,9 +54,10 @@ def parallel_map(fn: Callable[[Any], T], jobs: Iterable[Any], workers: int) -> l
     """`[fn(job) for job in jobs]` on `workers` processes (`fn` must be picklable)."""
     # Forking is cheap and safe while the caller is single-threaded (a script, the CLI); with
     # other threads running a fork may copy a lock mid-use, so a notebook's run spawns. The
-    # run's journal thread does not count: a forked worker never touches the journal, and
-    # leaves by os._exit (no exit hooks). Spawning beside it lost the race to a stop signal:
-    # a child started at that moment was left with no start-up data and printed a traceback.
+    # run's journal thread does not count, nor a live view's feeding threads: a forked worker
+    # never touches the journal or the feed, and leaves by os._exit (no exit hooks). Spawning
+    # beside it lost the race to a stop signal: a child started at that moment was left with
+    # no start-up data and printed a traceback.
     others = [t for t in threading.enumerate()
               if t is not threading.current_thread() and t.name not in FORK_SAFE_THREADS]
     method = "fork" if threading.current_thread() is threading.main_thread() and not others else "spawn"

@@ -20,38 +20,22 @@ facts (`thread_names`, `meta`: the whole object each time).
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import signal
-import struct
 import threading
 import time
-from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from workbench.trace import output
-from workbench.trace.journal_format import (
-    COUNTER_COLUMNS,
-    FORMAT,
-    HEADER,
-    INSTANT_COLUMNS,
-    MAGIC,
-    ROWS,
-    SPAN_COLUMNS,
-    SUFFIX,
-    VERSION,
-    frame,
-)
-from workbench.trace.recorder import CounterRow, InstantRow, Recorder, SpanRow
+from workbench.trace.journal_format import FORMAT, HEADER, MAGIC, ROWS, SUFFIX, VERSION, frame
+from workbench.trace.recorder import Recorder
+from workbench.trace.rows_codec import RowsEncoder, as_json
 
 if TYPE_CHECKING:
     from workbench.trace.container import Trace
 
 INTERVAL_S = 0.5  # a flush takes a moment: half a second keeps the gap well under one
-LENGTH = struct.Struct("<I")
 
 
 def journal_path(target: str | os.PathLike[str]) -> Path:
@@ -78,7 +62,7 @@ class Journal:
         self.records = self.spans = self.instants = self.counters = 0
         self._fd: int | None = fd
         self._cursor = (0, 0, 0)
-        self._strings: dict[str, int] = {}
+        self._encoder = RowsEncoder()
         self._names: dict[str, str] = {}
         self._meta: dict[str, Any] = {}
         self._meta_changed = False
@@ -99,7 +83,7 @@ class Journal:
                   "started": time.time(), "origin_ns": recorder.origin_ns, "config": config or {},
                   "meta": meta or {}}
         try:
-            journal._write(MAGIC + frame(HEADER, _json(header)))
+            journal._write(MAGIC + frame(HEADER, as_json(header)))
         except BaseException:
             journal.close()
             journal.remove()
@@ -170,8 +154,8 @@ class Journal:
             if not (spans or instants or counters or names_changed or self._meta_changed):
                 return
             try:
-                body = self._encode(spans, instants, counters, names if names_changed else None,
-                                    self._meta if self._meta_changed else None)
+                body = self._encoder.encode(spans, instants, counters, names if names_changed else None,
+                                            self._meta if self._meta_changed else None)
                 self._write(frame(ROWS, body))
             except (OSError, TypeError, ValueError, OverflowError) as err:
                 # The run goes on and its trace is still saved from memory at the end.
@@ -183,40 +167,6 @@ class Journal:
             self.instants += len(instants)
             self.counters += len(counters)
 
-    def _encode(self, spans: list[SpanRow], instants: list[InstantRow], counters: list[CounterRow],
-                names: dict[str, str] | None, meta: dict[str, Any] | None) -> bytes:
-        new: list[str] = []
-        index = self._strings
-
-        def ids(rows: list[Any], k: int) -> np.ndarray:
-            for value in set(map(itemgetter(k), rows)) - index.keys():
-                index[value] = len(index)
-                new.append(value)
-            return np.fromiter(map(index.__getitem__, map(itemgetter(k), rows)), SPAN_COLUMNS[0], len(rows))
-
-        columns: list[np.ndarray] = []
-        part: dict[str, Any] = {"spans": len(spans), "instants": len(instants), "counters": len(counters)}
-        tables = (("span_attrs", spans, SPAN_COLUMNS), ("instant_attrs", instants, INSTANT_COLUMNS),
-                  ("", counters, COUNTER_COLUMNS))
-        for key, rows, dtypes in tables:
-            if not rows:
-                continue
-            # A C-level pass a field, straight into its column: transposing with zip(*rows), or
-            # through lists, costs a third to twice as much again.
-            columns += [ids(rows, 0), ids(rows, 1)]
-            columns += [np.fromiter(map(itemgetter(k), rows), dtypes[k], len(rows))
-                        for k in range(2, len(dtypes))]
-            if key and any(map(itemgetter(len(dtypes)), rows)):
-                part[key] = list(map(itemgetter(len(dtypes)), rows))
-        if new:
-            part["strings"] = new
-        if names is not None:
-            part["thread_names"] = names
-        if meta is not None:
-            part["meta"] = meta
-        text = _json(part)
-        return b"".join([LENGTH.pack(len(text)), text, *(c.tobytes() for c in columns)])
-
     def _write(self, data: bytes) -> None:
         fd = self._fd
         assert fd is not None
@@ -226,16 +176,3 @@ class Journal:
         if self.sync:
             (getattr(os, "fdatasync", None) or os.fsync)(fd)
 
-
-def _json(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":"), default=_plain).encode()
-
-
-def _plain(value: Any) -> Any:
-    """What JSON cannot hold as such: numpy numbers and arrays as theirs, the rest as its repr
-    (the journal must not stop over one odd attribute; the saved trace is strict)."""
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    return repr(value)

@@ -1,10 +1,9 @@
 """A live view served to a browser: a Bokeh server on a local port, in a thread of its own, for
-commands that have no notebook (`workbench record --live`, `workbench follow --live`).
+commands that have no notebook (`workbench follow --live`) and for a live view's own process
+(view_child.py: `workbench record --live`, the panel's `live_view="process"`).
 
 `LiveServer(page, port)` calls `page(doc)` for every page that opens (what it returns, the
-view shown, is kept in `.views`); `serve(recorder, port, title)` serves a `LiveView` (live.py)
-of a recorder, brought up to date ten times a second. Every page that opens starts from the
-first span, so one opened late still shows the whole recording.
+view shown, is kept in `.views`).
 """
 
 from __future__ import annotations
@@ -15,9 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from workbench.trace.recorder import Recorder
 from workbench.viz.deps import require
-from workbench.viz.live import PERIOD_S, LiveView
 
 
 class LiveServer:
@@ -90,13 +87,3 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
-
-def serve(recorder: Recorder, port: int = 5006, title: str = "") -> LiveServer:
-    def page(doc: Any) -> LiveView:
-        view = LiveView(recorder, title=f"live: {title}")
-        doc.title = f"workbench record: {title}"
-        doc.add_root(view.layout)
-        doc.add_periodic_callback(view.tick, int(PERIOD_S * 1000))
-        return view
-
-    return LiveServer(page, port).start()

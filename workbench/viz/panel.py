@@ -1,7 +1,11 @@
 """The control panel: knobs, Run and Stop, a status line, the live views and past runs.
 
 A run goes on a background thread (runner.py); a poller thread of the UI side (live.py)
-streams its records into the views and keeps the status line current. Whatever goes wrong
+streams its records into the views and keeps the status line current. The live view is the
+kernel's (`live_view="kernel"`, the default) or a process of its own (`"process"`,
+view_process.py: the kernel only ships the rows; the page is that process's server, shown in
+a frame, so the browser must reach 127.0.0.1 of the kernel's host); the controls, the status
+line and the progress bar stay in the kernel either way. Whatever goes wrong
 in a click (a setting that cannot run, a backend that is not here, a failing phase) is
 said in the panel's message line, never raised into the notebook's output.
 """
@@ -9,6 +13,7 @@ said in the panel's message line, never raised into the notebook's output.
 from __future__ import annotations
 
 import functools
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -23,6 +28,7 @@ from workbench.viz.compare import compare_figure, summaries_html
 from workbench.viz.deps import require
 from workbench.viz.fallback import fallback_html
 from workbench.viz.findings import diagnose, verdict_html
+from workbench.viz.gantt import LANE_PX
 from workbench.viz.knobs import Knobs
 from workbench.viz.lanes import expected_lanes
 from workbench.viz.live import LiveView, Poller
@@ -32,6 +38,7 @@ from workbench.viz.report import render_report
 from workbench.viz.runner import BackgroundRun, RunRecord
 from workbench.viz.tables import CSS, summary_html
 from workbench.viz.timeline import gantt_figure
+from workbench.viz.view_process import ViewProcess
 
 widgets = require("ipywidgets")
 bokeh_widget = require("jupyter_bokeh")
@@ -43,6 +50,9 @@ WATCHED = {"partitions": 24, "log2_constraints": 13}
 FALLBACK_BARS = 4_000  # the static copy's Gantt: an overview and a detail window past this
 LIVE_NAME = "live"  # its data sources are live_bars_0..2 (scripts and tests find them by name)
 STYLE = f"<style>{CSS} .wb-problem {{ color: #b00020; }} .wb-hint {{ color: #666; }}</style>"
+LIVE_VIEWS = ("kernel", "process")
+LIVE_VIEW_ENV = "WORKBENCH_LIVE_VIEW"  # the default of `live_view` where it is not given
+FRAME_MARGIN_PX = 1_000  # a framed view's height past its Gantt's lanes: counters, boxes, summary
 
 
 def guarded(handler: Callable[..., None]) -> Callable[..., None]:
@@ -60,7 +70,12 @@ def guarded(handler: Callable[..., None]) -> Callable[..., None]:
 
 class ControlPanel:
     def __init__(self, defaults: RunConfig | None = None, report_dir: str | Path = "reports",
-                 trace_dir: str | Path | None = None) -> None:
+                 trace_dir: str | Path | None = None, live_view: str | None = None) -> None:
+        live_view = live_view or os.environ.get(LIVE_VIEW_ENV) or "kernel"
+        if live_view not in LIVE_VIEWS:
+            raise ValueError(f"live_view is {live_view!r}: one of {', '.join(LIVE_VIEWS)}")
+        self.live_view = live_view
+        self.view_process: ViewProcess | None = None
         self.knobs = Knobs(defaults or RunConfig().replace(**WATCHED))
         self.report_dir = Path(report_dir)
         # Where each run's trace is saved (a new name a run; journaled while it runs), if anywhere.
@@ -137,13 +152,11 @@ class ControlPanel:
             return
         self._idle.clear()
         self.current = run
+        lanes = expected_lanes(config.synth_threads, config.workers, config.gpu_workers)
         worker_gpu = {w: config.gpu_of(w) for w in range(config.workers)} if config.gpus > 1 else None
-        self.live = LiveView(
-            run.recorder, expected_lanes(config.synth_threads, config.workers, config.gpu_workers),
-            title=f"run {run.number}: live Gantt", name=LIVE_NAME, worker_gpu=worker_gpu,
-            label=f"run {run.number}",
-        )
-        self.view_box.children = [bokeh_widget.BokehModel(self.live.layout)]
+        title, label = f"run {run.number}: live Gantt", f"run {run.number}"
+        self.close_view()
+        self.live = None
         self.summary.value = ""
         self._running = RunningSummary(run.recorder)
         self.progress.reset(f"run {run.number}")
@@ -152,21 +165,54 @@ class ControlPanel:
         self.report_button.disabled = True
         self.stop_button.disabled = False
         self.status.value = f"run {run.number}: setting up (proving key, twiddles)"
-        run.start()
+        if self.live_view == "kernel":
+            self._kernel_view(run, lanes, title, label, worker_gpu)
+        run.start()  # its setup goes on while a view's process starts: what it records waits for it
+        if self.live_view == "process":
+            try:
+                self.view_process = ViewProcess(
+                    run.recorder, lanes, title=title, name=LIVE_NAME, label=label, worker_gpu=worker_gpu,
+                    summary=True, page_title=f"workbench: {label}", say=self._view_lost).start()
+            except OSError as err:
+                self.say(f"{err}; the view is the kernel's for this run", problem=True)
+                self._kernel_view(run, lanes, title, label, worker_gpu)
+        if self.view_process is not None:
+            height = 70 + LANE_PX * len(lanes) + FRAME_MARGIN_PX
+            self.view_box.children = [widgets.HTML(
+                f"<iframe src='{self.view_process.url}' title='{escape(title)}' "
+                f"style='width: 100%; height: {height}px; border: 0'></iframe>")]
         self._poller = Poller(self._tick)
         self._poller.start()
 
+    def _kernel_view(self, run: BackgroundRun, lanes: list[str], title: str, label: str,
+                     worker_gpu: dict[int, int] | None) -> None:
+        self.live = LiveView(run.recorder, lanes, title=title, name=LIVE_NAME, worker_gpu=worker_gpu,
+                             label=label)
+        self.view_box.children = [bokeh_widget.BokehModel(self.live.layout)]
+
+    def _view_lost(self, line: str) -> None:
+        self.say(line, problem=True)
+
+    def close_view(self) -> None:
+        """End the last run's view process, if it has one (its frame goes blank)."""
+        if self.view_process is not None:
+            self.view_process.close()
+            self.view_process = None
+
     def _tick(self) -> bool:
         """One poll on the UI side: stream new records, refresh the status; False when done."""
-        run, live = self.current, self.live
-        assert run is not None and live is not None
+        run, live, view = self.current, self.live, self.view_process
+        assert run is not None and (live is not None or view is not None)
         done = run.done  # read first: a final drain after the end misses nothing
         try:
-            live.tick(final=done)
+            if live is not None:
+                live.tick(final=done)
+            elif done and view is not None:
+                view.finish()  # the last rows, and the view's last update, in its process
             if not done:
                 self.progress.show(live_figures(run))
                 self.status.value = self._status_line(run)
-                if self._summaries.due():
+                if live is not None and self._summaries.due():  # a view's process makes its own
                     with self._summaries.timed():
                         self._show_live_summary(run)
         except Exception as err:  # the run goes on even if a view cannot follow it

@@ -1,0 +1,168 @@
+"""The live view in a process of its own (viz/view_process.py, view_child.py): the run's
+process ships its rows and nothing more; the child builds what the view in the run's process
+would have built; the run survives the child's death; the child never outlives its parent."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("bokeh", reason="the notebook extra is not installed")
+pytest.importorskip("tornado", reason="the notebook extra is not installed")
+
+from conftest import wait_until
+
+from workbench.config import RunConfig
+from workbench.pipeline.backends import select_backend
+from workbench.pipeline.run import Pipeline
+from workbench.viz.lanes import expected_lanes
+from workbench.viz.live import LiveView
+from workbench.viz.live_summary import RunningSummary
+from workbench.viz.view_process import PACKAGE_ROOT, ViewProcess
+
+
+def pipeline(partitions: int, log2: int = 6) -> tuple[Pipeline, list[str]]:
+    config = RunConfig(backend="cpu", partitions=partitions, log2_constraints=log2)
+    return Pipeline(config, select_backend(config)), expected_lanes(config.synth_threads, config.workers,
+                                                                     config.gpu_workers)
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:  # a zombie (ended, not yet waited for by a parent) has left too
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_a_run_watched_through_the_child_shows_what_the_view_in_the_run_would():
+    run, lanes = pipeline(5)
+    view = ViewProcess(run.recorder, lanes, name="live", label="run 1", summary=True,
+                       report_bars=True).start()
+    try:
+        outcome = run.run()
+        report = view.finish(60)
+    finally:
+        view.close()
+    assert outcome.ok and report is not None and view.error is None
+    # The same bars, from the same spans, as the view in the run's process builds.
+    here = LiveView(run.recorder, lanes, name="here", label="run 1")
+    here.update(final=True)
+    mine = here.spans_built()
+    assert len(mine) == len(outcome.trace.spans) == view.shipped == report["spans"] > 5 * 10
+    bars = report["bars"]
+    assert bars["lane"] == mine.lane.tolist() and bars["phase"] == mine.phase.tolist()
+    assert bars["left"] == mine.left.tolist() and bars["right"] == mine.right.tolist()
+    assert bars["partition"] == mine.partition.tolist()
+    assert report["views"][0]["bars"] == here.gantt.bar_count() and report["views"][0]["final"]
+    # The running summary over every row: the one the run's process would have shown.
+    assert report["summary_html"] == RunningSummary(run.recorder).html()
+    assert "running: 5 partitions" in report["summary_html"]
+
+
+def test_the_views_work_is_in_the_child_not_in_the_runs_process():
+    run, lanes = pipeline(40)
+    view = ViewProcess(run.recorder, lanes, summary=True).start()
+    assert view.pid is not None
+    # Its own session: a terminal's Ctrl-C to the run's process group does not reach it.
+    assert os.getsid(view.pid) != os.getsid(0)
+    try:
+        outcome = run.run()
+        report = view.finish(60)
+    finally:
+        view.close()
+    assert outcome.ok and report is not None
+    updates = report["views"][0]["updates"]
+    assert updates >= 2 and report["summaries"] >= 1
+    assert report["views"][0]["bars"] == len(outcome.trace.spans)
+    # The child built, binned and served the view; the run's process only shipped the rows:
+    # its feeding thread spent a small part of what the child did.
+    assert view.batches >= 2 and view.cpu_s < 0.25 * report["cpu_s"], (view.cpu_s, report["cpu_s"])
+    # No Bokeh document and no server loop in the run's process.
+    assert not [t.name for t in threading.enumerate() if t.name == "workbench-live-server"]
+
+
+def test_the_run_goes_on_and_says_one_line_when_the_view_process_dies():
+    run, lanes = pipeline(60)
+    said: list[str] = []
+    view = ViewProcess(run.recorder, lanes, say=said.append).start()
+    outcome: list = []
+    runner = threading.Thread(target=lambda: outcome.append(run.run()))
+    runner.start()
+    try:
+        wait_until(lambda: view.shipped > 0, 60)
+        os.kill(view.pid, signal.SIGKILL)
+        runner.join(120)
+        assert not runner.is_alive()
+        assert view.finish(10) is None
+    finally:
+        view.close()
+    assert outcome[0].ok and outcome[0].trace.meta["outcome"] == "completed"
+    assert len(said) == 1 and "the live view's process ended" in said[0] and "the run goes on" in said[0]
+    assert view.error == said[0]
+
+
+CHILD_OF_A_KILLED_PARENT = textwrap.dedent("""
+    import os, sys, time
+    from workbench.trace.recorder import Recorder
+    from workbench.viz.view_process import ViewProcess
+    view = ViewProcess(Recorder(nvtx=False)).start()
+    if os.fork() == 0:  # as a synthesis pool forks: a process that holds the pipe's write end
+        time.sleep(60)
+        os._exit(0)
+    print(view.pid, flush=True)
+    time.sleep(60)
+""")
+
+
+def test_the_view_process_never_outlives_a_parent_killed_outright():
+    parent = subprocess.Popen([sys.executable, "-c", CHILD_OF_A_KILLED_PARENT], stdout=subprocess.PIPE,
+                              text=True, env={**os.environ, "PYTHONPATH": PACKAGE_ROOT})
+    assert parent.stdout is not None
+    child = int(parent.stdout.readline())
+    holder = None
+    try:
+        holders = [int(p) for p in Path(f"/proc/{parent.pid}/task/{parent.pid}/children").read_text().split()]
+        holder = next(p for p in holders if p != child)
+        assert not gone(child)
+        parent.kill()
+        parent.wait(10)
+        # Its input stays open (the forked process holds it): the child sees its parent go.
+        wait_until(lambda: gone(child), 10)
+    finally:
+        parent.kill()
+        parent.wait(10)
+        parent.stdout.close()
+        for pid in (child, holder):
+            if pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+def test_a_row_that_does_not_encode_stops_the_view_with_one_line_not_the_run():
+    from workbench.trace.recorder import Recorder
+
+    recorder = Recorder(nvtx=False)
+    said: list[str] = []
+    view = ViewProcess(recorder, say=said.append, period=3600).start()  # fed by hand below
+    try:
+        recorder.add_span("worker/0", "finish", 1, 2, 0, 0)
+        assert view.ship() and view.shipped == 1
+        recorder.add_span("worker/0", "finish", 3, 4, 1, 0, attrs={(1, 2): "a key JSON cannot hold"})
+        assert not view.ship() and not view.ship()  # stopped: said once
+        assert len(said) == 1 and "does not encode" in said[0] and "the run goes on" in said[0]
+        assert not view.alive and view.finish(5) is None
+    finally:
+        view.close()
