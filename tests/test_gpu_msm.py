@@ -499,6 +499,47 @@ def test_product_forms_match_python_ints(rng: random.Random):
     assert got[1:2 * len(reduced):2] == [x * y * R384_INV % P for x, y in zip(reduced, ys, strict=False)]
 
 
+class _SetInputs:
+    """G1 and G2 MSM and batch-addition inputs with infinity (every `zero_step`-th point), P + P
+    (a run of equal points) and P + (-P) (scalars r - 5 beside 5), checked against the library,
+    and a 2^18 set the default thresholds' path takes."""
+
+    def __init__(self, rng: random.Random, n: int, n_g2: int, zero_step: int, repeat: int) -> None:
+        xy = np.array(_points(rng, n).xy)
+        xy[::zero_step] = 0
+        xy[1000:1000 + repeat] = xy[999]
+        self.points = G1Points(xy)
+        values = [rng.choice([5, R_MODULUS - 5, rng.randrange(R_MODULUS)]) for _ in range(n)]
+        self.scalars = _mont_scalars(values)
+        nprng = np.random.default_rng(rng.randrange(2**32))
+        self.mask = nprng.random(n) < 0.6
+        self.mask[999:1000 + repeat] = True
+        self.bitmap = np.packbits(self.mask, bitorder="little")
+        self.dev = gpu_msm.DevicePoints.from_points(self.points)
+        self.g2 = _g2_points(rng, n_g2)
+        self.g2_dev = gpu_msm.DevicePoints.from_points(self.g2)
+        self.g2_scalars = _mont_scalars([rng.randrange(R_MODULUS) for _ in range(n_g2)])
+        self.g2_mask = nprng.random(n_g2) < 0.7
+        self.g2_bitmap = np.packbits(self.g2_mask, bitorder="little")
+        big_n = 1 << 18
+        self.big = srs_gen.device_points_from_scalars(srs_gen.random_scalars(big_n, nprng))
+        self.big_scalars = cupy.asarray(srs_gen.random_scalars(big_n, nprng))
+        self.big_bitmap = cupy.asarray(np.packbits(nprng.random(big_n) < 0.5, bitorder="little"))
+
+    def small(self) -> list[bytes]:
+        return [gpu_msm.msm(self.dev, self.scalars), gpu_msm.batch_add(self.dev, self.bitmap),
+                gpu_msm.msm(self.g2_dev, self.g2_scalars), gpu_msm.batch_add(self.g2_dev, self.g2_bitmap)]
+
+    def large(self) -> list[bytes]:
+        return [gpu_msm.msm(self.big, self.big_scalars), gpu_msm.batch_add(self.big, self.big_bitmap)]
+
+    def library(self) -> list[bytes]:
+        return [point_to_bytes(msm(self.points, self.scalars)),
+                point_to_bytes(batch_add(self.points, self.mask)),
+                point_to_bytes(msm(self.g2, self.g2_scalars)),
+                point_to_bytes(batch_add(self.g2, self.g2_mask))]
+
+
 @pytest.mark.parametrize("build", sorted(ROUND_BUILDS))
 def test_round_builds_match_default(rng: random.Random, monkeypatch: pytest.MonkeyPatch, build: str):
     """Rounds on every MSM and batch addition (G1 and G2, P + P, P + (-P), infinity), each
@@ -510,38 +551,14 @@ def test_round_builds_match_default(rng: random.Random, monkeypatch: pytest.Monk
         monkeypatch.setattr(affine_rounds, name, 1)
     for name in ("MIN_FRACTION", "MIN_FRACTION_G2"):
         monkeypatch.setattr(affine_rounds, name, 0.0)
-    n = 4001
-    xy = np.array(_points(rng, n).xy)
-    xy[::97] = 0
-    xy[1000:1400] = xy[999]
-    points = G1Points(xy)
-    values = [rng.choice([5, R_MODULUS - 5, rng.randrange(R_MODULUS)]) for _ in range(n)]
-    scalars = _mont_scalars(values)
-    nprng = np.random.default_rng(rng.randrange(2**32))
-    mask = nprng.random(n) < 0.6
-    mask[999:1400] = True
-    bitmap = np.packbits(mask, bitorder="little")
-    dev = gpu_msm.DevicePoints.from_points(points)
-    g2 = _g2_points(rng, 900)
-    g2_dev = gpu_msm.DevicePoints.from_points(g2)
-    g2_scalars = _mont_scalars([rng.randrange(R_MODULUS) for _ in range(900)])
-    g2_mask = nprng.random(900) < 0.7
-    g2_bitmap = np.packbits(g2_mask, bitorder="little")
-    big_n = 1 << 18
-    big = srs_gen.device_points_from_scalars(srs_gen.random_scalars(big_n, nprng))
-    big_scalars = cupy.asarray(srs_gen.random_scalars(big_n, nprng))
-    big_bitmap = cupy.asarray(np.packbits(nprng.random(big_n) < 0.5, bitorder="little"))
+    inputs = _SetInputs(rng, 4001, 900, zero_step=97, repeat=400)
 
     def run() -> list[bytes]:
         _poison()
-        return [gpu_msm.msm(dev, scalars), gpu_msm.batch_add(dev, bitmap), gpu_msm.msm(g2_dev, g2_scalars),
-                gpu_msm.batch_add(g2_dev, g2_bitmap), gpu_msm.msm(big, big_scalars),
-                gpu_msm.batch_add(big, big_bitmap)]
+        return [*inputs.small(), *inputs.large()]
 
     default = run()
-    assert default[:4] == [point_to_bytes(msm(points, scalars)), point_to_bytes(batch_add(points, mask)),
-                           point_to_bytes(msm(g2, g2_scalars)),
-                           point_to_bytes(batch_add(g2, g2_mask))]
+    assert default[:4] == inputs.library()
     products, square = ROUND_BUILDS[build]
     monkeypatch.setattr(affine_rounds, "PRODUCTS", products)
     monkeypatch.setattr(affine_rounds, "SQUARE", square)
@@ -560,27 +577,7 @@ def test_rolled_curve_build_matches_default(rng: random.Random, monkeypatch: pyt
     at 2^18, the default thresholds' path, equal to the inline build's."""
     from workbench.gpu import affine_rounds
 
-    n = 3001
-    xy = np.array(_points(rng, n).xy)
-    xy[::89] = 0
-    xy[1000:1300] = xy[999]
-    points = G1Points(xy)
-    values = [rng.choice([5, R_MODULUS - 5, rng.randrange(R_MODULUS)]) for _ in range(n)]
-    scalars = _mont_scalars(values)
-    nprng = np.random.default_rng(rng.randrange(2**32))
-    mask = nprng.random(n) < 0.6
-    mask[999:1300] = True
-    bitmap = np.packbits(mask, bitorder="little")
-    dev = gpu_msm.DevicePoints.from_points(points)
-    g2 = _g2_points(rng, 700)
-    g2_dev = gpu_msm.DevicePoints.from_points(g2)
-    g2_scalars = _mont_scalars([rng.randrange(R_MODULUS) for _ in range(700)])
-    g2_mask = nprng.random(700) < 0.7
-    g2_bitmap = np.packbits(g2_mask, bitorder="little")
-    big_n = 1 << 18
-    big = srs_gen.device_points_from_scalars(srs_gen.random_scalars(big_n, nprng))
-    big_scalars = cupy.asarray(srs_gen.random_scalars(big_n, nprng))
-    big_bitmap = cupy.asarray(np.packbits(nprng.random(big_n) < 0.5, bitorder="little"))
+    inputs = _SetInputs(rng, 3001, 700, zero_step=89, repeat=300)
 
     def run() -> list[bytes]:
         _poison()
@@ -590,14 +587,12 @@ def test_rolled_curve_build_matches_default(rng: random.Random, monkeypatch: pyt
                     m.setattr(affine_rounds, name, 1)
                 for name in ("MIN_FRACTION", "MIN_FRACTION_G2"):
                     m.setattr(affine_rounds, name, 0.0)
-            small = [gpu_msm.msm(dev, scalars), gpu_msm.batch_add(dev, bitmap),
-                     gpu_msm.msm(g2_dev, g2_scalars), gpu_msm.batch_add(g2_dev, g2_bitmap)]
-        return [*small, gpu_msm.msm(big, big_scalars), gpu_msm.batch_add(big, big_bitmap)]
+            small = inputs.small()
+        return [*small, *inputs.large()]
 
     monkeypatch.setattr(affine_rounds, "XYZZ_PRODUCTS", "inline")
     default = run()
-    assert default[:4] == [point_to_bytes(msm(points, scalars)), point_to_bytes(batch_add(points, mask)),
-                           point_to_bytes(msm(g2, g2_scalars)), point_to_bytes(batch_add(g2, g2_mask))]
+    assert default[:4] == inputs.library()
     monkeypatch.setattr(affine_rounds, "XYZZ_PRODUCTS", "rolled")
     assert affine_rounds.curve_module("msm") == "msm+EC_PRODUCTS_ROLLED"
     assert run() == default
