@@ -79,14 +79,20 @@ int main(int argc, char **argv) {
 """
 
 
-@pytest.fixture(scope="module")
-def harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def _build_inputs() -> tuple[list[Path], Path, list[str]]:
+    """CUPTI's include and library folders and the record layouts' defines, or a skip."""
     found = cupti_paths()
     if found is None or shutil.which("gcc") is None:
         pytest.skip("no CUPTI headers and library, or no gcc")
     includes, libs = found
     layouts = _record_layouts(includes[0] / "cupti_activity.h")
     assert not isinstance(layouts, str), layouts
+    return includes, libs, list(layouts)
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    includes, libs, layouts = _build_inputs()
     work = tmp_path_factory.mktemp("cupti")
     source, exe = work / "harness.c", work / "harness"
     source.write_text(HARNESS)
@@ -133,12 +139,7 @@ RUNTIME_LAUNCH, RUNTIME_GRAPH, DRIVER_LAUNCH = (0, 211), (0, 311), (1, 307)  # c
 
 @pytest.fixture(scope="module")
 def fake(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    found = cupti_paths()
-    if found is None or shutil.which("gcc") is None:
-        pytest.skip("no CUPTI headers, or no gcc")
-    includes, _ = found
-    layouts = _record_layouts(includes[0] / "cupti_activity.h")
-    assert not isinstance(layouts, str), layouts
+    includes, _, layouts = _build_inputs()
     exe = tmp_path_factory.mktemp("fake_cupti") / "fake_cupti"
     source = Path(__file__).parent / "programs" / "fake_cupti.c"
     subprocess.run(["gcc", "-O1", "-std=gnu11", f'-DSHIM="{HERE / "cupti_injection.c"}"', f"-I{HERE}",
