@@ -24,7 +24,6 @@ from workbench.trace.container import Trace
 HOST_WORK = ("synthesis", "buffer_checkout", "host_register", "prep_msm", "staging_copy",
              "b_g2_msm", "finish", "host_unregister")
 EMULATED_WORK = (*HOST_WORK, "h2d_copy", *COMPUTE_SPANS)
-PICKUP = "pickup"  # the worker's instant as it takes a partition off the queue
 
 
 @dataclass(frozen=True)
@@ -135,7 +134,7 @@ def _prep_delays(trace: Trace) -> dict[int, float]:
     """Per partition, the time from its pickup to the start of its prep phase (0 where either
     is missing, or the prep began first)."""
     inst, spans = trace.instants, trace.spans
-    pickups = np.flatnonzero((inst.name == trace.string_id(PICKUP)) & (inst.partition >= 0))
+    pickups = np.flatnonzero((inst.name == trace.string_id(tr.PICKUP)) & (inst.partition >= 0))
     preps = np.flatnonzero(trace.span_mask(name=PROVER.prep.name) & (spans.partition >= 0))
     if not len(pickups) or not len(preps):
         return {}

@@ -27,7 +27,7 @@ from workbench.analysis.intervals import Intervals, concurrency_ns
 from workbench.analysis.summary import run_window_ns
 from workbench.analysis.tracks import AFTER_LOCK, COPY_SPANS, gpus, kernel_mask, names_mask, worker_mask
 from workbench.analysis.utilisation import DEVICE_KERNELS, host_compute_intervals, workers_of_gpu
-from workbench.model.tracks import mutex_track
+from workbench.model.tracks import PICKUP, QUEUED, mutex_track
 from workbench.trace.container import Trace
 
 EVIDENCE = 5
@@ -154,7 +154,7 @@ def _busy_per_worker(trace: Trace, worker: int) -> Intervals:
     keys = parts[heads]
     first = np.minimum.reduceat(spans.start_ns[on_worker][order], heads)
     ends = np.maximum.reduceat(spans.end_ns[on_worker][order], heads)
-    pickups = (inst.name == trace.string_id("pickup")) & (inst.worker == worker)
+    pickups = (inst.name == trace.string_id(PICKUP)) & (inst.worker == worker)
     starts = first
     if pickups.any():
         # A partition picked up twice keeps its last pickup, as a mapping built in order would.
@@ -174,7 +174,7 @@ def _without_partition(
     for w in workers:
         idle = idle.union(_busy_per_worker(trace, w).complement(start, end))
     synth = trace.span_mask(name="synthesis")
-    queued = trace.instants.name == trace.string_id("queued")
+    queued = trace.instants.name == trace.string_id(QUEUED)
     last = [int(trace.spans.end_ns[synth].max())] if synth.any() else []
     last += [int(trace.instants.ts_ns[queued].max())] if queued.any() else []
     nothing_left = Intervals.of([max(last)], [end]) if last else Intervals.empty()

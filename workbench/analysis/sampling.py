@@ -34,9 +34,22 @@ def judged_windows(trace: Trace) -> Intervals | None:
     windows = trace.span_mask(track=tr.SAMPLED_TRACK) if len(spans) else np.zeros(0, bool)
     if not windows.any():
         return None
+    codes = rl.span_roles(trace)
+    # One verdict asks for each GPU's utilisation, its steady window's and the idle causes: the
+    # windows are worked out once a trace (span_roles' array is the same while its spans and
+    # rules are, so it keys the cache).
+    cached = trace.__dict__.get("_judged_windows")
+    if cached is not None and cached[0] is codes:
+        return cached[1]
+    judged = _judged(trace, windows, codes)
+    trace.__dict__["_judged_windows"] = (codes, judged)
+    return judged
+
+
+def _judged(trace: Trace, windows: np.ndarray, codes: np.ndarray) -> Intervals:
+    spans = trace.spans
     order = np.argsort(spans.start_ns[windows], kind="stable")
     opened, closed = spans.start_ns[windows][order], spans.end_ns[windows][order]
-    codes = rl.span_roles(trace)
     kernels = np.flatnonzero(codes == rl.CODE["kernel"])
     if not len(kernels):
         return Intervals.empty()

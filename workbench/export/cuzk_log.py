@@ -64,7 +64,7 @@ def cuzk_lines(trace: Trace) -> list[str]:
         per[partition][key] = span
         if kind in _THREADS and s.worker[i] >= 0:
             worker_of[partition] = int(s.worker[i])
-    pickups = _instants(trace, "pickup")
+    pickups = _instants(trace, tr.PICKUP)
     lines: list[str] = []
     finished = sorted(
         (p for p, spans in per.items() if "finish" in spans), key=lambda p: per[p]["finish"][1]
@@ -118,7 +118,7 @@ def timeline_lines(
     pickups: dict[int, int],
 ) -> list[str]:
     origin, _ = run_window_ns(trace)
-    queued = _instants(trace, "queued")
+    queued = _instants(trace, tr.QUEUED)
     events: list[tuple[int, str, str]] = []
     for p, spans in per.items():
         w = worker_of.get(p, 0)

@@ -136,7 +136,7 @@ def call_phases(strings: StringTable, f: Figures, t: CallTimes, workers: np.ndar
     instants.add(both, barrier_track, "release", release, None, last)
     every = np.ones(f.n, dtype=bool)
     spans.add(every, worker, "finish", t.end_fn, t.end_fn, with_each(_finish_attrs(f), chained, None))
-    instants.add(every, worker, "pickup", pickup, None, None)
+    instants.add(every, worker, tr.PICKUP, pickup, None, None)
     return spans, instants
 
 

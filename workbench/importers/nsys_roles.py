@@ -151,7 +151,7 @@ def _synthesis_partitions(
             p = partition.get((tid, syn_ends[k]), -1) if k < len(syn_ends) else -1
             roles.spans.append((tr.synth_track(t), name, start, end, p, -1, None))
             if name == "synthesis":
-                roles.instants.append((tr.QUEUE_TRACK, "queued", end, p, -1, None))
+                roles.instants.append((tr.QUEUE_TRACK, tr.QUEUED, end, p, -1, None))
     return {(tid, end): p for (tid, end), p in partition.items()}
 
 

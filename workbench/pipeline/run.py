@@ -31,7 +31,9 @@ from typing import Any
 from workbench.config import RunConfig
 from workbench.model.pipeline import PROVER
 from workbench.model.tracks import (
+    PICKUP,
     QUEUE_TRACK,
+    QUEUED,
     RUN_TRACK,
     barrier_track,
     mutex_track,
@@ -465,7 +467,7 @@ class Pipeline:
                 raise
             with self._state:
                 self.progress.synthesised += 1
-            self.recorder.instant(QUEUE_TRACK, "queued", partition)
+            self.recorder.instant(QUEUE_TRACK, QUEUED, partition)
             self._ready.put(_Ready(partition, buffers))
 
     def _next_ready(self) -> _Ready | None:
@@ -520,7 +522,7 @@ class Pipeline:
         # The pickup is recorded before its permit goes back: released first, another thread's
         # synthesis could start (and be recorded) before this pickup's time was taken, and the
         # trace would show one partition more ahead than the look-ahead allows.
-        scope.instant("pickup")
+        scope.instant(PICKUP)
         self._lookahead.release()
         try:
             jobs.put((unit.partition, unit.buffers))

@@ -39,6 +39,11 @@ def _ignore_stops(parent: int) -> None:
         signal.signal(signum, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):  # the mask forked from _stops_blocked
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
+    exit_with_parent(parent)
+
+
+def exit_with_parent(parent: int) -> None:
+    """Watch, on a thread of its own, for the process `parent` to be gone, and leave then."""
     threading.Thread(target=_watch_parent, args=(parent,), name="workbench-parent-watch", daemon=True).start()
 
 

@@ -25,12 +25,13 @@ import threading
 import time
 from typing import Any, BinaryIO
 
+from workbench.prover.pool import exit_with_parent
 from workbench.trace.journal_format import FRAME, HEADER, ROWS
 from workbench.trace.recorder import Recorder
 from workbench.trace.rows_codec import RowsDecoder
 
 END = b"E"
-PARENT_POLL_S = 0.25
+IDLE_TICK_S = 0.25  # once the last report is out, nothing is left to refresh
 STRAGGLERS_S = 5.0  # how long the views get to make their last update, once the run has ended
 
 
@@ -193,8 +194,6 @@ def main() -> int:
     def ticker() -> None:
         ended_at, reported = None, False
         while not gone.is_set():
-            if os.getppid() != parent:
-                os._exit(0)  # the run's process is gone: so is its view
             if not reported:
                 feed.refresh()
             if feed.ended.is_set() and not reported:
@@ -203,8 +202,9 @@ def main() -> int:
                 if len(feed.finals) == len(feed.views) or time.monotonic() - ended_at > STRAGGLERS_S:
                     print(json.dumps({"final": feed.report()}), file=stdout, flush=True)
                     reported = True
-            gone.wait(0.1 if not reported else PARENT_POLL_S)
+            gone.wait(0.1 if not reported else IDLE_TICK_S)
 
+    exit_with_parent(parent)  # the run's process gone (killed outright, say): so is its view
     watch = threading.Thread(target=ticker, name="workbench-view-ticker", daemon=True)
     watch.start()
     while (record := read_record(stdin)) is not None:
