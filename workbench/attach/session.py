@@ -75,10 +75,24 @@ def sample_ms(text: str) -> tuple[float, float]:
         found = float(window), float(period)
     except ValueError:
         found = (0.0, 0.0)
-    if not slash or not 0 < found[0] < found[1] <= 60000:
+    return _duty_cycle(found if slash else (0.0, 0.0), text)
+
+
+def _duty_cycle(sample: tuple[float, float], said: str) -> tuple[float, float]:
+    if not 0 < sample[0] < sample[1] <= 60000:
         raise ValueError(f"a sampling duty cycle is WINDOW/PERIOD in ms with 0 < WINDOW < PERIOD <= 60000 "
-                         f"(1/10: the first 1 ms of every 10), not {text!r}")
-    return found
+                         f"(1/10: the first 1 ms of every 10), not {said!r}")
+    return sample
+
+
+def check_cuda_mode(mode: str, kinds: Sequence[str]) -> None:
+    """A known mode, and for the modes that record kernels by their launches, kernels among the
+    kinds (checked by `workbench record` before it builds the shims, and by Session)."""
+    if mode not in CUDA_MODES:
+        raise ValueError(f"the CUDA mode is one of {', '.join(CUDA_MODES)}, not {mode!r}")
+    if mode != "activity" and "kernel" not in kinds:
+        raise ValueError(f"--cuda-mode {mode} records kernels by their launches: it needs kernel "
+                         f"among the CUDA activity kinds")
 
 
 def clock_offset(clock: Clock) -> int:
@@ -111,12 +125,8 @@ class Session:
         if wrong:
             raise ValueError(f"CUDA activity kinds are some of {', '.join(CUDA_KINDS + EXTRA_KINDS)}, "
                              f"not {', '.join(wrong)}")
-        if cuda_mode not in CUDA_MODES:
-            raise ValueError(f"the CUDA mode is one of {', '.join(CUDA_MODES)}, not {cuda_mode!r}")
-        if cuda_mode != "activity" and "kernel" not in cuda_kinds:
-            raise ValueError(f"--cuda-mode {cuda_mode} records kernels by their launches: it needs kernel "
-                             f"among the CUDA activity kinds")
-        sample = sample_ms("/".join(f"{v:g}" for v in sample))
+        check_cuda_mode(cuda_mode, cuda_kinds)
+        sample = _duty_cycle((float(sample[0]), float(sample[1])), "/".join(f"{v:g}" for v in sample))
         self.argv = list(argv)
         self.shims = shims
         self.cuda_mode = cuda_mode

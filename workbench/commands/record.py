@@ -56,18 +56,14 @@ def register(commands: Any) -> None:
 def _record(args: argparse.Namespace) -> int:
     from workbench import compiled
     from workbench.attach.build import build_shims
-    from workbench.attach.session import CUDA_MODES, Session, cuda_kinds, sample_ms
+    from workbench.attach.session import Session, check_cuda_mode, cuda_kinds, sample_ms
     from workbench.commands._inputs import read_rules
     from workbench.model.roles import with_rules
     from workbench.trace import output
 
     kinds = cuda_kinds(args.cuda_kinds)
-    if args.cuda_mode not in CUDA_MODES:
-        raise ValueError(f"record: --cuda-mode is one of {', '.join(CUDA_MODES)}, not {args.cuda_mode!r}")
+    check_cuda_mode(args.cuda_mode, kinds)  # before the shims are built: a bad knob costs no compile
     sample = sample_ms(args.sample_ms)
-    if args.cuda_mode != "activity" and "kernel" not in kinds:
-        raise ValueError(f"record: --cuda-mode {args.cuda_mode} records kernels by their launches; "
-                         f"--cuda-kinds {args.cuda_kinds} leaves kernels out")
     argv = list(args.command)
     if argv and argv[0] == "--":
         argv = argv[1:]
