@@ -17,7 +17,7 @@ import numpy as np
 from workbench.analysis.summary import run_window_ns, summarize
 from workbench.analysis.tracks import COMPUTE_SPANS, LOCK_PHASES, device_mask, tracks_of
 from workbench.model import tracks as tr
-from workbench.model.pipeline import PROVER
+from workbench.model.pipeline import PICKUP, PROVER
 from workbench.trace.container import Trace
 
 # Spans that occupy a host core on any backend; on an emulated (CPU) backend, every phase does.
@@ -134,7 +134,7 @@ def _prep_delays(trace: Trace) -> dict[int, float]:
     """Per partition, the time from its pickup to the start of its prep phase (0 where either
     is missing, or the prep began first)."""
     inst, spans = trace.instants, trace.spans
-    pickups = np.flatnonzero((inst.name == trace.string_id(tr.PICKUP)) & (inst.partition >= 0))
+    pickups = np.flatnonzero((inst.name == trace.string_id(PICKUP)) & (inst.partition >= 0))
     preps = np.flatnonzero(trace.span_mask(name=PROVER.prep.name) & (spans.partition >= 0))
     if not len(pickups) or not len(preps):
         return {}

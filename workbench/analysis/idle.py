@@ -27,7 +27,8 @@ from workbench.analysis.intervals import Intervals, concurrency_ns
 from workbench.analysis.summary import run_window_ns
 from workbench.analysis.tracks import AFTER_LOCK, COPY_SPANS, gpus, kernel_mask, names_mask, worker_mask
 from workbench.analysis.utilisation import DEVICE_KERNELS, host_compute_intervals, workers_of_gpu
-from workbench.model.tracks import PICKUP, QUEUED, mutex_track
+from workbench.model.pipeline import PICKUP, QUEUED
+from workbench.model.tracks import mutex_track
 from workbench.trace.container import Trace
 
 EVIDENCE = 5

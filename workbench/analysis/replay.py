@@ -31,7 +31,7 @@ from workbench.analysis.simulation import (
     Work,
 )
 from workbench.model import tracks as tr
-from workbench.model.pipeline import COMPUTE, PROVER, Pipeline
+from workbench.model.pipeline import COMPUTE, PICKUP, PROVER, QUEUED, Pipeline
 from workbench.trace.container import Trace
 
 # What each phase costs, from a partition's recorded costs (the copy and the compute of the
@@ -104,7 +104,7 @@ class ReplayedPipeline:
             yield Acquire(self.permits)
             yield from self._work(track, "buffer_checkout", c.checkout_ns, c.partition)
             yield from self._work(track, self.model.producer.name, c.synthesis_ns, c.partition)
-            self.instants.append((tr.QUEUE_TRACK, tr.QUEUED, int(self.sim.now), c.partition, -1, None))
+            self.instants.append((tr.QUEUE_TRACK, QUEUED, int(self.sim.now), c.partition, -1, None))
             self.sim.put(self.ready, index)
 
     def _worker(self, w: int) -> Process:
@@ -117,7 +117,7 @@ class ReplayedPipeline:
             c = self.costs[index]
             p = c.partition
             sim.release(self.permits)
-            self.instants.append((track, tr.PICKUP, int(sim.now), p, w, None))
+            self.instants.append((track, PICKUP, int(sim.now), p, w, None))
             prep_done = Event()
             prep_arrived: list[float] = []
             sim.spawn(self._prep(w, c, prep_done, prep_arrived))

@@ -30,7 +30,7 @@ from collections import defaultdict
 
 from workbench.analysis.summary import run_window_ns
 from workbench.model import tracks as tr
-from workbench.model.pipeline import PROVER
+from workbench.model.pipeline import PICKUP, PROVER, QUEUED
 from workbench.trace.container import Trace
 
 JOB_ID = "job0"
@@ -64,7 +64,7 @@ def cuzk_lines(trace: Trace) -> list[str]:
         per[partition][key] = span
         if kind in _THREADS and s.worker[i] >= 0:
             worker_of[partition] = int(s.worker[i])
-    pickups = _instants(trace, tr.PICKUP)
+    pickups = _instants(trace, PICKUP)
     lines: list[str] = []
     finished = sorted(
         (p for p, spans in per.items() if "finish" in spans), key=lambda p: per[p]["finish"][1]
@@ -118,7 +118,7 @@ def timeline_lines(
     pickups: dict[int, int],
 ) -> list[str]:
     origin, _ = run_window_ns(trace)
-    queued = _instants(trace, tr.QUEUED)
+    queued = _instants(trace, QUEUED)
     events: list[tuple[int, str, str]] = []
     for p, spans in per.items():
         w = worker_of.get(p, 0)

@@ -23,7 +23,7 @@ import numpy as np
 
 from workbench.importers.cuzk_columns import NS, Attrs, Blocks, Figures, track_ids, with_each, with_lines
 from workbench.model import tracks as tr
-from workbench.model.pipeline import COPY_SPANS, CUZK, CUZK_NTT_H_PARTS
+from workbench.model.pipeline import COPY_SPANS, CUZK, CUZK_NTT_H_PARTS, PICKUP
 from workbench.trace.container import StringTable
 
 COPY_NOTE = "the part of ntt_msm_h that CUZK_NTT_H does not name"
@@ -136,7 +136,7 @@ def call_phases(strings: StringTable, f: Figures, t: CallTimes, workers: np.ndar
     instants.add(both, barrier_track, "release", release, None, last)
     every = np.ones(f.n, dtype=bool)
     spans.add(every, worker, "finish", t.end_fn, t.end_fn, with_each(_finish_attrs(f), chained, None))
-    instants.add(every, worker, tr.PICKUP, pickup, None, None)
+    instants.add(every, worker, PICKUP, pickup, None, None)
     return spans, instants
 
 

@@ -19,7 +19,7 @@ from workbench.importers.cuzk_lines import TimelineEvent, TimingLine
 from workbench.importers.cuzk_phases import CallTimes, call_phases, call_times
 from workbench.importers.report import ImportReport
 from workbench.model import tracks as tr
-from workbench.model.pipeline import CUZK
+from workbench.model.pipeline import CUZK, QUEUED
 from workbench.trace.container import StringTable, Trace
 
 REQUIRED = ("prep", "b_g2", "prelock", "ntt", "barrier", "batch", "tail", "held")
@@ -211,7 +211,7 @@ def _timeline_only(layout: _Layout, placed: set[tuple[str, int]], spans: list[tu
             spans.append((tr.synth_track(lane), synth_name, s, e, p, -1, {"line": end.line}))
         queued = events.get("GPU_QUEUE") or events.get("CHAN_SEND") or end
         if queued is not None:
-            instants.append((queued_track, tr.QUEUED, queued.offset_ms * NS, p, -1, None))
+            instants.append((queued_track, QUEUED, queued.offset_ms * NS, p, -1, None))
         gpu_start, gpu_end = events.get("GPU_START"), events.get("GPU_END")
         if key not in placed and gpu_start is not None and gpu_end is not None:
             w = gpu_end.detail.get("worker", gpu_start.detail.get("worker", 0))

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.model import tracks as tr
+from workbench.model.pipeline import QUEUED
 
 WORKER_NAMES = {"ntt_msm_h", "batch_add", "tail_msm", "mutex_hold"}
 Range = tuple[int, int, str]
@@ -151,7 +152,7 @@ def _synthesis_partitions(
             p = partition.get((tid, syn_ends[k]), -1) if k < len(syn_ends) else -1
             roles.spans.append((tr.synth_track(t), name, start, end, p, -1, None))
             if name == "synthesis":
-                roles.instants.append((tr.QUEUE_TRACK, tr.QUEUED, end, p, -1, None))
+                roles.instants.append((tr.QUEUE_TRACK, QUEUED, end, p, -1, None))
     return {(tid, end): p for (tid, end), p in partition.items()}
 
 

@@ -166,6 +166,9 @@ PROVER = Pipeline(
 )
 
 # The spans that copy a, b, c: inside ntt_msm_h (coarse) or the upload phase (compute).
+# A partition's instants: `queued` on the queue track when it is ready, `pickup` on its worker's
+# track when the worker takes it.
+QUEUED, PICKUP = "queued", "pickup"
 COPY_SPANS = ("h2d_copy", "staging_copy")
 
 # The cuzk daemon: the same structure; its log keys name the phases (CUZK_TIMING lines), the

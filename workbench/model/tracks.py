@@ -48,9 +48,6 @@ SAMPLED = "sampled"
 
 HOST_LOAD_TRACK = "host/load"  # pipeline/host_load.py: its span and its GB/s counter
 QUEUE_TRACK = "queue"
-# A partition's instants: `queued` on the queue track when it is ready, `pickup` on its worker's
-# track when the worker takes it.
-QUEUED, PICKUP = "queued", "pickup"
 SAMPLED_TRACK = "sampled/kernels"  # the windows in which kernels were recorded (analysis/sampling.py)
 RUN_TRACK = "run"
 

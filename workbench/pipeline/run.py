@@ -29,11 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.config import RunConfig
-from workbench.model.pipeline import PROVER
+from workbench.model.pipeline import PICKUP, PROVER, QUEUED
 from workbench.model.tracks import (
-    PICKUP,
     QUEUE_TRACK,
-    QUEUED,
     RUN_TRACK,
     barrier_track,
     mutex_track,

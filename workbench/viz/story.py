@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.model import tracks as tr
+from workbench.model.pipeline import PICKUP, QUEUED
 from workbench.trace.container import Trace
 from workbench.viz.bars import Bars
 
@@ -102,7 +102,7 @@ def _queue_steps(trace: Trace, origin_ns: int) -> dict[int, tuple[float, float]]
     """Per partition: when it was queued (s) and how long it waited there (ms), from the
     pipeline's `queued` and `pickup` instants."""
     inst = trace.instants
-    queued, pickup = trace.string_id(tr.QUEUED), trace.string_id(tr.PICKUP)
+    queued, pickup = trace.string_id(QUEUED), trace.string_id(PICKUP)
     at: dict[int, int] = {}
     for i in np.flatnonzero(inst.name == queued).tolist():
         at.setdefault(int(inst.partition[i]), int(inst.ts_ns[i]))
