@@ -353,8 +353,8 @@ def lab(tmp_path_factory) -> Iterator[dict[str, Any]]:
     long_run = quickstart.replace(PANEL_CELL, "panel = wb.panel(partitions=400, log2_constraints=10)")
     (work / "long_run.ipynb").write_text(long_run)
     shutil.copy(work / "01_quickstart.ipynb", work / "classic.ipynb")
-    (work / "process_panel.ipynb").write_text(quickstart.replace(
-        PANEL_CELL, "panel = wb.panel(partitions=8, log2_constraints=10, live_view='process')"))
+    (work / "page_panel.ipynb").write_text(quickstart.replace(
+        PANEL_CELL, "panel = wb.panel(partitions=8, log2_constraints=10, live_view='page')"))
     (work / "compare_panel.ipynb").write_text(small_notebook(
         ["import workbench.notebook as wb", "panel = wb.panel(partitions=2, log2_constraints=8)"]))
     settings = home / "settings" / "@jupyterlab"
@@ -541,10 +541,10 @@ def test_quickstart_runs_and_draws_every_partition(page, lab, interface):
     assert_no_errors_of_ours(page)
 
 
-def test_the_panels_live_view_from_a_process_of_its_own_draws_every_partition(page, lab):
-    """live_view="process": the page in the panel's frame is the view's process's server; the
+def test_the_panels_live_view_as_a_page_of_its_own_draws_every_partition(page, lab):
+    """live_view="page": the page in the panel's frame is the view's process's server; the
     controls and the status line are the kernel's."""
-    open_and_run_all(page, lab, "process_panel.ipynb")
+    open_and_run_all(page, lab, "page_panel.ipynb")
     button = run_button(page)
     button.scroll_into_view_if_needed()
     button.click()
@@ -565,7 +565,7 @@ def test_the_panels_live_view_from_a_process_of_its_own_draws_every_partition(pa
     assert "run 1 completed: 8/8 partitions" in panel_status(page)
     assert {p for _, p in frame.evaluate(BARS_JS, "live") if p >= 0} == set(range(8))
     page.locator("iframe").first.scroll_into_view_if_needed()
-    screenshot(page, "jupyterlab-panel-view-process")
+    screenshot(page, "jupyterlab-panel-view-page")
     assert_no_errors_of_ours(page)
 
 
