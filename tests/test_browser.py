@@ -597,6 +597,8 @@ def test_a_zoom_mid_run_in_the_notebook_reaches_the_view_in_its_process_and_hold
     page.wait_for_function("([js, n]) => eval(js)('live').length > n + 200", arg=[BARS_JS, before],
                            timeout=120_000)
     assert page.evaluate(LIVE_AXIS_JS, None) == [0.0, 0.05]
+    page.locator(".widget-html-content", has_text=re.compile(r"^run 1 running")).first.evaluate(
+        "e => e.scrollIntoView({block: 'start'})")  # the Gantt below the status line
     screenshot(page, "jupyterlab-panel-zoomed-mid-run")
     page.locator("button.jupyter-button:text-is('Stop')").first.click()
     deadline = time.monotonic() + 60
