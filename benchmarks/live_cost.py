@@ -10,8 +10,10 @@ server document, updated at 10 Hz, the running summary refreshed as the panel do
 backing off when it is dear). Where the view lives (`--view`):
 - `process` (default): a process of its own (viz/view_process.py, view_child.py); this process
   only drains the recorder at 10 Hz and writes the rows down a pipe as columns;
-- `kernel`: this process, as a notebook kernel holds it in the panel's default (the A of an
-  A/B against `process`).
+- `kernel`: this process, as a notebook kernel holds it with the panel's
+  `live_view="kernel"` (the A of an A/B against `process`).
+In a notebook the panel's default view also passes the view's patches on to the notebook
+through the kernel: `benchmarks/live_cost_notebook.py` measures that path, in a real kernel.
 Unwatched: the same run with nobody looking. Rounds alternate (watched first, then
 unwatched, ...) so a change in the machine's load hits both. The CPU seconds of this process
 (the run's) are given watched and unwatched: steadier than throughput on a shared host.
@@ -415,7 +417,7 @@ def main() -> None:
     parser.add_argument("--no-browser", action="store_true", help="the same as --viewer none")
     parser.add_argument("--view", choices=("process", "kernel"), default="process",
                         help="where the watched run's view lives: a process of its own (default), or "
-                             "this one, as a notebook kernel holds it in the panel's default")
+                             "this one, as a notebook kernel holds it with live_view='kernel'")
     parser.add_argument("--gpu-trace", action=argparse.BooleanOptionalAction,
                         help="record the device's activity (gpu: on unless --no-gpu-trace)")
     parser.add_argument("--budget-s", type=float, help="start no round that would end past this")

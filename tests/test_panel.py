@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -13,6 +14,7 @@ pytest.importorskip("ipywidgets", reason="the notebook extra is not installed")
 pytest.importorskip("jupyter_bokeh", reason="the notebook extra is not installed")
 
 from conftest import wait_until
+from front_end import FrontEnd
 from pipeline_checks import (
     every_partition_passes_every_phase_once_in_order,
     mutex_holds_never_overlap,
@@ -20,6 +22,7 @@ from pipeline_checks import (
 
 from workbench.config import RunConfig
 from workbench.viz import panel as panel_module
+from workbench.viz.comm_relay import RelayedView
 from workbench.viz.knobs import check, host_bytes_needed
 from workbench.viz.panel import ControlPanel
 
@@ -49,13 +52,75 @@ def test_a_run_from_the_panel_goes_in_the_background_and_records_a_full_trace(pa
     mutex_holds_never_overlap(record.trace)
     assert "run 1 completed: 4/4 partitions" in panel.status.value
     assert "phases" in panel.summary.value and "verdict" in panel.summary.value
-    assert panel.live is not None and panel.live.gantt.bar_count() == len(record.trace.spans)
+    # The default view: made in a process of its own, relayed by the kernel, ended with the run.
+    view = panel.view_process
+    assert panel.live is None and view is not None and view.report is not None and not view.alive
+    assert view.report["views"][0]["bars"] == len(record.trace.spans)
+    shown = panel.view_box.children[0]
+    assert isinstance(shown, RelayedView) and shown.relayed == view.relayed == view.report["relayed"] > 0
     assert not panel.run_button.disabled and panel.stop_button.disabled
     assert not our_threads()
 
 
-def test_a_run_from_the_panel_with_its_live_view_in_a_process_of_its_own(tmp_path):
-    panel = ControlPanel(SMALL, report_dir=tmp_path / "reports", live_view="process")
+def test_the_panels_default_view_reaches_the_notebook_whole_through_the_kernel(tmp_path, monkeypatch):
+    """What the kernel sends the notebook's front end, rebuilt as that front end does, holds
+    every span of the run, and so does the state a front end drawing it after the run gets."""
+    sent: list[tuple[dict, list]] = []
+    monkeypatch.setattr(RelayedView, "send",
+                        lambda self, content, buffers=None: sent.append((content, buffers)))
+    synced: list[str] = []  # the traits sent to the front end after the widget was opened
+    send_state = RelayedView.send_state
+    monkeypatch.setattr(RelayedView, "send_state", lambda self, key=None: (
+        synced.extend([key] if isinstance(key, str) else key or []), send_state(self, key)))
+    panel = ControlPanel(SMALL, report_dir=tmp_path / "reports")
+    panel.run_button.click()
+    shown = panel.view_box.children[0]
+    first = shown.render_bundle
+    front = FrontEnd(first)
+    assert panel.wait(60)
+    record = panel.last
+    assert record is not None and record.outcome == "completed"
+    pieces: list = []
+    for content, buffers in sent:
+        assert content["msg"] == "patch"
+        pieces.append(content["payload"] if "payload" in content else buffers[0])
+        if len(pieces) >= 3 and json.loads(pieces[0]).get("num_buffers", 0) * 2 + 3 == len(pieces):
+            front.take(pieces)
+            pieces = []
+    assert not pieces and front.patches == shown.relayed
+    assert front.bars() == len(record.trace.spans)
+    # The whole last view is the state a front end drawing it later gets; the front end showing
+    # it is not sent it again (it would draw it all afresh).
+    assert shown.get_state()["render_bundle"] != first
+    assert FrontEnd(shown.get_state()["render_bundle"]).bars() == len(record.trace.spans)
+    assert "render_bundle" not in synced
+
+
+def test_a_zoom_in_the_notebook_reaches_the_view_in_its_process(tmp_path):
+    panel = ControlPanel(SMALL.replace(partitions=40), report_dir=tmp_path / "reports")
+    panel.run_button.click()
+    shown = panel.view_box.children[0]
+    axis = FrontEnd(shown.render_bundle).x_range()
+    # As the front end sends a change the browser made (the widget's message from the browser).
+    shown._handle_custom_msg({"event": "jsevent", "kind": "ModelChanged", "model": {"id": axis.id},
+                              "attr": "end", "new": 0.37}, [])
+    assert panel.wait(60)
+    assert panel.view_process is not None and panel.view_process.report is not None
+    assert panel.view_process.report["views"][0]["following"] is False
+
+
+def test_a_run_from_the_panel_with_its_live_view_in_the_kernel(tmp_path):
+    panel = ControlPanel(SMALL, report_dir=tmp_path / "reports", live_view="kernel")
+    panel.run_button.click()
+    assert panel.wait(60)
+    record = panel.last
+    assert record is not None and record.outcome == "completed" and panel.view_process is None
+    assert panel.live is not None and panel.live.gantt.bar_count() == len(record.trace.spans)
+    assert not our_threads()
+
+
+def test_a_run_from_the_panel_with_its_live_view_a_page_of_its_own(tmp_path):
+    panel = ControlPanel(SMALL, report_dir=tmp_path / "reports", live_view="page")
     panel.knobs.set(partitions=4)
     panel.run_button.click()
     assert panel.wait(60)
@@ -76,10 +141,11 @@ def test_a_run_from_the_panel_with_its_live_view_in_a_process_of_its_own(tmp_pat
 
 
 def test_the_live_view_setting_is_checked_and_taken_from_the_environment(tmp_path, monkeypatch):
-    with pytest.raises(ValueError, match="live_view is 'browser': one of kernel, process"):
+    with pytest.raises(ValueError, match="live_view is 'browser': one of process, kernel, page"):
         ControlPanel(SMALL, report_dir=tmp_path, live_view="browser")
-    monkeypatch.setenv("WORKBENCH_LIVE_VIEW", "process")
     assert ControlPanel(SMALL, report_dir=tmp_path).live_view == "process"
+    monkeypatch.setenv("WORKBENCH_LIVE_VIEW", "page")
+    assert ControlPanel(SMALL, report_dir=tmp_path).live_view == "page"
     assert ControlPanel(SMALL, report_dir=tmp_path, live_view="kernel").live_view == "kernel"
 
 

@@ -19,6 +19,7 @@ pytest.importorskip("bokeh", reason="the notebook extra is not installed")
 pytest.importorskip("tornado", reason="the notebook extra is not installed")
 
 from conftest import wait_until
+from front_end import FrontEnd
 
 from workbench.config import RunConfig
 from workbench.pipeline.backends import select_backend
@@ -166,3 +167,34 @@ def test_a_row_that_does_not_encode_stops_the_view_with_one_line_not_the_run():
         assert not view.alive and view.finish(5) is None
     finally:
         view.close()
+
+
+def test_a_relayed_view_reaches_a_front_end_whole_and_takes_its_zoom_back():
+    """The child's patches, handed on as they came, rebuild in a front end the view the child
+    holds: every bar, binned as the child bins them; a zoom the browser makes reaches the
+    child's document (its Python callbacks run there: the view stops following the run)."""
+    run, lanes = pipeline(6)
+    view = ViewProcess(run.recorder, lanes, name="live", summary=True, relay=True).start()
+    front = FrontEnd(view.bundle)
+    assert front.bars() == 0
+    bundles: list[str] = []
+    view.attach(front.take, bundles.append)
+    try:
+        outcome = run.run()
+        wait_until(lambda: front.bars() > 0, 30)
+        x_range = front.x_range()
+        x_range.start = 0.125  # the browser's zoom, then its event
+        view.send_event({"kind": "ModelChanged", "model": {"id": x_range.id}, "attr": "start", "new": 0.125})
+        report = view.finish(60)
+    finally:
+        view.close()
+    assert outcome.ok and report is not None and view.error is None
+    first = report["views"][0]
+    assert first["final"] and not first["following"]  # the zoom was made there
+    assert front.patches == view.relayed == report["relayed"] > 1
+    assert front.bars() == first["bars"] == len(outcome.trace.spans)
+    assert x_range.start == 0.125  # nothing the child sent after put it back
+    # After the run: the whole last view, for a browser that draws it afresh.
+    assert len(bundles) == 1 and FrontEnd(bundles[0]).bars() == first["bars"]
+    # The running summary is in the relayed document too, as the child last made it.
+    assert any("running: 6 partitions" in m.text for m in front.doc.models if type(m).__name__ == "Div")

@@ -123,10 +123,11 @@ def config(**settings: Any) -> RunConfig:
 def panel(trace_dir: str | Path | None = None, live_view: str | None = None, **settings: Any) -> ControlPanel:
     """Show the control panel, its knobs set to the panel's defaults (a run of about 10-20 s on
     the CPU backend, long enough to watch: panel.WATCHED) with `settings` changed; with
-    `trace_dir`, each run's trace is saved there (journaled while it runs). `live_view`:
-    "kernel" (the default, or $WORKBENCH_LIVE_VIEW) or "process", the live view in a process
-    of its own that the run does not pay for, shown in a frame from 127.0.0.1 (the browser
-    must reach the kernel's host)."""
+    `trace_dir`, each run's trace is saved there (journaled while it runs). `live_view` (or
+    $WORKBENCH_LIVE_VIEW): "process" (the default), the live view made in a process of its own
+    that the run does not pay for, its changes passed on by the kernel; "kernel", made in the
+    kernel; "page", in a process of its own that serves it, shown in a frame from 127.0.0.1
+    (the browser must reach the kernel's host)."""
     from IPython.display import HTML, display
 
     setup()

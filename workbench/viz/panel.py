@@ -1,11 +1,15 @@
 """The control panel: knobs, Run and Stop, a status line, the live views and past runs.
 
 A run goes on a background thread (runner.py); a poller thread of the UI side (live.py)
-streams its records into the views and keeps the status line current. The live view is the
-kernel's (`live_view="kernel"`, the default) or a process of its own (`"process"`,
-view_process.py: the kernel only ships the rows; the page is that process's server, shown in
-a frame, so the browser must reach 127.0.0.1 of the kernel's host); the controls, the status
-line and the progress bar stay in the kernel either way. Whatever goes wrong
+keeps the status line and the progress bar current. Where the live view is made
+(`live_view`):
+- `"process"` (the default): a process of its own (view_process.py) that the run does not pay
+  for; the kernel ships it the rows and passes its patches on, as they came, to the widget the
+  notebook draws (comm_relay.py), so it works wherever the notebook does;
+- `"kernel"`: in the kernel (live.py's LiveView), sharing the run's interpreter;
+- `"page"`: a process of its own, its page served by it and shown in a frame (the browser
+  must reach 127.0.0.1 of the kernel's host); the kernel passes nothing on.
+The controls, the status line and the progress bar stay in the kernel. Whatever goes wrong
 in a click (a setting that cannot run, a backend that is not here, a failing phase) is
 said in the panel's message line, never raised into the notebook's output.
 """
@@ -24,6 +28,7 @@ from typing import Any
 from workbench.config import ConfigError, RunConfig
 from workbench.prover.backend import BackendUnavailable
 from workbench.trace import output
+from workbench.viz.comm_relay import RelayedView
 from workbench.viz.compare import compare_figure, summaries_html
 from workbench.viz.deps import require
 from workbench.viz.fallback import fallback_html
@@ -50,7 +55,7 @@ WATCHED = {"partitions": 24, "log2_constraints": 13}
 FALLBACK_BARS = 4_000  # the static copy's Gantt: an overview and a detail window past this
 LIVE_NAME = "live"  # its data sources are live_bars_0..2 (scripts and tests find them by name)
 STYLE = f"<style>{CSS} .wb-problem {{ color: #b00020; }} .wb-hint {{ color: #666; }}</style>"
-LIVE_VIEWS = ("kernel", "process")
+LIVE_VIEWS = ("process", "kernel", "page")
 LIVE_VIEW_ENV = "WORKBENCH_LIVE_VIEW"  # the default of `live_view` where it is not given
 FRAME_MARGIN_PX = 1_000  # a framed view's height past its Gantt's lanes: counters, boxes, summary
 
@@ -71,7 +76,7 @@ def guarded(handler: Callable[..., None]) -> Callable[..., None]:
 class ControlPanel:
     def __init__(self, defaults: RunConfig | None = None, report_dir: str | Path = "reports",
                  trace_dir: str | Path | None = None, live_view: str | None = None) -> None:
-        live_view = live_view or os.environ.get(LIVE_VIEW_ENV) or "kernel"
+        live_view = live_view or os.environ.get(LIVE_VIEW_ENV) or LIVE_VIEWS[0]
         if live_view not in LIVE_VIEWS:
             raise ValueError(f"live_view is {live_view!r}: one of {', '.join(LIVE_VIEWS)}")
         self.live_view = live_view
@@ -90,6 +95,9 @@ class ControlPanel:
         self.finished_listeners: list[Callable[[ControlPanel], None]] = []
         self._idle = threading.Event()
         self._idle.set()
+        # Set once the run's view is in place (or has failed to start): the progress bar and the
+        # status line follow the run from its start, while a view's process is still starting.
+        self._view_placed = threading.Event()
 
         self.run_button = widgets.Button(description="Run", button_style="success", icon="play")
         self.stop_button = widgets.Button(description="Stop", button_style="danger", icon="stop",
@@ -165,24 +173,38 @@ class ControlPanel:
         self.report_button.disabled = True
         self.stop_button.disabled = False
         self.status.value = f"run {run.number}: setting up (proving key, twiddles)"
+        self._view_placed.clear()
         if self.live_view == "kernel":
             self._kernel_view(run, lanes, title, label, worker_gpu)
         run.start()  # its setup goes on while a view's process starts: what it records waits for it
-        if self.live_view == "process":
+        self._poller = Poller(self._tick)
+        self._poller.start()
+        try:
+            self._place_view(run, lanes, title, label, worker_gpu)
+        finally:
+            self._view_placed.set()
+
+    def _place_view(self, run: BackgroundRun, lanes: list[str], title: str, label: str,
+                    worker_gpu: dict[int, int] | None) -> None:
+        if self.live_view != "kernel":
             try:
                 self.view_process = ViewProcess(
                     run.recorder, lanes, title=title, name=LIVE_NAME, label=label, worker_gpu=worker_gpu,
-                    summary=True, page_title=f"workbench: {label}", say=self._view_lost).start()
+                    summary=True, page_title=f"workbench: {label}", say=self._view_lost,
+                    relay=self.live_view == "process").start()
             except OSError as err:
                 self.say(f"{err}; the view is the kernel's for this run", problem=True)
                 self._kernel_view(run, lanes, title, label, worker_gpu)
-        if self.view_process is not None:
+        view = self.view_process
+        if view is not None and view.relay:
+            shown = RelayedView(view.bundle, on_event=view.send_event)
+            view.attach(shown.relay, shown.keep)
+            self.view_box.children = [shown]
+        elif view is not None:
             height = 70 + LANE_PX * len(lanes) + FRAME_MARGIN_PX
             self.view_box.children = [widgets.HTML(
-                f"<iframe src='{self.view_process.url}' title='{escape(title)}' "
+                f"<iframe src='{view.url}' title='{escape(title)}' "
                 f"style='width: 100%; height: {height}px; border: 0'></iframe>")]
-        self._poller = Poller(self._tick)
-        self._poller.start()
 
     def _kernel_view(self, run: BackgroundRun, lanes: list[str], title: str, label: str,
                      worker_gpu: dict[int, int] | None) -> None:
@@ -194,21 +216,27 @@ class ControlPanel:
         self.say(line, problem=True)
 
     def close_view(self) -> None:
-        """End the last run's view process, if it has one (its frame goes blank)."""
+        """End the last run's view process, if it has one (a page's frame goes blank; a
+        relayed view's process has ended with its run)."""
         if self.view_process is not None:
             self.view_process.close()
             self.view_process = None
 
     def _tick(self) -> bool:
         """One poll on the UI side: stream new records, refresh the status; False when done."""
-        run, live, view = self.current, self.live, self.view_process
-        assert run is not None and (live is not None or view is not None)
+        run = self.current
+        assert run is not None
         done = run.done  # read first: a final drain after the end misses nothing
+        if done:  # the view's last update needs the view: one still starting is waited for
+            self._view_placed.wait()
+        live, view = self.live, self.view_process
         try:
             if live is not None:
                 live.tick(final=done)
             elif done and view is not None:
                 view.finish()  # the last rows, and the view's last update, in its process
+                if view.relay:  # the widget holds the last view: nothing more to relay
+                    view.close()
             if not done:
                 self.progress.show(live_figures(run))
                 self.status.value = self._status_line(run)

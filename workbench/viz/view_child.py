@@ -7,12 +7,16 @@ here: a recorder of its own grows from the shipped rows, a Bokeh server serves i
 the patches are serialised and sent from here.
 
 Protocol. In: `HEADER` (JSON: origin_ns, port, title, name, label, lanes, worker_gpu,
-summary, page_title, report_bars), then `ROWS` records (their JSON part carries the sender's clock as
-`now_ns`), then `END` when the run has ended; end of input: leave. Out, one JSON line each:
-`{"ready": url}` (or `{"error": why}`), and after `END` `{"final": ...}`: what the views built
-(each says whether it made its last update) and what this process spent. This process leaves
-as well when its parent is gone (polled: a parent killed outright closes nothing if a process
-it forked holds the pipe).
+summary, page_title, report_bars, relay_fd), then `ROWS` records (their JSON part carries the
+sender's clock as `now_ns`) and `EVENT` records (JSON: a browser's change to the relayed view),
+then `END` when the run has ended; end of input: leave. Out, one JSON line each:
+`{"ready": url}` (with `"bundle"`, the relayed view's document, when relaying; or
+`{"error": why}`), and after `END` `{"final": ...}`: what the views built (each says whether it
+made its last update) and what this process spent. With `relay_fd` the first view is not
+served but relayed (doc_relay.py): its patches go down that pipe as `PATCH` records and, once it
+has made its last update, its whole document as a `BUNDLE` record, before the final line. This
+process leaves as well when its parent is gone (polled: a parent killed outright closes
+nothing if a process it forked holds the pipe).
 """
 
 from __future__ import annotations
@@ -26,11 +30,12 @@ import time
 from typing import Any, BinaryIO
 
 from workbench.prover.pool import exit_with_parent
-from workbench.trace.journal_format import FRAME, HEADER, ROWS
+from workbench.trace.journal_format import FRAME, HEADER, ROWS, frame
 from workbench.trace.recorder import Recorder
 from workbench.trace.rows_codec import RowsDecoder
 
-END = b"E"
+END, EVENT = b"E", b"J"
+PATCH, BUNDLE = b"P", b"B"
 IDLE_TICK_S = 0.25  # once the last report is out, nothing is left to refresh
 STRAGGLERS_S = 5.0  # how long the views get to make their last update, once the run has ended
 
@@ -68,10 +73,31 @@ def _exactly(stream: BinaryIO, n: int) -> bytes | None:
     return data
 
 
+class Relay:
+    """The relayed view's end of the relay pipe: its patches as they are made, and its whole
+    document when asked. A parent gone (the pipe broken) ends the relaying, not this process
+    (the parent's watch does that)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.broken = False
+
+    def write(self, kind: bytes, body: bytes) -> None:
+        if self.broken:
+            return
+        view = memoryview(frame(kind, body))
+        try:
+            while view:
+                view = view[os.write(self.fd, view):]
+        except OSError:
+            self.broken = True
+
+
 class Feed:
     """The views of the shipped rows: the first page's view is made at once and kept up to date
     before anyone looks (so a page opened late, or none, costs nothing more); each page after it
-    gets a view of its own from the first span."""
+    gets a view of its own from the first span. Relaying, the first view is the notebook's and
+    every page gets a view of its own."""
 
     def __init__(self, header: dict[str, Any]) -> None:
         self.header = header
@@ -92,6 +118,39 @@ class Feed:
             from workbench.viz.live_summary import RunningSummary, SummaryPacer
 
             self.summary, self.pacer = RunningSummary(self.recorder), SummaryPacer()
+        self.relay: Relay | None = None
+        self.bundle = ""
+        if header.get("relay_fd") is not None:
+            self._relay_first(Relay(int(header["relay_fd"])))
+
+    def _relay_first(self, relay: Relay) -> None:
+        from bokeh.document import Document
+
+        from workbench.viz.doc_relay import PatchSource, bundle, pack
+
+        self.root = self._root(self.first)
+        Document().add_root(self.root)
+        self.bundle = bundle(self.root)
+        self.source = PatchSource(lambda pieces: relay.write(PATCH, pack(pieces))).attach(self.root.document)
+        self.relay, self.claimed = relay, True
+
+    def _root(self, view: Any) -> Any:
+        from bokeh.layouts import column
+
+        children = [view.layout] + ([view.summary_div] if self.summary is not None else [])
+        return column(*children, sizing_mode="stretch_width")
+
+    def event(self, body: bytes) -> None:
+        """A browser's change to the relayed view, made on its document (its callbacks run)."""
+        if self.relay is None:
+            return
+        from workbench.viz.doc_relay import apply_event
+
+        with self.lock:
+            try:
+                apply_event(self.root.document, json.loads(body), setter=self.source)
+            except Exception as err:  # one change the view cannot make: the view goes on
+                print(f"a browser's change was not made: {type(err).__name__}: {err}", file=sys.stderr)
 
     def _view(self) -> Any:
         from bokeh.models.widgets import Div
@@ -118,13 +177,10 @@ class Feed:
 
     # -- the views' side ---------------------------------------------------------------------
     def page(self, doc: Any) -> Any:
-        from bokeh.layouts import column
-
         with self.lock:
             view, self.claimed = (self.first, True) if not self.claimed else (self._view(), True)
         doc.title = self.header.get("page_title") or "workbench: live view"
-        children = [view.layout] + ([view.summary_div] if self.summary is not None else [])
-        doc.add_root(column(*children, sizing_mode="stretch_width"))
+        doc.add_root(self._root(view))
         doc.add_periodic_callback(lambda: self.tick(view), 100)
         return view
 
@@ -137,6 +193,11 @@ class Feed:
             view.summary_div.text = self.summary_html
         if final:
             self.finals.add(id(view))
+            if view is self.first and self.relay is not None:
+                from workbench.viz.doc_relay import bundle
+
+                # For a browser that draws the view afresh after the run (a reload).
+                self.relay.write(BUNDLE, bundle(self.root).encode())
 
     def refresh(self) -> None:
         """On the ticker's thread: the summary, and the first view before any page holds it.
@@ -151,19 +212,21 @@ class Feed:
             with self.pacer.timed():
                 self.summary_html = self.summary.html()
         with self.lock:
-            if not self.claimed:
+            if not self.claimed or self.relay is not None:
                 self.tick(self.first)
 
     def report(self) -> dict[str, Any]:
         usage = resource.getrusage(resource.RUSAGE_SELF)
         out: dict[str, Any] = {"cpu_s": usage.ru_utime + usage.ru_stime, "spans": len(self.recorder.spans),
-                               "views": [], "summaries": self.pacer.count if self.summary is not None else 0}
+                               "views": [], "summaries": self.pacer.count if self.summary is not None else 0,
+                               "relayed": self.source.patches if self.relay is not None else 0}
         for view in self.views:
             s = view.stats
             out["views"].append({"bars": view.gantt.bar_count(), "spans": s.spans, "updates": s.updates,
                                  "deferred": s.deferred, "update_mean_ms": s.mean_ms,
                                  "update_max_ms": s.max_ms, "update_cpu_ms": s.cpu_mean_ms,
-                                 "parts": dict(s.parts), "final": id(view) in self.finals})
+                                 "parts": dict(s.parts), "final": id(view) in self.finals,
+                                 "following": view.following})
         if self.header.get("report_bars"):
             bars = self.first.spans_built()
             out["bars"] = {"lane": bars.lane.tolist(), "phase": bars.phase.tolist(),
@@ -188,7 +251,8 @@ def main() -> int:
     except Exception as err:  # said to the parent, which says it in one line
         print(json.dumps({"error": f"{type(err).__name__}: {err}"}), file=stdout, flush=True)
         return 1
-    print(json.dumps({"ready": server.url}), file=stdout, flush=True)
+    print(json.dumps({"ready": server.url, **({"bundle": feed.bundle} if feed.relay else {})}),
+          file=stdout, flush=True)
     gone = threading.Event()
 
     def ticker() -> None:
@@ -211,6 +275,8 @@ def main() -> int:
         kind, body = record
         if kind == ROWS:
             feed.add(body)
+        elif kind == EVENT:
+            feed.event(body)
         elif kind == END:
             feed.ended.set()
     gone.set()  # the parent closed the pipe: leave (the pages go with the server)

@@ -5,7 +5,10 @@ loop, serialising patches, bars, compaction, distributions, the running summary)
 CPU from the run however many cores are free. Here the run's process does only what cannot
 move: ten times a second a thread of its own drains what was recorded since its last look and
 writes it down a pipe as columns (rows_codec.py; one `write` a batch); the child builds and
-serves the view at `url`, one view a page, every page from the first span.
+serves the view at `url`, one view a page, every page from the first span. With `relay`,
+the first view is a notebook's instead (doc_relay.py): the child writes its patch messages,
+already serialised, down a second pipe, and `attach` hands them, as they come, to the widget
+that shows it (comm_relay.py); what the browser changes comes back through `send_event`.
 
 If the child dies the run goes on: `error` says why in one line (and `say` is called with it
 once); nothing recorded is lost to the run, only to the view. The child never outlives this
@@ -34,7 +37,11 @@ from workbench.trace.rows_codec import FEED_THREADS, RowsEncoder, as_json
 from workbench.viz.deps import require
 from workbench.viz.live import PERIOD_S
 
-END = b"E"  # view_child.END
+END, EVENT = b"E", b"J"  # view_child.END, view_child.EVENT
+PATCH, BUNDLE = b"P", b"B"  # view_child's records on the relay pipe
+# Not one of FEED_THREADS: it sends through the notebook's messaging, whose locks a forked
+# worker must not inherit mid-send.
+RELAY_THREAD = "workbench-view-relay"
 READY_S = 60.0  # importing Bokeh and starting its server, on a loaded host
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -44,7 +51,7 @@ class ViewProcess:
         self, recorder: Recorder, lanes: list[str] | None = None, title: str = "live Gantt",
         name: str = "gantt", label: str = "", worker_gpu: Mapping[int, int] | None = None,
         summary: bool = False, port: int = 0, page_title: str = "", report_bars: bool = False,
-        say: Callable[[str], None] | None = None, period: float = PERIOD_S,
+        say: Callable[[str], None] | None = None, period: float = PERIOD_S, relay: bool = False,
     ) -> None:
         self.recorder = recorder
         self.header = {"origin_ns": recorder.origin_ns, "port": port, "title": title, "name": name,
@@ -53,7 +60,10 @@ class ViewProcess:
                        "worker_gpu": {str(k): v for k, v in worker_gpu.items()} if worker_gpu else None}
         self.say = say
         self.period = period
+        self.relay = relay
         self.url = ""
+        self.bundle = ""  # with `relay`: the relayed view's document, as the front end draws it
+        self.relayed = 0  # patch messages handed on
         self.error: str | None = None
         self.shipped = 0  # spans written to the child
         self.batches = 0
@@ -68,6 +78,11 @@ class ViewProcess:
         self._process: subprocess.Popen[bytes] | None = None
         self._errors: Any = None
         self._feeder = threading.Thread(target=self._feed, name=FEED_THREADS[0], daemon=True)
+        self._relay_in: Any = None
+        self._on_patch: Callable[[list[str | bytes]], None] | None = None
+        self._on_bundle: Callable[[str], None] | None = None
+        self._ending = threading.Event()  # END written: the next bundle is the last one
+        self._last_bundle = threading.Event()
 
     # -- starting ---------------------------------------------------------------------------------
     def start(self) -> ViewProcess:
@@ -76,10 +91,20 @@ class ViewProcess:
         self._errors = tempfile.TemporaryFile()  # noqa: SIM115 - the child's stderr, closed by close()
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             p for p in (PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p)}  # this code, not another copy
-        self._process = subprocess.Popen(
-            # -P: no working folder ahead of PYTHONPATH (another checkout there would be imported).
-            [sys.executable, "-P", "-m", "workbench.viz.view_child"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=self._errors, bufsize=0, env=env, start_new_session=True)
+        relay_out = None
+        if self.relay:
+            relay_in, relay_out = os.pipe()
+            self._relay_in = os.fdopen(relay_in, "rb")
+            self.header["relay_fd"] = relay_out
+        try:
+            self._process = subprocess.Popen(
+                # -P: no working folder ahead of PYTHONPATH (another checkout there would be imported).
+                [sys.executable, "-P", "-m", "workbench.viz.view_child"], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=self._errors, bufsize=0, env=env, start_new_session=True,
+                pass_fds=() if relay_out is None else (relay_out,))
+        finally:
+            if relay_out is not None:
+                os.close(relay_out)  # the child's end: at its exit the relay reads to its end
         threading.Thread(target=self._read_lines, name=FEED_THREADS[1], daemon=True).start()
         self._write(frame(HEADER, as_json(self.header)))
         said = self._said(READY_S)
@@ -89,8 +114,50 @@ class ViewProcess:
             self.close()
             raise OSError(f"live view: its process could not serve the view: {why}")
         self.url = str(said["ready"])
+        self.bundle = str(said.get("bundle", ""))
         self._feeder.start()
         return self
+
+    def attach(self, on_patch: Callable[[list[str | bytes]], None],
+               on_bundle: Callable[[str], None] | None = None) -> None:
+        """With `relay`: hand each patch of the relayed view to `on_patch` from now on (the child
+        waits for this, its pipe full, if it changes much before), and the document afresh,
+        once the run has ended, to `on_bundle` (for a browser that draws it later)."""
+        assert self.relay and self._relay_in is not None
+        self._on_patch, self._on_bundle = on_patch, on_bundle
+        threading.Thread(target=self._read_relay, name=RELAY_THREAD, daemon=True).start()
+
+    def _read_relay(self) -> None:
+        from workbench.viz.doc_relay import unpack
+        from workbench.viz.view_child import read_record
+
+        with self._relay_in as stream:  # closed here, once the child has closed its end
+            while (record := read_record(stream)) is not None:
+                kind, body = record
+                try:
+                    if kind == PATCH and self._on_patch is not None:
+                        self._on_patch(unpack(body))
+                        self.relayed += 1
+                    elif kind == BUNDLE:
+                        if self._on_bundle is not None:
+                            self._on_bundle(body.decode())
+                        if self._ending.is_set():
+                            self._last_bundle.set()
+                except Exception as err:  # a widget that cannot send: the run and the child go on
+                    self._died(f"the live view could not be shown ({type(err).__name__}: {err}); "
+                               f"the run goes on without it")
+                    self._on_patch = self._on_bundle = None
+
+    def send_event(self, content: dict[str, Any]) -> None:
+        """What the browser changed in the relayed view (a front end's event), for the child to
+        make on its document; dropped once the child cannot take it."""
+        try:
+            body = json.dumps(content, separators=(",", ":")).encode()
+            with self._write_lock:
+                if self.error is None and self.alive:
+                    self._write(frame(EVENT, body))
+        except (OSError, TypeError, ValueError):
+            pass  # the feeder says the child's end, if it has ended
 
     def _read_lines(self) -> None:
         assert self._process is not None and self._process.stdout is not None
@@ -181,6 +248,7 @@ class ViewProcess:
             return None
         try:
             with self._write_lock:
+                self._ending.set()
                 self._write(frame(END, b""))
         except OSError:
             self._alive(wrote=False)
@@ -189,6 +257,8 @@ class ViewProcess:
         while said is not None and "final" not in said:
             said = self._said(timeout)
         self.report = said["final"] if said else None
+        if self.report is not None and self._on_patch is not None:
+            self._last_bundle.wait(timeout)  # written before the report: every patch is handed on
         return self.report
 
     def close(self) -> None:
