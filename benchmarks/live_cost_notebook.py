@@ -128,19 +128,24 @@ def in_kernel_watched(config_json: str, view: str, timeout_s: float) -> None:
     began_cpu, began_children = _cpu()
     began = time.perf_counter()
     panel.run()
-    if not panel.wait(timeout_s):
+    run = panel.current
+    # Counted to the run's end, as the unwatched run is: what the panel does after it (the
+    # record, the verdict) is given apart.
+    ended = run is not None and run.join(timeout_s)
+    wall_s = time.perf_counter() - began
+    cpu, children = _cpu()
+    if not ended or not panel.wait(60):
         panel.stop()
         panel.wait(60)
         raise TimeoutError(f"the watched run had not ended after {timeout_s:.0f} s")
-    wall_s = time.perf_counter() - began
-    cpu, children = _cpu()
+    finish_cpu_s = _cpu()[0] - cpu
     record = panel.last
     if record is None or record.outcome != "completed":
         raise RuntimeError(f"the watched run did not complete: {panel.status.value} {panel.message.value}")
     result: dict[str, Any] = {
         "rate": record.summary.throughput_per_min, "spans": len(record.trace.spans),
         "run_s": record.summary.wall_s, "wall_s": wall_s, "kernel_cpu_s": cpu - began_cpu,
-        "children_cpu_s": children - began_children, "view": view}
+        "children_cpu_s": children - began_children, "finish_cpu_s": finish_cpu_s, "view": view}
     if panel.live is not None:  # the view in the kernel: its own account of its updates
         stats = panel.live.stats
         result.update(updates=stats.updates, deferred=stats.deferred, update_mean_ms=stats.mean_ms,
@@ -171,12 +176,15 @@ def in_kernel_unwatched(config_json: str, timeout_s: float) -> None:
         raise TimeoutError(f"the unwatched run had not ended after {timeout_s:.0f} s")
     wall_s = time.perf_counter() - began
     cpu, children = _cpu()
-    record = run.record()
+    record = run.record()  # the watched run's is made after its end too, by the panel
     if record.outcome != "completed":
         raise RuntimeError(f"the unwatched run did not complete: {record.error}")
+    import workbench
+
     result = {"rate": record.summary.throughput_per_min, "spans": len(record.trace.spans),
               "run_s": record.summary.wall_s, "wall_s": wall_s, "kernel_cpu_s": cpu - began_cpu,
-              "children_cpu_s": children - began_children}
+              "children_cpu_s": children - began_children,
+              "workbench_at": str(Path(workbench.__file__).resolve().parents[1])}
     del run, record
     gc.collect()
     _say(result)
@@ -300,7 +308,9 @@ class Notebook:
         (spec / "kernel.json").write_text(json.dumps({
             "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
             "display_name": "workbench benchmark", "language": "python"}))
-        self.manager = KernelManager(kernel_name="wbbench",
+        # Its connection file beside the spec: no runtime folder of the user's is needed (a GPU
+        # host's may not be writable), and nothing is left there.
+        self.manager = KernelManager(kernel_name="wbbench", connection_file=str(spec / "connection.json"),
                                      kernel_spec_manager=KernelSpecManager(kernel_dirs=[self.spec_dir.name]))
         path = os.pathsep.join(p for p in (str(ROOT), str(HERE), os.environ.get("PYTHONPATH")) if p)
         try:
@@ -424,7 +434,8 @@ def line(k: int, watched: bool, r: dict[str, float]) -> str:
              f"{r['held']:.0f}" + (f" of the kernel's {r['kernel_held']:.0f}" if "kernel_held" in r else "")
              + f", {r['patches']:.0f} patches ({r['buffers']:.0f} binary buffers), "
              f"{r['comm_messages']:.0f} comm messages ({r['comm_bytes'] / 1e6:.2f} MB), "
-             f"{r['frontend_cpu_s']:.2f} CPU s")
+             f"{r['frontend_cpu_s']:.2f} CPU s; the panel's end (record, verdict) {r['finish_cpu_s']:.2f} "
+             f"CPU s of the kernel, not counted above")
     if "updates" in r:
         text += (f"; the view: {r['updates']:.0f} updates, {r['deferred']:.0f} polls deferred (mean "
                  f"{r['update_mean_ms']:.1f} ms, {r['update_cpu_ms']:.1f} ms CPU, "
@@ -473,8 +484,14 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def interrupted(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> None:
     args = arguments(argv)
+    if str(ROOT) not in sys.path:  # this checkout's settings, as the kernel imports its code
+        sys.path.insert(1, str(ROOT))
     from live_cost import TARGET, WARMUP_PARTITIONS, run_config
 
     from workbench.config import ConfigError
@@ -485,6 +502,7 @@ def main(argv: list[str] | None = None) -> None:
         raise Refused(str(err)) from None
     os.environ.setdefault("WORKBENCH_CACHE", tempfile.mkdtemp(prefix="wb-srs-"))
     started = time.perf_counter()
+    signal.signal(signal.SIGTERM, interrupted)  # a stop from outside cleans up as Ctrl-C does
     try:
         # The tag may be given (a test looks for what is left by it); else a fresh one.
         notebook = Notebook(os.environ.get(TAG) or uuid.uuid4().hex)
@@ -513,6 +531,9 @@ def measure(args: argparse.Namespace, notebook: Notebook, warm_config: Any, star
             warmup_partitions: int, run_config: Any) -> None:
     timeout_s = args.timeout_s
     warm = one_run(notebook, warm_config.to_json(), False, args.view, timeout_s)  # key, builds: once
+    imported = warm.pop("workbench_at")
+    if imported != str(ROOT):  # an installed copy would measure other code
+        raise CellFailed(f"the kernel imports workbench from {imported}, not {ROOT}")
     per_partition = warm["spans"] / warmup_partitions
     partitions = args.partitions or max(warmup_partitions, math.ceil(args.spans / per_partition))
     config = run_config(args, partitions)
@@ -546,6 +567,7 @@ def measure(args: argparse.Namespace, notebook: Notebook, warm_config: Any, star
         began = time.perf_counter()
         for watched in (True, False):
             r = one_run(notebook, config_json, watched, args.view, timeout_s)
+            r.pop("workbench_at", None)
             runs[watched].append(r)
             loads.append(os.getloadavg()[0])
             report["runs"].append({"round": k + 1, "watched": watched, **r})
@@ -571,6 +593,9 @@ def measure(args: argparse.Namespace, notebook: Notebook, warm_config: Any, star
           f"({received:.1%}), holds {med(True, 'held'):.0f}, in {med(True, 'comm_messages'):.0f} comm "
           f"messages ({med(True, 'comm_bytes') / 1e6:.2f} MB); host load average (1 min) "
           f"{min(loads):.2f}-{max(loads):.2f} on {os.cpu_count()} cores")
+    if med(True, "live_widgets") == 0:
+        print("no live view came over the comm: the front end had no bokeh widget holding the Gantt's "
+              "sources (a view shown some other way, such as a frame of its own page, is not seen here)")
     report.update(ratio=ratio, target=target, rounds=rounds, loads=[min(loads), max(loads)],
                   cpu_watched_s=med(True, "kernel_cpu_s"), cpu_unwatched_s=med(False, "kernel_cpu_s"),
                   cpu_ratio=cpu_ratio, bars_received=med(True, "bars_received"), spans=med(True, "spans"),

@@ -2,7 +2,7 @@
 comm, its front end (the benchmark's own process) rebuilding the bokeh widget's document and
 applying every patch. A short CPU-backend run, watched and unwatched: the front end must
 receive every span of the run as a bar and hold at the end what the kernel's document holds;
-Ctrl-C must leave no process of the kernel behind; bad input is one line."""
+Ctrl-C (or a stop from outside) must leave no process of the kernel behind; bad input is one line."""
 
 import json
 import os
@@ -61,7 +61,8 @@ def test_the_notebook_front_end_receives_every_bar_of_a_watched_run(tmp_path):
     assert tagged(tag) == []  # the kernel and whatever it started are gone
 
 
-def test_ctrl_c_shuts_the_kernel_down_and_leaves_nothing(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_shuts_the_kernel_down_and_leaves_nothing(signum):
     tag = uuid.uuid4().hex
     bench = subprocess.Popen([sys.executable, str(SCRIPT), "--spans", "200000", "--rounds", "1"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
@@ -73,7 +74,7 @@ def test_ctrl_c_shuts_the_kernel_down_and_leaves_nothing(tmp_path):
         kernel = int(said.split()[2].rstrip(";"))
         time.sleep(1.0)
         assert kernel in tagged(tag)
-        bench.send_signal(signal.SIGINT)
+        bench.send_signal(signum)
         _, err = bench.communicate(timeout=60)
     finally:
         bench.kill()
