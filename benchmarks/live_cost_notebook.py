@@ -204,14 +204,20 @@ class Widget:
         self.bars_received = 0
         self.patches = 0
         self.buffers = 0  # binary pieces (arrays sent as bytes)
-        self.build(state["render_bundle"])
+        self.ignored = 0  # pieces that came before the widget had a document (the page drops them)
+        self.doc: Any = None
+        self.live = False
+        self.build(state.get("render_bundle") or "{}")
 
     def build(self, bundle_json: str) -> None:
+        """The document from a render bundle; an empty bundle (no document yet) leaves none."""
         from bokeh.document import Document, events
         from live_client import BARS
 
-        bundle = json.loads(bundle_json)
-        (doc_json,) = bundle["docs_json"].values()
+        docs = json.loads(bundle_json).get("docs_json") or {}
+        if not docs:
+            return
+        (doc_json,) = docs.values()
         self.doc = Document.from_json(doc_json)
         sources = {id(self.doc.get_model_by_name(name)) for name in BARS} - {id(None)}
         self.live = bool(sources)
@@ -223,6 +229,9 @@ class Widget:
         self.doc.on_change(streamed)
 
     def consume(self, content: dict[str, Any], buffers: list[Any]) -> None:
+        if self.doc is None:  # as the page does: no document, nothing to patch
+            self.ignored += 1
+            return
         # A text piece comes as the payload, a binary one as the message's one buffer.
         piece = content["payload"] if "payload" in content else bytes(buffers[0])
         self.buffers += isinstance(piece, bytes)
@@ -245,7 +254,7 @@ class FrontEnd:
 
     def __init__(self) -> None:
         self.widgets: dict[str, Widget] = {}
-        self.closed: list[Widget] = []  # live views closed since the last reset (counted still)
+        self.closed: list[Widget] = []  # widgets closed since the last reset (counted still)
         self.messages = 0  # comm messages, of every widget
         self.bytes = 0  # their content and buffers, as sent
 
@@ -270,16 +279,17 @@ class FrontEnd:
         elif kind == "comm_close" and comm in self.widgets:
             widget = self.widgets.pop(comm)
             widget.close()
-            if widget.live:  # what it received and holds is counted at the end of the run
-                self.closed.append(widget)
+            self.closed.append(widget)  # what it received and holds is counted at the end of the run
 
     def figures(self) -> dict[str, float]:
         """The live views' widgets since the last reset: bars received (rows streamed into the
         Gantt's sources) and held at the end, patches applied; the comm messages of every widget."""
-        live = [w for w in self.widgets.values() if w.live] + self.closed
+        every = list(self.widgets.values()) + self.closed
+        live = [w for w in every if w.live]
         return {"bars_received": float(sum(w.bars_received for w in live)),
                 "held": float(sum(w.held() for w in live)), "patches": float(sum(w.patches for w in live)),
                 "buffers": float(sum(w.buffers for w in live)),
+                "ignored": float(sum(w.ignored for w in every)),
                 "live_widgets": float(len(live)), "comm_messages": float(self.messages),
                 "comm_bytes": float(self.bytes)}
 
@@ -434,7 +444,9 @@ def line(k: int, watched: bool, r: dict[str, float]) -> str:
              f"{r['held']:.0f}" + (f" of the kernel's {r['kernel_held']:.0f}" if "kernel_held" in r else "")
              + f", {r['patches']:.0f} patches ({r['buffers']:.0f} binary buffers), "
              f"{r['comm_messages']:.0f} comm messages ({r['comm_bytes'] / 1e6:.2f} MB), "
-             f"{r['frontend_cpu_s']:.2f} CPU s; the panel's end (record, verdict) {r['finish_cpu_s']:.2f} "
+             f"{r['frontend_cpu_s']:.2f} CPU s"
+             + (f", {r['ignored']:.0f} pieces dropped (no document yet)" if r.get("ignored") else "")
+             + f"; the panel's end (record, verdict) {r['finish_cpu_s']:.2f} "
              f"CPU s of the kernel, not counted above")
     if "updates" in r:
         text += (f"; the view: {r['updates']:.0f} updates, {r['deferred']:.0f} polls deferred (mean "

@@ -50,7 +50,7 @@ def test_the_notebook_front_end_receives_every_bar_of_a_watched_run(tmp_path):
     assert report["partitions"] == 80 and watched["spans"] == unwatched["spans"] > 80 * 10  # the same run
     # Every span reached the front end as a bar, through the comm's patches (pieces reassembled,
     # binary buffers among them), and its copy holds what the kernel's document holds.
-    assert watched["bars_received"] == watched["spans"] and watched["buffers"] > 0
+    assert watched["bars_received"] == watched["spans"] and watched["buffers"] > 0 and watched["ignored"] == 0
     assert watched["held"] == watched["kernel_held"] > 0 and watched["live_widgets"] == 1
     assert watched["patches"] >= watched["updates"] > 0 and watched["comm_bytes"] > 0
     assert watched["kernel_cpu_s"] > 0 and unwatched["kernel_cpu_s"] > 0 and watched["frontend_cpu_s"] > 0
