@@ -42,6 +42,8 @@ H200's host, most of it that build. The throughput of each run is its summary's;
 printed are medians over the rounds, with this process's CPU seconds, the viewer's, the cost
 of an update and the host's load average while measuring. The target: watched at least 95%
 of unwatched, at 20,000 spans (about 1,050 CPU-backend partitions of 19 spans) and 10 Hz.
+benchmarks/live_cost_notebook.py measures the same for the notebook: the panel's run in a real
+kernel, watched through its widget comm by a front end that applies every patch.
 """
 
 from __future__ import annotations
