@@ -1,7 +1,7 @@
 """What watching a run live in the notebook costs the run: the panel's run watched through a
 real kernel's widget comm, and the same run unwatched in the same kernel.
 
-    python benchmarks/live_cost_notebook.py [--view kernel|process] [--backend cpu|gpu]
+    python benchmarks/live_cost_notebook.py [--view process|kernel] [--backend cpu|gpu]
                                             [--partitions N] [--spans 20000] [--log2 K]
                                             [--rounds 2] [--[no-]gpu-trace] [--budget-s S]
                                             [--json FILE]
@@ -16,8 +16,9 @@ machine, so what costs the run is the kernel's side (the view's updates, seriali
 over the comm). Its own CPU seconds are given apart.
 
 Watched: in the kernel, the panel (viz/panel.py) is built with the run's settings and the
-live view asked for (`--view`: `kernel`, the view in the kernel; `process`, a process of its
-own), Run is pressed and the cell waits for the end, as a user's notebook does. Unwatched:
+live view asked for (`--view`: `process`, the panel's default, made in a process of its own
+whose patches the kernel passes on over the widget's comm; `kernel`, made in the kernel), Run
+is pressed and the cell waits for the end, as a user's notebook does. Unwatched:
 the panel's own kind of run (viz/runner.py's BackgroundRun: the pipeline on a thread, no
 trace file) in the same kernel, nobody looking and no panel built. Rounds alternate
 (watched, then unwatched) so a change in the host's load hits both. Warm-ups first, not
@@ -60,8 +61,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULT = "live_cost_notebook:"  # the kernel's result line on its stdout: this, then JSON
 TAG = "WORKBENCH_NOTEBOOK_BENCH"  # in the kernel's environment: finds what it left behind
-VIEWS = {"kernel": "in the kernel (a bokeh widget, patches sent over its comm)",
-         "process": "a process of its own, started by the kernel"}
+VIEWS = {"process": "a process of its own (the panel's default), its patches passed on by the kernel over "
+                    "a widget comm",
+         "kernel": "in the kernel (a bokeh widget, patches sent over its comm)"}
 MODEL = "BokehModel"  # the bokeh widget's model name (its comm_open's state)
 
 
@@ -145,15 +147,24 @@ def in_kernel_watched(config_json: str, view: str, timeout_s: float) -> None:
     result: dict[str, Any] = {
         "rate": record.summary.throughput_per_min, "spans": len(record.trace.spans),
         "run_s": record.summary.wall_s, "wall_s": wall_s, "kernel_cpu_s": cpu - began_cpu,
-        "children_cpu_s": children - began_children, "finish_cpu_s": finish_cpu_s, "view": view}
+        "children_cpu_s": children - began_children, "finish_cpu_s": finish_cpu_s, "view": view,
+        # The panel's poller: the status line and the progress bar (and the view, in the kernel).
+        "poller_cpu_s": panel._poller.cpu_s if panel._poller is not None else 0.0}
     if panel.live is not None:  # the view in the kernel: its own account of its updates
         stats = panel.live.stats
         result.update(updates=stats.updates, deferred=stats.deferred, update_mean_ms=stats.mean_ms,
                       update_max_ms=stats.max_ms, update_cpu_ms=stats.cpu_mean_ms,
-                      kernel_held=panel.live.gantt.bar_count())  # what the page's copy should hold
+                      view_held=panel.live.gantt.bar_count())  # what the page's copy should hold
     if panel.view_process is not None:  # a view's process: what it says, where it says it
         result.update({f"process_{k}": v for k, v in _numbers(
-            panel.view_process, ("shipped", "batches", "cpu_s")).items()})
+            panel.view_process, ("shipped", "batches", "cpu_s", "relayed", "relay_cpu_s")).items()})
+        said = panel.view_process.report
+        if said is not None and said.get("views"):  # the relayed view is its first
+            first = said["views"][0]
+            result.update(updates=first["updates"], deferred=first["deferred"],
+                          update_mean_ms=first["update_mean_ms"], update_max_ms=first["update_max_ms"],
+                          update_cpu_ms=first["update_cpu_ms"], view_held=first["bars"],
+                          process_own_cpu_s=said["cpu_s"])
     panel.close_view()
     ipywidgets.Widget.close_all()  # the front end drops its documents, as on a cell re-run
     del panel, record
@@ -441,11 +452,13 @@ def line(k: int, watched: bool, r: dict[str, float]) -> str:
     if not watched:
         return text
     text += (f"; front end: {r['bars_received']:.0f} bars received of {r['spans']:.0f} spans, holds "
-             f"{r['held']:.0f}" + (f" of the kernel's {r['kernel_held']:.0f}" if "kernel_held" in r else "")
+             f"{r['held']:.0f}" + (f" of the view's {r['view_held']:.0f}" if "view_held" in r else "")
              + f", {r['patches']:.0f} patches ({r['buffers']:.0f} binary buffers), "
              f"{r['comm_messages']:.0f} comm messages ({r['comm_bytes'] / 1e6:.2f} MB), "
              f"{r['frontend_cpu_s']:.2f} CPU s"
              + (f", {r['ignored']:.0f} pieces dropped (no document yet)" if r.get("ignored") else "")
+             + f"; the panel's poller (status line, progress bar; with --view kernel the view too) "
+             f"{r['poller_cpu_s']:.2f} CPU s"
              + f"; the panel's end (record, verdict) {r['finish_cpu_s']:.2f} "
              f"CPU s of the kernel, not counted above")
     if "updates" in r:
@@ -473,9 +486,9 @@ class Parser(argparse.ArgumentParser):
 
 def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser = Parser(description=__doc__.splitlines()[0])
-    parser.add_argument("--view", choices=tuple(VIEWS), default="kernel",
-                        help="the panel's live view: in the kernel (the panel's default) "
-                             "or a process of its own")
+    parser.add_argument("--view", choices=tuple(VIEWS), default="process",
+                        help="the panel's live view: a process of its own (the panel's default), "
+                             "or in the kernel")
     parser.add_argument("--backend", choices=("cpu", "gpu"), default="cpu")
     parser.add_argument("--partitions", type=int, help="default: enough for --spans (from the warm-up)")
     parser.add_argument("--spans", type=int, default=20_000, help="spans a run should make (default 20000)")
@@ -486,11 +499,17 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--budget-s", type=float, help="start no round that would end past this")
     parser.add_argument("--timeout-s", type=float, default=600.0, help="the most one run may take (600)")
     parser.add_argument("--json", help="the runs and medians, written after each run")
+    parser.add_argument("--unpaced", action="store_true",
+                        help="with --view process: the view updates at every poll, ten a second, "
+                             "however many bars it holds and whatever an update costs (unpaced, the "
+                             "view's own pacing left out of what is measured)")
     args = parser.parse_args(argv)
     for name in ("partitions", "spans", "rounds", "log2", "budget_s", "timeout_s"):
         value = getattr(args, name)
         if value is not None and not value > 0:
             raise Refused(f"--{name.replace('_', '-')} is {value}: it must be above 0")
+    if args.unpaced and args.view != "process":
+        raise Refused("--unpaced: only the view in a process of its own (--view process) is unpaced")
     if args.json and not Path(args.json).resolve().parent.is_dir():
         raise Refused(f"--json {args.json}: no folder {Path(args.json).resolve().parent}")
     return args
@@ -513,6 +532,10 @@ def main(argv: list[str] | None = None) -> None:
     except ConfigError as err:
         raise Refused(str(err)) from None
     os.environ.setdefault("WORKBENCH_CACHE", tempfile.mkdtemp(prefix="wb-srs-"))
+    if args.unpaced:  # the kernel's environment, and so its view's process's
+        from workbench.viz.view_child import UNPACED_ENV
+
+        os.environ[UNPACED_ENV] = "1"
     started = time.perf_counter()
     signal.signal(signal.SIGTERM, interrupted)  # a stop from outside cleans up as Ctrl-C does
     try:
@@ -560,7 +583,8 @@ def measure(args: argparse.Namespace, notebook: Notebook, warm_config: Any, star
           f"of the document", flush=True)
     runs: dict[bool, list[dict[str, float]]] = {True: [], False: []}
     loads = [os.getloadavg()[0]]
-    report: dict[str, Any] = {"backend": args.backend, "view": args.view, "partitions": partitions,
+    report: dict[str, Any] = {"backend": args.backend, "view": args.view, "paced": not args.unpaced,
+                              "partitions": partitions,
                               "log2": config.log2_constraints, "cores": os.cpu_count(),
                               "gpu_trace": config.gpu_trace, "warmup": warm, "warmup_watched": seen,
                               "runs": []}

@@ -97,13 +97,16 @@ def test_the_panels_default_view_reaches_the_notebook_whole_through_the_kernel(t
 
 
 def test_a_zoom_in_the_notebook_reaches_the_view_in_its_process(tmp_path):
-    panel = ControlPanel(SMALL.replace(partitions=40), report_dir=tmp_path / "reports")
+    panel = ControlPanel(SMALL.replace(partitions=400), report_dir=tmp_path / "reports")
     panel.run_button.click()
     shown = panel.view_box.children[0]
     axis = FrontEnd(shown.render_bundle).x_range()
+    # Mid-run (a zoom after the run's end reaches a view that has made its last update).
+    assert panel.current is not None and not panel.current.done
     # As the front end sends a change the browser made (the widget's message from the browser).
     shown._handle_custom_msg({"event": "jsevent", "kind": "ModelChanged", "model": {"id": axis.id},
                               "attr": "end", "new": 0.37}, [])
+    panel.stop()  # its end follows the zoom down the pipe
     assert panel.wait(60)
     assert panel.view_process is not None and panel.view_process.report is not None
     assert panel.view_process.report["views"][0]["following"] is False

@@ -25,7 +25,7 @@ from workbench.config import RunConfig
 from workbench.pipeline.backends import select_backend
 from workbench.pipeline.run import Pipeline
 from workbench.viz.lanes import expected_lanes
-from workbench.viz.live import LiveView
+from workbench.viz.live import FULL_RATE_BARS, LiveView
 from workbench.viz.live_summary import RunningSummary
 from workbench.viz.view_process import PACKAGE_ROOT, ViewProcess
 
@@ -198,3 +198,23 @@ def test_a_relayed_view_reaches_a_front_end_whole_and_takes_its_zoom_back():
     assert len(bundles) == 1 and FrontEnd(bundles[0]).bars() == first["bars"]
     # The running summary is in the relayed document too, as the child last made it.
     assert any("running: 6 partitions" in m.text for m in front.doc.models if type(m).__name__ == "Div")
+
+
+def test_unpaced_the_views_process_updates_at_every_poll(monkeypatch):
+    """For measuring the view's cost at ten updates a second: unpaced, no poll is left for a
+    later update, however many bars the view holds."""
+    from workbench.viz.view_child import UNPACED_ENV
+
+    monkeypatch.setenv(UNPACED_ENV, "1")  # the child's environment is the run's
+    run, lanes = pipeline(120)
+    view = ViewProcess(run.recorder, lanes, name="live", relay=True).start()
+    front = FrontEnd(view.bundle)
+    view.attach(front.take)
+    try:
+        outcome = run.run()
+        report = view.finish(60)
+    finally:
+        view.close()
+    first = report["views"][0]
+    assert outcome.ok and first["deferred"] == 0 and first["updates"] >= 3
+    assert front.bars() == first["bars"] == len(outcome.trace.spans) > FULL_RATE_BARS

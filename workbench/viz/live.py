@@ -90,8 +90,10 @@ class LiveView:
     def __init__(
         self, recorder: Recorder, lanes: list[str] | None = None, title: str = "live Gantt",
         name: str = "gantt", worker_gpu: Mapping[int, int] | None = None, label: str = "",
+        paced: bool = True,
     ) -> None:
         self.recorder = recorder
+        self.paced = paced  # False: an update at every poll, whatever it costs (for measuring)
         self.origin_ns = recorder.origin_ns
         self.cursor = (0, 0, 0)
         self.builder = BarBuilder(self.origin_ns, nesting=False, worker_gpu=worker_gpu)
@@ -149,7 +151,7 @@ class LiveView:
         cost = spent - self._spent[0] if self._spent[1] == thread else self.stats.cpu[-1]
         self._spent = (spent, thread)
         crowd = self.gantt.bar_count() / FULL_RATE_BARS
-        wait = max(PERIOD_S * 0.9, cost / VIEW_SHARE, PERIOD_S * crowd)
+        wait = max(PERIOD_S * 0.9, cost / VIEW_SHARE, PERIOD_S * crowd) if self.paced else PERIOD_S * 0.9
         self._due = began + min(wait, SLOWEST_S)
         return streamed
 
@@ -257,6 +259,7 @@ class Poller:
         self.tick = tick
         self.period = period
         self.error: BaseException | None = None
+        self.cpu_s = 0.0  # its thread's CPU seconds so far (what polling has cost)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
 
@@ -267,7 +270,9 @@ class Poller:
         try:
             while not self._stop.is_set():
                 began = time.monotonic()
-                if not self.tick():
+                ticked = self.tick()
+                self.cpu_s = time.thread_time()
+                if not ticked:
                     return
                 self._stop.wait(max(self.period - (time.monotonic() - began), 0.0))
         except BaseException as err:  # shown by the panel; a view bug must not go unseen

@@ -64,6 +64,7 @@ class ViewProcess:
         self.url = ""
         self.bundle = ""  # with `relay`: the relayed view's document, as the front end draws it
         self.relayed = 0  # patch messages handed on
+        self.relay_cpu_s = 0.0  # the relaying thread's CPU seconds so far (handing them on)
         self.error: str | None = None
         self.shipped = 0  # spans written to the child
         self.batches = 0
@@ -147,6 +148,7 @@ class ViewProcess:
                     self._died(f"the live view could not be shown ({type(err).__name__}: {err}); "
                                f"the run goes on without it")
                     self._on_patch = self._on_bundle = None
+                self.relay_cpu_s = time.thread_time()
 
     def send_event(self, content: dict[str, Any]) -> None:
         """What the browser changed in the relayed view (a front end's event), for the child to
