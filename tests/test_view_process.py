@@ -5,7 +5,9 @@ would have built; the run survives the child's death; the child never outlives i
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -24,6 +26,7 @@ from front_end import FrontEnd
 from workbench.config import RunConfig
 from workbench.pipeline.backends import select_backend
 from workbench.pipeline.run import Pipeline
+from workbench.trace.recorder import Recorder
 from workbench.viz.lanes import expected_lanes
 from workbench.viz.live import FULL_RATE_BARS, LiveView
 from workbench.viz.live_summary import RunningSummary
@@ -218,3 +221,22 @@ def test_unpaced_the_views_process_updates_at_every_poll(monkeypatch):
     first = report["views"][0]
     assert outcome.ok and first["deferred"] == 0 and first["updates"] >= 3
     assert front.bars() == first["bars"] == len(outcome.trace.spans) > FULL_RATE_BARS
+
+
+def test_relayed_views_share_no_id_with_each_other_or_the_kernel():
+    """A notebook's page holds a run's relayed view beside earlier runs' and the kernel's own
+    figures; Bokeh keys models and root views by id, and every process's counter starts at the
+    same number: two runs' views, and a kernel figure, clashed (one run's patch resolved its new
+    legend's renderer to another's title)."""
+    from bokeh.plotting import figure
+
+    ids = []
+    for _ in range(2):
+        view = ViewProcess(Recorder(nvtx=False), relay=True, period=3600).start()
+        try:
+            (doc,) = json.loads(view.bundle)["docs_json"].values()
+            ids.append({m["id"] for m in doc["roots"]} | set(re.findall(r'"id":"([^"]+)"', view.bundle)))
+        finally:
+            view.close()
+    kernel = {m.id for m in figure().references()}
+    assert ids[0] and ids[1] and not ids[0] & ids[1] and not (ids[0] | ids[1]) & kernel

@@ -80,6 +80,7 @@ class ViewProcess:
         self._errors: Any = None
         self._feeder = threading.Thread(target=self._feed, name=FEED_THREADS[0], daemon=True)
         self._relay_in: Any = None
+        self._relaying = False  # the relay's reader has started (it closes the pipe's end)
         self._on_patch: Callable[[list[str | bytes]], None] | None = None
         self._on_bundle: Callable[[str], None] | None = None
         self._ending = threading.Event()  # END written: the next bundle is the last one
@@ -91,7 +92,10 @@ class ViewProcess:
         require("tornado")
         self._errors = tempfile.TemporaryFile()  # noqa: SIM115 - the child's stderr, closed by close()
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            p for p in (PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p)}  # this code, not another copy
+            p for p in (PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p),  # this code, not another copy
+            # Ids no other process makes: a page holds this view beside the kernel's figures and
+            # the views of earlier runs' processes, each of whose counters starts where this one does.
+            "BOKEH_SIMPLE_IDS": "no"}
         relay_out = None
         if self.relay:
             relay_in, relay_out = os.pipe()
@@ -126,6 +130,7 @@ class ViewProcess:
         once the run has ended, to `on_bundle` (for a browser that draws it later)."""
         assert self.relay and self._relay_in is not None
         self._on_patch, self._on_bundle = on_patch, on_bundle
+        self._relaying = True
         threading.Thread(target=self._read_relay, name=RELAY_THREAD, daemon=True).start()
 
     def _read_relay(self) -> None:
@@ -279,6 +284,8 @@ class ViewProcess:
         if self._errors is not None:
             self._errors.close()
             self._errors = None
+        if self._relay_in is not None and not self._relaying:
+            self._relay_in.close()
 
     def _kill(self) -> None:
         if self._process is not None and self._process.poll() is None:
