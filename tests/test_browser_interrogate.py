@@ -190,6 +190,29 @@ def test_search_finds_a_partition_and_dims_the_rest(page, run_trace, run_report)
     assert not page.console_errors
 
 
+def test_the_search_finds_a_worker_a_phase_and_a_kernel_by_name(page, run_trace, run_report, nsys_report):
+    """Besides a partition: a worker's spans, a phase's, and a kernel's by its name (counted
+    from the trace's rows; the kernels from the export's own table)."""
+    def count(path: Path, query: str) -> str:
+        opened(page, path)
+        search = page.locator(".bk-TextInput input").first
+        search.fill(query)
+        page.wait_for_function("() => wbModel('gantt_matches').text.includes('match')")
+        said = page.evaluate("() => wbModel('gantt_matches').text")
+        search.fill("")
+        page.wait_for_function("() => wbModel('gantt_matches').text === ''")
+        return said
+
+    spans = list(run_trace.iter_spans())
+    assert count(run_report, "worker 1").startswith(f"{sum(s.worker == 1 for s in spans)} matches")
+    assert count(run_report, "ntt_msm_h").startswith(f"{sum(s.name == 'ntt_msm_h' for s in spans)} matches")
+    (kernels,) = sqlite3.connect(NSYS).execute(
+        "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName "
+        "WHERE s.value = 'par_reduce_kernel'").fetchone()
+    assert kernels > 0 and count(nsys_report, "par_reduce_kernel").startswith(f"{kernels} matches")
+    assert not page.console_errors
+
+
 def test_flow_arrows_join_each_release_to_the_next_acquire_and_toggle(page, run_trace, run_report):
     opened(page, run_report)
     flows = page.evaluate("() => { const d = wbModel('gantt_flows').data; return [...d.x0.keys()].map(i => "
@@ -328,6 +351,15 @@ def test_a_large_report_reaches_any_span_at_full_zoom_and_the_keys_zoom_and_pan(
     page.keyboard.press("d")
     c0, c1 = page.evaluate(span)
     assert c0 - b0 == pytest.approx(0.2 * (b1 - b0)) and c1 - c0 == pytest.approx(b1 - b0)
+    # s zooms out by as much as w zoomed in, a pans back left; the page does not scroll.
+    scrolled = page.evaluate("() => window.scrollY")
+    page.keyboard.press("s")
+    e0, e1 = page.evaluate(span)
+    assert e1 - e0 == pytest.approx((c1 - c0) / 0.8) and (e0 + e1) / 2 == pytest.approx((c0 + c1) / 2)
+    page.keyboard.press("a")
+    f0, f1 = page.evaluate(span)
+    assert e0 - f0 == pytest.approx(0.2 * (e1 - e0)) and f1 - f0 == pytest.approx(e1 - e0)
+    assert page.evaluate("() => window.scrollY") == scrolled
     # The search counts every span in the file, not only those drawn, and Enter goes to a match.
     first = min((s for s in trace.iter_spans() if s.partition >= 0), key=lambda s: s.start_ns).partition
     wanted = [s for s in trace.iter_spans() if s.partition == first]
