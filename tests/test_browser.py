@@ -517,6 +517,20 @@ def run_button(page: Any) -> Any:
     return page.locator("button.jupyter-button:text-is('Run')").first
 
 
+def panel_running_shot(page: Any) -> None:
+    """The panel part-way through a run: its knobs, buttons, progress bar and the top of its live
+    Gantt (for the notes; a picture, nothing checked)."""
+    bar = page.locator(".widget-hprogress .progress-bar, .widget-hprogress").first
+    bar.scroll_into_view_if_needed()
+    panel = page.locator(".jp-OutputArea-output", has=page.locator("button.jupyter-button:text-is('Run')"))
+    box = panel.first.bounding_box()
+    if box:
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "jupyterlab-panel-running.png"),
+                        clip={"x": box["x"], "y": max(box["y"], 0), "width": box["width"],
+                              "height": min(box["height"], 700)})
+
+
 @pytest.mark.parametrize("interface", ["jupyterlab", "classic"])
 def test_quickstart_runs_and_draws_every_partition(page, lab, interface):
     notebook = "01_quickstart.ipynb" if interface == "jupyterlab" else "classic.ipynb"
@@ -574,6 +588,7 @@ def test_stop_mid_run_in_jupyterlab_reports_stopped_and_leaves_no_run_thread(pag
     run_button(page).click()
     page.wait_for_function(
         """(js) => eval(js)('live').some(r => r[0] === 'finish')""", arg=BARS_JS, timeout=120_000)
+    panel_running_shot(page)
     page.locator("button.jupyter-button:text-is('Stop')").first.click()
     deadline = time.monotonic() + 60
     while "stopped" not in panel_status(page) and time.monotonic() < deadline:
@@ -612,6 +627,33 @@ def test_memory_modes_notebook_compare_has_no_overlapping_tables_or_figures(page
     overlapping = boxes_overlapping(boxes)
     page.locator("table.wb-table").first.scroll_into_view_if_needed()
     screenshot(page, "jupyterlab-02-compare")
+    assert not overlapping
+    assert_no_errors_of_ours(page)
+
+
+def test_case_study_compares_have_no_overlapping_tables_or_figures(page, lab):
+    """03's two compare cells, on its H200 traces, as 03 calls them (03 itself runs minutes of
+    verdicts and replays besides)."""
+    page.set_viewport_size(LAPTOP)
+    data = ROOT / "notebooks" / "data" / "h200_2e22"
+    (lab["work"] / "study_compare.ipynb").write_text(small_notebook([
+        "import workbench.notebook as wb",
+        f"runs = {{n: wb.load({str(data)!r} + '/' + n + '.wbtrace') for n in "
+        "('pageable_t14_w2', 'zerocopy_t14_w2', 'pageable_t14_w2_load14', 'zerocopy_t14_w2_load14')}",
+        "wb.compare(runs['pageable_t14_w2_load14'], runs['zerocopy_t14_w2_load14'])",
+        "wb.compare(runs['pageable_t14_w2'], runs['zerocopy_t14_w2'])",
+    ]))
+    open_and_run_all(page, lab, "study_compare.ipynb")
+    page.get_by_text("B against A").nth(1).wait_for(timeout=60_000)
+    page.wait_for_function("() => Object.values(Bokeh.index).every(v => v.is_idle)", timeout=60_000)
+    boxes = layout_boxes(page)
+    assert sum("B against A" in name for name, _ in boxes) == 2
+    assert sum(name.startswith("figure") for name, _ in boxes) >= 4
+    text = page.inner_text(".jp-Notebook")
+    assert "A: pageable_t14_w2_load14.wbtrace" in text and "run A" not in text  # named by their files
+    overlapping = boxes_overlapping(boxes)
+    page.get_by_text("B against A").first.scroll_into_view_if_needed()
+    screenshot(page, "jupyterlab-03-compare")
     assert not overlapping
     assert_no_errors_of_ours(page)
 
