@@ -164,6 +164,40 @@ def test_clicking_a_span_opens_its_partitions_whole_story(page, run_trace, run_r
     assert not page.console_errors
 
 
+def test_a_partitions_details_carry_the_verdicts_words_about_it(page, tmp_path):
+    """The run above has no finding that names a partition; this trace's findings name some
+    partitions and not others (tests/golden.py): a click on a bar of one named tells each
+    finding's title, a click on one named by none tells no verdict."""
+    from golden import case
+
+    from workbench.analysis.verdict import diagnose
+    from workbench.viz.report import render_report
+
+    trace = case("copy_bound")
+    findings = diagnose(trace).findings
+    named = {p: [f.title for f in findings if p in f.evidence.partitions]
+             for p in set(trace.spans.partition.tolist()) if p >= 0}
+    both = max(named, key=lambda p: (len(named[p]), -p))
+    none = min(p for p, titles in named.items() if not titles)
+    assert len(named[both]) >= 2
+    path = tmp_path / "findings.html"
+    path.write_text(render_report(trace), encoding="utf-8")
+    opened(page, path)
+    page.locator(".bk-btn", has_text="flow arrows").first.click()  # no arrow across the bars' pixels
+    page.wait_for_function("() => !wbModel('gantt|flows').visible")
+    idle(page)
+    for p in (both, none):
+        where = page.evaluate(BAR_JS, ["gantt", "finish", p, None])
+        page.wait_for_timeout(600)  # a click right after the last one went unanswered here (a double tap)
+        page.mouse.click(where["x"], where["y"])
+        page.wait_for_function(f"() => wbModel('gantt_details').text.includes('partition {p}:')")
+        text = details(page)
+        escaped = [t.replace("&", "&amp;").replace("<", "&lt;") for t in named[p]]
+        assert text.count("verdict: ") == len(escaped), (p, text)
+        assert all(f"verdict: {title}" in text for title in escaped), (p, text)
+    assert not page.console_errors
+
+
 def test_search_finds_a_partition_and_dims_the_rest(page, run_trace, run_report):
     from workbench.viz.palette import PHASE_COLORS
 
