@@ -18,7 +18,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, PLOT_JS, open_offline, pixel, playwright_api
+from test_browser import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    LEGEND_JS,
+    PLOT_JS,
+    boxes_overlapping,
+    layout_boxes,
+    open_offline,
+    pixel,
+    playwright_api,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -289,6 +300,30 @@ def test_collapsing_a_group_hides_its_lanes(page, run_report):
     shot(page, "collapsed-group")
     page.locator(".bk-CheckboxGroup label", has_text="worker 0 (4 lanes)").locator("input").click()
     page.wait_for_function(f"() => ({labels})().includes('worker 0')")
+    assert not page.console_errors
+
+
+def test_with_every_group_but_one_collapsed_the_legend_stays_whole_and_overlaps_nothing(page, run_report):
+    """The chart shrinks to the lanes left; its legend once kept its rows and ran out of the
+    figure, over the controls and under the next figure, most entries out of reach."""
+    opened(page, run_report)
+    labels = [t.strip() for t in page.locator(".bk-CheckboxGroup label").all_inner_texts()]
+    labels = [label for label in labels if label != "run"]
+    assert len(labels) >= 3
+    for label in labels:
+        page.locator(".bk-CheckboxGroup label", has_text=label).locator("input").click()
+    page.wait_for_function("() => [...wbPlot('gantt').model.left[0].major_label_overrides.values()]"
+                           ".join() === 'run'")
+    idle(page)
+    try:
+        legend = page.evaluate(LEGEND_JS, "gantt")
+        assert legend["labels"] and not legend["unreachable"], legend["unreachable"]
+        assert not boxes_overlapping(layout_boxes(page))
+        shot(page, "collapsed-all-but-run")
+    finally:
+        for label in labels:
+            page.locator(".bk-CheckboxGroup label", has_text=label).locator("input").click()
+        page.wait_for_function("() => wbPlot('gantt').model.left[0].major_label_overrides.size > 1")
     assert not page.console_errors
 
 
