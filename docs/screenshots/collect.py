@@ -14,7 +14,7 @@ from PIL import Image
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 HERE = Path(__file__).resolve().parent
-LAB = (290, 0, 1460, 1000)  # a JupyterLab page without its file browser
+LAB = (290, 0, 1460, 1000)  # a notebook page without its file browser
 # name here: (file the test wrote, crop box (left, top, right, bottom) or None for all of it)
 SHOTS = {
     "details-after-click.png": ("interrogate-details-partition.png", None),
