@@ -386,6 +386,49 @@ def test_box_select_reports_what_a_known_trace_holds_in_the_range(page, nsys_rep
     assert not page.console_errors
 
 
+def test_box_select_sums_a_runs_waits_by_phase(page, run_trace, run_report):
+    """The waits a box holds, by phase, clipped to the box: the mutex's waits, each barrier
+    side's and the GPU thread's barrier phase, summed from the trace's own rows."""
+    opened(page, run_report)
+    page.evaluate("() => { const pv = wbPlot('gantt'); pv.model.toolbar.active_drag = "
+                  "pv.model.toolbar.tools.find(t => t.type === 'BoxSelectTool'); "
+                  "pv.el.scrollIntoView({block: 'center'}); }")
+    idle(page)
+    origin = run_trace.meta["origin_ns"]
+    first, last = run_trace.time_range()
+    screen = """(t) => { const pv = wbPlot('gantt'); const r = pv.canvas.el.getBoundingClientRect();
+        const f = pv.frame.bbox;
+        return [r.left + pv.frame.x_scale.compute(t), r.top + f.top + f.height / 2]; }"""
+    x0, y0 = page.evaluate(screen, (first - origin + 0.3 * (last - first)) / 1e9)
+    x1, _ = page.evaluate(screen, (first - origin + 0.7 * (last - first)) / 1e9)
+    page.mouse.move(x0, y0)
+    page.mouse.down()
+    page.mouse.move(x1, y0 + 20, steps=5)
+    page.mouse.up()
+    page.wait_for_function("() => window.wb && wb.stats && wb.stats.gantt")
+    stats = page.evaluate("() => wb.stats.gantt")
+    lo, hi = origin + stats["x0"] * 1e9, origin + stats["x1"] * 1e9
+
+    def phase(span: Any) -> str | None:
+        if span.name == "wait" and span.track.startswith("mutex/"):
+            return "mutex_wait"
+        if span.name == "wait" and span.track.startswith("barrier/"):
+            return f"barrier_wait ({span.attrs['party']})"
+        return "barrier_wait" if span.name == "barrier_wait" else None
+
+    expected: dict[str, float] = {}
+    for span in run_trace.iter_spans():
+        name = phase(span)
+        if name is not None and span.end_ns >= lo and span.start_ns <= hi:
+            expected[name] = expected.get(name, 0.0) + (min(span.end_ns, hi) - max(span.start_ns, lo)) / 1e9
+    assert set(expected) == {"mutex_wait", "barrier_wait (prep)", "barrier_wait (gpu)", "barrier_wait"}
+    assert stats["waits"] == pytest.approx(expected, abs=1e-6)
+    panel = page.evaluate("() => wbModel('gantt_range').text")
+    assert f"mutex_wait {ms(round(expected['mutex_wait'] * 1e9))}" in panel, panel
+    page.evaluate("() => { const pv = wbPlot('gantt'); pv.model.toolbar.active_drag = 'auto'; }")
+    assert not page.console_errors
+
+
 def test_a_large_report_reaches_any_span_at_full_zoom_and_the_keys_zoom_and_pan(page, tmp_path):
     from workbench.importers import load_any
     from workbench.viz.report import render_report
