@@ -110,6 +110,7 @@ def test_report_opens_offline_with_every_bar(page, tmp_path):
     assert {p for phase, p in rows if phase == "finish"} == {0, 1, 2, 3}
     assert page.locator("canvas").count() >= 2
     assert not requested, f"the report asked the network for {requested}"
+    assert not boxes_overlapping(layout_boxes(page))  # its tables and figures
     assert not page.console_errors
     screenshot(page, "report")
 
@@ -129,6 +130,7 @@ def test_case_study_report_opens_offline_with_both_runs(page, tmp_path):
     assert "pageable_t14_w2" in text and "zerocopy_t14_w2" in text
     assert "Slow host-to-device copies hold the GPU mutex" in text
     assert not requested, f"the report asked the network for {requested}"
+    assert not boxes_overlapping(layout_boxes(page))
     assert not page.console_errors
     screenshot(page, "case_study_report")
 
@@ -298,17 +300,49 @@ def boxes_overlapping(boxes: list[tuple[str, dict[str, float]]]) -> list[tuple[s
     return found
 
 
+# An element's box as far as it can be seen: cut by every box around it that scrolls or clips,
+# up to its notebook cell (a long output scrolls in a box of its own in some notebook
+# interfaces, and what it holds past that box's edge lies under the next cell without being
+# seen there). The notebook's own scrolling is left alone: its cells below the fold count.
+SEEN_BOX_JS = """(el) => {
+  const r = el.getBoundingClientRect();
+  let [l, t, rr, b] = [r.left, r.top, r.right, r.bottom];
+  for (let n = el.parentNode; n; n = n.parentNode) {
+    if (n.nodeType === 11) n = n.host;  // out of a shadow root, to the element that holds it
+    if (!n || n.nodeType !== 1 || n.classList.contains("jp-Cell")) break;
+    const s = getComputedStyle(n);
+    if (s.overflowX === "visible" && s.overflowY === "visible") continue;
+    const c = n.getBoundingClientRect();
+    [l, t, rr, b] = [Math.max(l, c.left), Math.max(t, c.top), Math.min(rr, c.right), Math.min(b, c.bottom)];
+  }
+  return rr > l && b > t ? {x: l, y: t, width: rr - l, height: b - t} : null;
+}"""
+
+
 def layout_boxes(page: Any, scope: Any = None) -> list[tuple[str, dict[str, float]]]:
-    """Bounding boxes of every summary table and every Gantt or counter figure on the page."""
+    """Seen boxes (SEEN_BOX_JS) of every summary table and every Gantt or counter figure on the
+    page."""
     root = scope if scope is not None else page
     found = []
     for kind, selector in (("table", "table.wb-table"), ("figure", ".bk-Figure")):
         for n, element in enumerate(root.locator(selector).all()):
-            box = element.bounding_box()
+            box = element.evaluate(SEEN_BOX_JS) if element.is_visible() else None
             if box and box["width"] and box["height"]:
                 caption = element.locator("caption").all_inner_texts() if kind == "table" else []
                 found.append((f"{kind} {n} {caption[0] if caption else ''}".strip(), box))
     return found
+
+
+def settled_boxes(page: Any, timeout_s: float = 15) -> list[tuple[str, dict[str, float]]]:
+    """`layout_boxes` once two looks half a second apart agree: a notebook still placing a
+    cell's output moves what lies below it between one element's box and the next."""
+    before, deadline = layout_boxes(page), time.monotonic() + timeout_s
+    while True:
+        page.wait_for_timeout(500)
+        now = layout_boxes(page)
+        if now == before or time.monotonic() > deadline:
+            return now
+        before = now
 
 
 @pytest.mark.parametrize("width", [900, 1300])
@@ -550,6 +584,18 @@ def test_quickstart_runs_and_draws_every_partition(page, lab, interface):
     assert "run 1 completed: 8/8 partitions" in panel_status(page)
     partitions = {p for _, p in page.evaluate(BARS_JS, "live") if p >= 0}
     assert partitions == set(range(8))
+    # The live Gantt's legend within reach, and none of the panel's figures over another.
+    page.evaluate(PLOT_JS)
+    legend = page.evaluate(LEGEND_JS, "live")
+    assert legend["labels"] and not legend["unreachable"], legend["unreachable"]
+    boxes = settled_boxes(page)
+    overlapping = boxes_overlapping(boxes)
+    if overlapping:
+        names = {a for pair in overlapping for a in pair}
+        first = next(box for name, box in boxes if name in names)
+        page.evaluate(f"() => window.scrollTo(0, {first['y']} - 100)")
+        screenshot(page, f"failed-{interface}-overlap")
+    assert not overlapping, (overlapping, [b for b in boxes if b[0] in {a for p in overlapping for a in p}])
     page.locator(".bk-Figure, .bk-Column").first.scroll_into_view_if_needed()
     screenshot(page, f"{interface}-quickstart")
     assert_no_errors_of_ours(page)
