@@ -53,6 +53,8 @@ def _report(args: argparse.Namespace) -> int:
         args.output if args.output is not None else args.trace_file.with_suffix(".html"), "-o",
         [args.trace_file])
     (trace,) = load_inputs(args, "trace_file")
+    if not trace.meta.get("label"):  # the report names the run by its file, as the notebook's load does
+        trace.meta["label"] = args.trace_file.name
     try:
         from workbench.viz.gantt import DEFAULT_MAX_BARS
         from workbench.viz.report import render_report
