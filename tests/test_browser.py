@@ -110,6 +110,7 @@ def test_report_opens_offline_with_every_bar(page, tmp_path):
     assert {p for phase, p in rows if phase == "finish"} == {0, 1, 2, 3}
     assert page.locator("canvas").count() >= 2
     assert not requested, f"the report asked the network for {requested}"
+    assert not boxes_overlapping(layout_boxes(page))  # its tables and figures
     assert not page.console_errors
     screenshot(page, "report")
 
@@ -129,6 +130,7 @@ def test_case_study_report_opens_offline_with_both_runs(page, tmp_path):
     assert "pageable_t14_w2" in text and "zerocopy_t14_w2" in text
     assert "Slow host-to-device copies hold the GPU mutex" in text
     assert not requested, f"the report asked the network for {requested}"
+    assert not boxes_overlapping(layout_boxes(page))
     assert not page.console_errors
     screenshot(page, "case_study_report")
 
@@ -298,17 +300,49 @@ def boxes_overlapping(boxes: list[tuple[str, dict[str, float]]]) -> list[tuple[s
     return found
 
 
+# An element's box as far as it can be seen: cut by every box around it that scrolls or clips,
+# up to its notebook cell (a long output scrolls in a box of its own in some notebook
+# interfaces, and what it holds past that box's edge lies under the next cell without being
+# seen there). The notebook's own scrolling is left alone: its cells below the fold count.
+SEEN_BOX_JS = """(el) => {
+  const r = el.getBoundingClientRect();
+  let [l, t, rr, b] = [r.left, r.top, r.right, r.bottom];
+  for (let n = el.parentNode; n; n = n.parentNode) {
+    if (n.nodeType === 11) n = n.host;  // out of a shadow root, to the element that holds it
+    if (!n || n.nodeType !== 1 || n.classList.contains("jp-Cell")) break;
+    const s = getComputedStyle(n);
+    if (s.overflowX === "visible" && s.overflowY === "visible") continue;
+    const c = n.getBoundingClientRect();
+    [l, t, rr, b] = [Math.max(l, c.left), Math.max(t, c.top), Math.min(rr, c.right), Math.min(b, c.bottom)];
+  }
+  return rr > l && b > t ? {x: l, y: t, width: rr - l, height: b - t} : null;
+}"""
+
+
 def layout_boxes(page: Any, scope: Any = None) -> list[tuple[str, dict[str, float]]]:
-    """Bounding boxes of every summary table and every Gantt or counter figure on the page."""
+    """Seen boxes (SEEN_BOX_JS) of every summary table and every Gantt or counter figure on the
+    page."""
     root = scope if scope is not None else page
     found = []
     for kind, selector in (("table", "table.wb-table"), ("figure", ".bk-Figure")):
         for n, element in enumerate(root.locator(selector).all()):
-            box = element.bounding_box()
+            box = element.evaluate(SEEN_BOX_JS) if element.is_visible() else None
             if box and box["width"] and box["height"]:
                 caption = element.locator("caption").all_inner_texts() if kind == "table" else []
                 found.append((f"{kind} {n} {caption[0] if caption else ''}".strip(), box))
     return found
+
+
+def settled_boxes(page: Any, timeout_s: float = 15) -> list[tuple[str, dict[str, float]]]:
+    """`layout_boxes` once two looks half a second apart agree: a notebook still placing a
+    cell's output moves what lies below it between one element's box and the next."""
+    before, deadline = layout_boxes(page), time.monotonic() + timeout_s
+    while True:
+        page.wait_for_timeout(500)
+        now = layout_boxes(page)
+        if now == before or time.monotonic() > deadline:
+            return now
+        before = now
 
 
 @pytest.mark.parametrize("width", [900, 1300])
@@ -517,6 +551,20 @@ def run_button(page: Any) -> Any:
     return page.locator("button.jupyter-button:text-is('Run')").first
 
 
+def panel_running_shot(page: Any) -> None:
+    """The panel part-way through a run: its knobs, buttons, progress bar and the top of its live
+    Gantt (for the notes; a picture, nothing checked)."""
+    bar = page.locator(".widget-hprogress .progress-bar, .widget-hprogress").first
+    bar.scroll_into_view_if_needed()
+    panel = page.locator(".jp-OutputArea-output", has=page.locator("button.jupyter-button:text-is('Run')"))
+    box = panel.first.bounding_box()
+    if box:
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "jupyterlab-panel-running.png"),
+                        clip={"x": box["x"], "y": max(box["y"], 0), "width": box["width"],
+                              "height": min(box["height"], 700)})
+
+
 @pytest.mark.parametrize("interface", ["jupyterlab", "classic"])
 def test_quickstart_runs_and_draws_every_partition(page, lab, interface):
     notebook = "01_quickstart.ipynb" if interface == "jupyterlab" else "classic.ipynb"
@@ -536,6 +584,18 @@ def test_quickstart_runs_and_draws_every_partition(page, lab, interface):
     assert "run 1 completed: 8/8 partitions" in panel_status(page)
     partitions = {p for _, p in page.evaluate(BARS_JS, "live") if p >= 0}
     assert partitions == set(range(8))
+    # The live Gantt's legend within reach, and none of the panel's figures over another.
+    page.evaluate(PLOT_JS)
+    legend = page.evaluate(LEGEND_JS, "live")
+    assert legend["labels"] and not legend["unreachable"], legend["unreachable"]
+    boxes = settled_boxes(page)
+    overlapping = boxes_overlapping(boxes)
+    if overlapping:
+        names = {a for pair in overlapping for a in pair}
+        first = next(box for name, box in boxes if name in names)
+        page.evaluate(f"() => window.scrollTo(0, {first['y']} - 100)")
+        screenshot(page, f"failed-{interface}-overlap")
+    assert not overlapping, (overlapping, [b for b in boxes if b[0] in {a for p in overlapping for a in p}])
     page.locator(".bk-Figure, .bk-Column").first.scroll_into_view_if_needed()
     screenshot(page, f"{interface}-quickstart")
     assert_no_errors_of_ours(page)
@@ -614,6 +674,7 @@ def test_stop_mid_run_in_jupyterlab_reports_stopped_and_leaves_no_run_thread(pag
     run_button(page).click()
     page.wait_for_function(
         """(js) => eval(js)('live').some(r => r[0] === 'finish')""", arg=BARS_JS, timeout=120_000)
+    panel_running_shot(page)
     page.locator("button.jupyter-button:text-is('Stop')").first.click()
     deadline = time.monotonic() + 60
     while "stopped" not in panel_status(page) and time.monotonic() < deadline:
@@ -652,6 +713,33 @@ def test_memory_modes_notebook_compare_has_no_overlapping_tables_or_figures(page
     overlapping = boxes_overlapping(boxes)
     page.locator("table.wb-table").first.scroll_into_view_if_needed()
     screenshot(page, "jupyterlab-02-compare")
+    assert not overlapping
+    assert_no_errors_of_ours(page)
+
+
+def test_case_study_compares_have_no_overlapping_tables_or_figures(page, lab):
+    """03's two compare cells, on its H200 traces, as 03 calls them (03 itself runs minutes of
+    verdicts and replays besides)."""
+    page.set_viewport_size(LAPTOP)
+    data = ROOT / "notebooks" / "data" / "h200_2e22"
+    (lab["work"] / "study_compare.ipynb").write_text(small_notebook([
+        "import workbench.notebook as wb",
+        f"runs = {{n: wb.load({str(data)!r} + '/' + n + '.wbtrace') for n in "
+        "('pageable_t14_w2', 'zerocopy_t14_w2', 'pageable_t14_w2_load14', 'zerocopy_t14_w2_load14')}",
+        "wb.compare(runs['pageable_t14_w2_load14'], runs['zerocopy_t14_w2_load14'])",
+        "wb.compare(runs['pageable_t14_w2'], runs['zerocopy_t14_w2'])",
+    ]))
+    open_and_run_all(page, lab, "study_compare.ipynb")
+    page.get_by_text("B against A").nth(1).wait_for(timeout=60_000)
+    page.wait_for_function("() => Object.values(Bokeh.index).every(v => v.is_idle)", timeout=60_000)
+    boxes = layout_boxes(page)
+    assert sum("B against A" in name for name, _ in boxes) == 2
+    assert sum(name.startswith("figure") for name, _ in boxes) >= 4
+    text = page.inner_text(".jp-Notebook")
+    assert "A: pageable_t14_w2_load14.wbtrace" in text and "run A" not in text  # named by their files
+    overlapping = boxes_overlapping(boxes)
+    page.get_by_text("B against A").first.scroll_into_view_if_needed()
+    screenshot(page, "jupyterlab-03-compare")
     assert not overlapping
     assert_no_errors_of_ours(page)
 

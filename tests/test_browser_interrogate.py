@@ -18,7 +18,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, PLOT_JS, open_offline, pixel, playwright_api
+from test_browser import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    LEGEND_JS,
+    PLOT_JS,
+    boxes_overlapping,
+    layout_boxes,
+    open_offline,
+    pixel,
+    playwright_api,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -164,6 +175,40 @@ def test_clicking_a_span_opens_its_partitions_whole_story(page, run_trace, run_r
     assert not page.console_errors
 
 
+def test_a_partitions_details_carry_the_verdicts_words_about_it(page, tmp_path):
+    """The run above has no finding that names a partition; this trace's findings name some
+    partitions and not others (tests/golden.py): a click on a bar of one named tells each
+    finding's title, a click on one named by none tells no verdict."""
+    from golden import case
+
+    from workbench.analysis.verdict import diagnose
+    from workbench.viz.report import render_report
+
+    trace = case("copy_bound")
+    findings = diagnose(trace).findings
+    named = {p: [f.title for f in findings if p in f.evidence.partitions]
+             for p in set(trace.spans.partition.tolist()) if p >= 0}
+    both = max(named, key=lambda p: (len(named[p]), -p))
+    none = min(p for p, titles in named.items() if not titles)
+    assert len(named[both]) >= 2
+    path = tmp_path / "findings.html"
+    path.write_text(render_report(trace), encoding="utf-8")
+    opened(page, path)
+    page.locator(".bk-btn", has_text="flow arrows").first.click()  # no arrow across the bars' pixels
+    page.wait_for_function("() => !wbModel('gantt|flows').visible")
+    idle(page)
+    for p in (both, none):
+        where = page.evaluate(BAR_JS, ["gantt", "finish", p, None])
+        page.wait_for_timeout(600)  # a click right after the last one went unanswered here (a double tap)
+        page.mouse.click(where["x"], where["y"])
+        page.wait_for_function(f"() => wbModel('gantt_details').text.includes('partition {p}:')")
+        text = details(page)
+        escaped = [t.replace("&", "&amp;").replace("<", "&lt;") for t in named[p]]
+        assert text.count("verdict: ") == len(escaped), (p, text)
+        assert all(f"verdict: {title}" in text for title in escaped), (p, text)
+    assert not page.console_errors
+
+
 def test_search_finds_a_partition_and_dims_the_rest(page, run_trace, run_report):
     from workbench.viz.palette import PHASE_COLORS
 
@@ -187,6 +232,29 @@ def test_search_finds_a_partition_and_dims_the_rest(page, run_trace, run_report)
     search.fill("")
     page.locator(".bk-btn", has_text="flow arrows").first.click()
     page.wait_for_function("() => wbModel('gantt|flows').visible")
+    assert not page.console_errors
+
+
+def test_the_search_finds_a_worker_a_phase_and_a_kernel_by_name(page, run_trace, run_report, nsys_report):
+    """Besides a partition: a worker's spans, a phase's, and a kernel's by its name (counted
+    from the trace's rows; the kernels from the export's own table)."""
+    def count(path: Path, query: str) -> str:
+        opened(page, path)
+        search = page.locator(".bk-TextInput input").first
+        search.fill(query)
+        page.wait_for_function("() => wbModel('gantt_matches').text.includes('match')")
+        said = page.evaluate("() => wbModel('gantt_matches').text")
+        search.fill("")
+        page.wait_for_function("() => wbModel('gantt_matches').text === ''")
+        return said
+
+    spans = list(run_trace.iter_spans())
+    assert count(run_report, "worker 1").startswith(f"{sum(s.worker == 1 for s in spans)} matches")
+    assert count(run_report, "ntt_msm_h").startswith(f"{sum(s.name == 'ntt_msm_h' for s in spans)} matches")
+    (kernels,) = sqlite3.connect(NSYS).execute(
+        "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName "
+        "WHERE s.value = 'par_reduce_kernel'").fetchone()
+    assert kernels > 0 and count(nsys_report, "par_reduce_kernel").startswith(f"{kernels} matches")
     assert not page.console_errors
 
 
@@ -232,6 +300,30 @@ def test_collapsing_a_group_hides_its_lanes(page, run_report):
     shot(page, "collapsed-group")
     page.locator(".bk-CheckboxGroup label", has_text="worker 0 (4 lanes)").locator("input").click()
     page.wait_for_function(f"() => ({labels})().includes('worker 0')")
+    assert not page.console_errors
+
+
+def test_with_every_group_but_one_collapsed_the_legend_stays_whole_and_overlaps_nothing(page, run_report):
+    """The chart shrinks to the lanes left; its legend once kept its rows and ran out of the
+    figure, over the controls and under the next figure, most entries out of reach."""
+    opened(page, run_report)
+    labels = [t.strip() for t in page.locator(".bk-CheckboxGroup label").all_inner_texts()]
+    labels = [label for label in labels if label != "run"]
+    assert len(labels) >= 3
+    for label in labels:
+        page.locator(".bk-CheckboxGroup label", has_text=label).locator("input").click()
+    page.wait_for_function("() => [...wbPlot('gantt').model.left[0].major_label_overrides.values()]"
+                           ".join() === 'run'")
+    idle(page)
+    try:
+        legend = page.evaluate(LEGEND_JS, "gantt")
+        assert legend["labels"] and not legend["unreachable"], legend["unreachable"]
+        assert not boxes_overlapping(layout_boxes(page))
+        shot(page, "collapsed-all-but-run")
+    finally:
+        for label in labels:
+            page.locator(".bk-CheckboxGroup label", has_text=label).locator("input").click()
+        page.wait_for_function("() => wbPlot('gantt').model.left[0].major_label_overrides.size > 1")
     assert not page.console_errors
 
 
@@ -294,6 +386,49 @@ def test_box_select_reports_what_a_known_trace_holds_in_the_range(page, nsys_rep
     assert not page.console_errors
 
 
+def test_box_select_sums_a_runs_waits_by_phase(page, run_trace, run_report):
+    """The waits a box holds, by phase, clipped to the box: the mutex's waits, each barrier
+    side's and the GPU thread's barrier phase, summed from the trace's own rows."""
+    opened(page, run_report)
+    page.evaluate("() => { const pv = wbPlot('gantt'); pv.model.toolbar.active_drag = "
+                  "pv.model.toolbar.tools.find(t => t.type === 'BoxSelectTool'); "
+                  "pv.el.scrollIntoView({block: 'center'}); }")
+    idle(page)
+    origin = run_trace.meta["origin_ns"]
+    first, last = run_trace.time_range()
+    screen = """(t) => { const pv = wbPlot('gantt'); const r = pv.canvas.el.getBoundingClientRect();
+        const f = pv.frame.bbox;
+        return [r.left + pv.frame.x_scale.compute(t), r.top + f.top + f.height / 2]; }"""
+    x0, y0 = page.evaluate(screen, (first - origin + 0.3 * (last - first)) / 1e9)
+    x1, _ = page.evaluate(screen, (first - origin + 0.7 * (last - first)) / 1e9)
+    page.mouse.move(x0, y0)
+    page.mouse.down()
+    page.mouse.move(x1, y0 + 20, steps=5)
+    page.mouse.up()
+    page.wait_for_function("() => window.wb && wb.stats && wb.stats.gantt")
+    stats = page.evaluate("() => wb.stats.gantt")
+    lo, hi = origin + stats["x0"] * 1e9, origin + stats["x1"] * 1e9
+
+    def phase(span: Any) -> str | None:
+        if span.name == "wait" and span.track.startswith("mutex/"):
+            return "mutex_wait"
+        if span.name == "wait" and span.track.startswith("barrier/"):
+            return f"barrier_wait ({span.attrs['party']})"
+        return "barrier_wait" if span.name == "barrier_wait" else None
+
+    expected: dict[str, float] = {}
+    for span in run_trace.iter_spans():
+        name = phase(span)
+        if name is not None and span.end_ns >= lo and span.start_ns <= hi:
+            expected[name] = expected.get(name, 0.0) + (min(span.end_ns, hi) - max(span.start_ns, lo)) / 1e9
+    assert set(expected) == {"mutex_wait", "barrier_wait (prep)", "barrier_wait (gpu)", "barrier_wait"}
+    assert stats["waits"] == pytest.approx(expected, abs=1e-6)
+    panel = page.evaluate("() => wbModel('gantt_range').text")
+    assert f"mutex_wait {ms(round(expected['mutex_wait'] * 1e9))}" in panel, panel
+    page.evaluate("() => { const pv = wbPlot('gantt'); pv.model.toolbar.active_drag = 'auto'; }")
+    assert not page.console_errors
+
+
 def test_a_large_report_reaches_any_span_at_full_zoom_and_the_keys_zoom_and_pan(page, tmp_path):
     from workbench.importers import load_any
     from workbench.viz.report import render_report
@@ -328,6 +463,15 @@ def test_a_large_report_reaches_any_span_at_full_zoom_and_the_keys_zoom_and_pan(
     page.keyboard.press("d")
     c0, c1 = page.evaluate(span)
     assert c0 - b0 == pytest.approx(0.2 * (b1 - b0)) and c1 - c0 == pytest.approx(b1 - b0)
+    # s zooms out by as much as w zoomed in, a pans back left; the page does not scroll.
+    scrolled = page.evaluate("() => window.scrollY")
+    page.keyboard.press("s")
+    e0, e1 = page.evaluate(span)
+    assert e1 - e0 == pytest.approx((c1 - c0) / 0.8) and (e0 + e1) / 2 == pytest.approx((c0 + c1) / 2)
+    page.keyboard.press("a")
+    f0, f1 = page.evaluate(span)
+    assert e0 - f0 == pytest.approx(0.2 * (e1 - e0)) and f1 - f0 == pytest.approx(e1 - e0)
+    assert page.evaluate("() => window.scrollY") == scrolled
     # The search counts every span in the file, not only those drawn, and Enter goes to a match.
     first = min((s for s in trace.iter_spans() if s.partition >= 0), key=lambda s: s.start_ns).partition
     wanted = [s for s in trace.iter_spans() if s.partition == first]

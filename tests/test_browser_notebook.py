@@ -118,6 +118,7 @@ def test_zooming_into_a_far_region_draws_the_spans_there(page, trace):
     assert sorted((phase, p) for phase, p, _, _ in rows if phase in ("finish", "barrier_wait")) == sorted(
         (s.name, s.partition) for s in expected if s.name in ("finish", "barrier_wait"))
     assert ("finish", last.partition) in {(phase, p) for phase, p, _, _ in rows}
+    page.evaluate("() => wbPlot('gantt').el.scrollIntoView({block: 'start'})")  # the detail, not the overview
     screenshot(page, "notebook-far-region")
     assert not page.console_errors
 

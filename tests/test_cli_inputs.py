@@ -164,6 +164,19 @@ def test_help_lists_the_allowed_values(capsys):
         assert listed in " ".join(capsys.readouterr().out.split()), argv
 
 
+def test_every_option_of_every_command_says_what_it_does():
+    """`whatif`'s flags once had no help at all: its usage listed them and said nothing more."""
+    import argparse
+
+    from workbench.cli import build_parser
+
+    (commands,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    silent = [f"{name} {' '.join(action.option_strings) or action.dest}"
+              for name, parser in commands.choices.items() for action in parser._actions
+              if not isinstance(action, argparse._HelpAction) and not (action.help or "").strip()]
+    assert len(commands.choices) >= 10 and not silent, silent
+
+
 def _program(*argv: str, **kwargs) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen([sys.executable, "-m", "workbench.cli", *argv], stderr=subprocess.PIPE,

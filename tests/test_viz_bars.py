@@ -93,6 +93,9 @@ def test_details_are_said_in_words_with_units():
     # Keys nobody named: their unit read from the suffix, never `key=value`.
     text = describe({"queue_ns": 2_500_000, "peak_bytes": 3e9, "retries": 1200}, 0)
     assert text == "queue 2.5 ms, peak 3.00 GB, retries 1,200" and "=" not in text
+    # One of a thing is one thing (the details said "1 transforms").
+    assert describe({"transforms": 1, "points": 256}, 0) == "1 transform, 256 points"
+    assert describe({"workers": 1, "count": 1, "g2_points": 1}, 0) == "1 worker, 1 of them, 1 G2 point"
 
 
 def test_nesting_depth_counts_enclosing_spans_on_a_lane():

@@ -121,3 +121,22 @@ def test_compare_puts_two_runs_on_one_time_scale(trace):
     assert first.x_range.end > (other.time_range()[1] - other.time_range()[0]) / 1e9 * 0.9
     summary = layout.children[0].text
     assert "A: one" in summary and "B: two" in summary and "B / A" in summary
+
+
+def test_every_figure_of_a_run_carries_the_runs_name(tmp_path):
+    """Distribution figures once carried no run name: two of them side by side (02, 03) could not
+    be told apart. A loaded file is named by its file, a panel's run by its number."""
+    from workbench.notebook import load
+    from workbench.trace import save
+    from workbench.trace.recorder import Recorder
+    from workbench.viz.distributions import distribution_figure
+    from workbench.viz.live import LiveView
+
+    path = save(run_pipeline(RunConfig(backend="cpu", partitions=2, log2_constraints=5)).trace,
+                tmp_path / "pageable_run.wbtrace")
+    loaded = load(path)
+    assert distribution_figure(loaded).title.text.startswith("pageable_run.wbtrace: ")
+    assert distribution_figure(loaded, label="before").title.text.startswith("before: ")
+    assert gantt_figure(loaded, label="before").children[0].title.text.startswith("before: ")
+    live = LiveView(Recorder(), label="run 3")
+    assert live.distributions.title.text.startswith("run 3: ")

@@ -109,3 +109,18 @@ def test_a_case_study_legend_keeps_the_longest_kernels_and_groups_the_rest():
     # Every bar of a kind has that kind's one colour.
     pairs = set(zip(bars.kind.tolist(), bars.color.tolist(), strict=True))
     assert len(pairs) == len(kinds)
+
+
+def test_a_case_study_legends_kernel_entries_differ_from_every_other_entry():
+    """The case study's legend once gave four kernels the very colour of a pipeline phase beside
+    them (affine_round and ntt_msm_h, msm_accumulate and msm_h, ...): each entry of a kernel, and
+    "other kernels", must differ from every other entry at a glance."""
+    bars = trace_bars(load_any(CASE_STUDY))
+    colour = dict(zip(bars.kind.tolist(), bars.color.tolist(), strict=True))
+    kernels = {kind for kind, role in zip(bars.kind.tolist(), bars.role.tolist(), strict=True)
+               if role == "kernel"}
+    assert len(kernels) == len(KERNEL_COLORS) + 1  # the named few and "other kernels"
+    close = [(a, b, round(delta_e2000(lab(colour[a]), lab(colour[b])), 1))
+             for a, b in itertools.combinations(sorted(colour), 2)
+             if (a in kernels or b in kernels) and delta_e2000(lab(colour[a]), lab(colour[b])) < MIN_DELTA_E]
+    assert not close, close

@@ -101,6 +101,22 @@ def test_report_command_writes_the_file(trace, tmp_path, capsys):
     assert "verdict left out" in (tmp_path / "run.html").read_text()
 
 
+def test_a_report_of_a_file_is_named_by_the_file(trace, tmp_path, capsys):
+    """Reports of two runs once had the same title ("workbench run: completed, 3 partitions"):
+    the page, its heading and its figures carry the file's name unless --title gives one."""
+    path = store.save(trace, tmp_path / "pageable_t2.wbtrace")
+    assert cli.main(["report", str(path), "--no-verdict"]) == 0
+    html = (tmp_path / "pageable_t2.html").read_text()
+    heading = "pageable_t2.wbtrace: completed, 3 partitions"
+    assert f"<title>{heading}</title>" in html and f"<h1>{heading}</h1>" in html
+    assert "pageable_t2.wbtrace: Gantt" in html and "pageable_t2.wbtrace: duration per phase" in html
+    titled = ["--title", "before", "-o", str(tmp_path / "b.html")]
+    assert cli.main(["report", str(path), "--no-verdict", *titled]) == 0
+    named = (tmp_path / "b.html").read_text()
+    assert "<title>before</title>" in named and "pageable_t2.wbtrace" not in named
+    capsys.readouterr()
+
+
 def test_report_command_rejects_bad_input(tmp_path, trace, capsys):
     assert cli.main(["report", str(tmp_path / "missing.wbtrace")]) == 2
     assert "no file at" in capsys.readouterr().err

@@ -36,7 +36,8 @@ def register(commands: Any) -> None:
     lab = commands.add_parser("lab", help="start JupyterLab on the notebooks folder")
     lab.add_argument("--notebooks", type=Path, default=None,
                      help="folder to open (default: ./notebooks, else the one beside the package)")
-    lab.add_argument("--port", type=int, default=None)
+    lab.add_argument("--port", type=int, default=None,
+                     help="port to listen on (default: JupyterLab's own choice, 8888 or the next free one)")
     lab.add_argument("--ip", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     lab.add_argument("--no-browser", action="store_true", help="do not open a browser")
     lab.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
@@ -52,6 +53,8 @@ def _report(args: argparse.Namespace) -> int:
         args.output if args.output is not None else args.trace_file.with_suffix(".html"), "-o",
         [args.trace_file])
     (trace,) = load_inputs(args, "trace_file")
+    if not trace.meta.get("label"):  # the report names the run by its file, as the notebook's load does
+        trace.meta["label"] = args.trace_file.name
     try:
         from workbench.viz.gantt import DEFAULT_MAX_BARS
         from workbench.viz.report import render_report

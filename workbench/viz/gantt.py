@@ -180,6 +180,13 @@ class GanttView:
         self.legend.nrows = max(fits, -(-entries // LEGEND_COLUMNS))
         self._legend_css.css = f":host {{ max-height: {room}px; overflow-y: auto; }}"
 
+    def legend_layout(self) -> dict[str, Any]:
+        """What a page's script needs to lay the legend out again when it changes the figure's
+        height (js/groups.js, as `_lay_out_legend` does here): the legend, its style sheet, the
+        height the figure was made with, and the sizes the layout works in."""
+        return {"legend": self.legend, "sheet": self._legend_css, "height": int(self.figure.height or 0),
+                "margin": FRAME_MARGIN_PX, "row": LEGEND_ROW_PX, "columns": LEGEND_COLUMNS}
+
     def columns(self, bars: Bars) -> list[dict[str, Any]]:
         """Bars split by depth into the columns each data source takes."""
         self.add_lanes(sorted(set(bars.lane.tolist()) - set(self._lane_index), key=lane_sort_key))

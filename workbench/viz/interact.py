@@ -97,7 +97,8 @@ def interrogate(
     groups.js_on_change("active", CustomJS(code=script("groups"), args={
         "name": name, "lanes": lanes, "labels": labels, "drawn": drawn + [v.flow_source for v in views],
         "groups": [group_names.index(lane_group(lane)) for lane in lanes],
-        "figures": [v.figure for v in views], "axes": [v.figure.yaxis[0] for v in views]}))
+        "figures": [v.figure for v in views], "axes": [v.figure.yaxis[0] for v in views],
+        "legends": [v.legend_layout() for v in views]}))
 
     stories = ColumnDataSource(steps, name=f"{name}_story")
     said = ColumnDataSource(notes, name=f"{name}_notes")

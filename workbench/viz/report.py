@@ -82,12 +82,14 @@ def render_report(
     summary = summarize(trace)
     meta = trace.meta
     pipeline = is_pipeline(trace)
+    label = str(meta.get("label") or "")  # the run's name (its file's, for a loaded one)
     if pipeline:
-        heading = title or f"workbench run: {summary.outcome}, {summary.partitions_done} partitions"
+        done = f"{summary.outcome}, {summary.partitions_done} partitions"
+        heading = title or f"{label or 'workbench run'}: {done}"
         tables = summary_html(summary)
     else:
         roles = role_summary(trace)
-        heading = title or f"{roles.source or 'trace'}: {sum(r.spans for r in roles.roles):,} spans"
+        heading = title or f"{label or roles.source or 'trace'}: {sum(r.spans for r in roles.roles):,} spans"
         tables = role_summary_html(roles)
     bars = trace_bars(trace)
     name = title or str(meta.get("label") or heading)

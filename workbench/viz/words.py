@@ -31,6 +31,11 @@ def _count(v: Any) -> str:
     return f"{v:,}" if isinstance(v, int) else str(v)
 
 
+def _counted(v: Any, noun: str) -> str:
+    """`v` things: "1 point", "256 points" (a plural noun given, its "s" dropped for one)."""
+    return f"{_count(v)} {noun[:-1] if v == 1 else noun}"
+
+
 def _dims(v: Any) -> str:
     return "×".join(str(x) for x in v) if isinstance(v, list | tuple) else str(v)
 
@@ -59,15 +64,15 @@ PHRASES: dict[str, Callable[[Any], str]] = {
     "device_ms": lambda v: f"{v:.3g} ms on the device",
     "host_span_ms": lambda v: f"host call {v:.3g} ms",
     "host_overhead_ms": lambda v: f"{v:.3g} ms of it beyond the device's time",
-    "points": lambda v: f"{_count(v)} points",
-    "g2_points": lambda v: f"{_count(v)} G2 points",
-    "scalars": lambda v: f"{_count(v)} scalars",
-    "transforms": lambda v: f"{_count(v)} transforms",
+    "points": lambda v: _counted(v, "points"),
+    "g2_points": lambda v: _counted(v, "G2 points"),
+    "scalars": lambda v: _counted(v, "scalars"),
+    "transforms": lambda v: _counted(v, "transforms"),
     "on": lambda v: f"on the {v}",
     "log2": lambda v: f"2^{v} constraints",
     "gpu": lambda v: f"GPU {v}",
     "gbps": lambda v: f"{v:.1f} GB/s",
-    "workers": lambda v: f"{v} workers",
+    "workers": lambda v: _counted(v, "workers"),
     "count": lambda v: f"{_count(v)} of them",
     "backend": lambda v: f"{v} backend",
     "g1_method": lambda v: f"G1 by {v}",
