@@ -124,3 +124,13 @@ def test_ctrl_c_exits_130_and_saves_the_trace(tmp_path):
     trace = load(trace_path)
     assert trace.meta["outcome"] == "stopped"
     assert trace.select(name="synthesis")
+
+
+def test_python_dash_m_workbench_is_the_command():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "workbench", "run", "--no-such-flag"], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2 and "unrecognized arguments: --no-such-flag" in done.stderr
+    assert done.stderr.startswith("usage: workbench")
