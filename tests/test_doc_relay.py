@@ -1,0 +1,73 @@
+"""A document relayed from another process (viz/doc_relay.py): what a front end rebuilds from
+the pieces is the document the process holds, change for change."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("bokeh", reason="the notebook extra is not installed")
+
+from bokeh.document import Document
+from bokeh.layouts import column
+from bokeh.models import ColumnDataSource, Div
+from bokeh.plotting import figure
+from bokeh.protocol import Protocol
+from bokeh.protocol.receiver import Receiver
+
+from workbench.viz.doc_relay import PatchSource, bundle, pack, unpack
+
+
+def relayed() -> tuple[ColumnDataSource, Div, Document, list[list], PatchSource]:
+    source = ColumnDataSource({"x": [0.0], "y": [0.0]}, name="s")
+    plot = figure()
+    plot.scatter("x", "y", source=source)
+    title = Div(text="start", name="title")
+    root = column(plot, title)
+    Document().add_root(root)
+    (doc_json,) = json.loads(bundle(root))["docs_json"].values()
+    front = Document.from_json(doc_json)
+    sent: list[list] = []
+    relay = PatchSource(lambda pieces: sent.append(unpack(pack(pieces)))).attach(root.document)
+    return source, title, front, sent, relay
+
+
+def apply(front: Document, sent: list[list]) -> None:
+    receiver = Receiver(Protocol())
+    for pieces in sent:
+        for piece in pieces:
+            message = asyncio.run(receiver.consume(piece))
+        message.apply_to_document(front)
+
+
+def test_a_batch_is_one_message_of_each_change_as_it_was_made():
+    """The view grows its columns and relabels its bars in place after streaming them: the
+    message must carry what each change was when it was made, not what its values became."""
+    source, title, front, sent, relay = relayed()
+    with relay.batch():
+        new = {"x": np.array([1.0, 2.0]), "y": np.array([3.0, 4.0])}
+        source.stream(new)
+        new["x"][:] = 7.0  # changed in place after the stream
+        title.text = "streamed"
+        source.data = {"x": [5.0], "y": [6.0]}  # replaced (a compaction), then streamed onto
+        source.stream({"x": [8.0], "y": [9.0]})
+    assert len(sent) == 1 and len(sent[0]) == 3  # header, metadata, content: no buffers
+    apply(front, sent)
+    shown = front.get_model_by_name("s")
+    assert list(shown.data["x"]) == list(source.data["x"]) == [5.0, 8.0]
+    assert list(shown.data["y"]) == [6.0, 9.0]
+    assert front.get_model_by_name("title").text == "streamed"
+
+
+def test_a_change_outside_a_batch_is_a_message_of_its_own():
+    source, title, front, sent, _ = relayed()
+    title.text = "one"
+    source.stream({"x": [1.0], "y": [2.0]})
+    assert len(sent) == 2
+    apply(front, sent)
+    assert list(front.get_model_by_name("s").data["x"]) == [0.0, 1.0]
+    assert front.get_model_by_name("title").text == "one"
+
