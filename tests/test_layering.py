@@ -47,6 +47,8 @@ LAYERS: dict[str, tuple[int, int]] = {
     "viz": (3, 0),
     # layer 4: the ways in (the package's own front door re-exports config and trace)
     "cli": (4, 0), "commands": (4, 0), "notebook": (4, 0), "workbench": (4, 0),
+    # `python -m workbench`: the command line, above it
+    "__main__": (4, 1),
 }
 
 SIDEWAYS: dict[tuple[str, str], str] = {
