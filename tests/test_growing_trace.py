@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -42,9 +43,25 @@ def assert_same(grown: Trace, rebuilt: Trace) -> None:
     assert summarize(grown) == summarize(rebuilt)
 
 
+class GatedBackend(CpuBackend):
+    """Each partition's finish waits for the test to have looked once more, so the looks fall
+    inside the run however fast the machine runs it (a free-running run of this size was over
+    before a third look on a fast machine)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Semaphore(0)
+
+    def finish(self, parts, partition, scope):
+        # A bound, not a hang: a test that stops looking lets the run end by itself.
+        self.gate.acquire(timeout=5.0)
+        return super().finish(parts, partition, scope)
+
+
 def test_a_trace_grown_while_a_real_run_records_equals_the_rebuild_and_so_does_the_running_summary():
     config = RunConfig(backend="cpu", partitions=12, log2_constraints=6)
-    pipeline = Pipeline(config, CpuBackend())
+    backend = GatedBackend()
+    pipeline = Pipeline(config, backend)
     grown = GrowingTrace(pipeline.recorder, meta={"outcome": "running"})
     summary = RunningSummary(pipeline.recorder)
     pipeline.start()
@@ -58,10 +75,11 @@ def test_a_trace_grown_while_a_real_run_records_equals_the_rebuild_and_so_does_t
         assert len(now.spans) >= len(rebuilt.spans)
         earlier.append((now, decoded(now)))
         looks += 1
+        backend.gate.release()
     pipeline.result(0.0)
     final = grown.update()
     assert_same(final, Trace.from_recorder(pipeline.recorder, meta={"outcome": "running"}))
-    assert looks >= 3 and len(final.spans) >= 12 * 15 and len(final.instants)
+    assert looks >= 12 and len(final.spans) >= 12 * 15 and len(final.instants)
     # The running verdict under the live Gantt reads as the one rebuilt from every row.
     rebuilt = Trace.from_recorder(pipeline.recorder, meta={"outcome": "running"})
     rebuilt_html = summary_html(summarize(rebuilt))
