@@ -13,7 +13,7 @@ pytest.importorskip("bokeh", reason="the notebook extra is not installed")
 
 from bokeh.document import Document
 from bokeh.layouts import column
-from bokeh.models import ColumnDataSource, Div
+from bokeh.models import ColumnDataSource, Div, Range1d
 from bokeh.plotting import figure
 from bokeh.protocol import Protocol
 from bokeh.protocol.receiver import Receiver
@@ -71,3 +71,54 @@ def test_a_change_outside_a_batch_is_a_message_of_its_own():
     assert list(front.get_model_by_name("s").data["x"]) == [0.0, 1.0]
     assert front.get_model_by_name("title").text == "one"
 
+
+
+def axis_relayed() -> tuple[Range1d, Document, list[list], PatchSource]:
+    plot = figure(x_range=Range1d(0.0, 1.0))
+    plot.scatter([0.0], [0.0])
+    Document().add_root(plot)
+    sent: list[list] = []
+    relay = PatchSource(lambda pieces: sent.append(unpack(pack(pieces)))).attach(plot.document)
+    return plot.x_range, plot.document, sent, relay
+
+
+def end_from_browser(axis: Range1d, value: float) -> dict:
+    """A front end's event as it sends it (an integral value comes as an integer)."""
+    return {"kind": "ModelChanged", "model": {"id": axis.id}, "attr": "end",
+            "new": int(value) if value == int(value) else value}
+
+
+def sent_ends(sent: list[list]) -> list[float]:
+    return [e["new"] for pieces in sent for e in json.loads(pieces[2])["events"]
+            if e["kind"] == "ModelChanged" and e["attr"] == "end"]
+
+
+def test_a_zoom_crossed_by_the_views_own_moves_of_the_axis_stays_once_their_echoes_are_back():
+    """The front end echoes every change a patch made. The view moved its axis twice (5, then 6)
+    while the browser zoomed (0.05): the browser takes 5 and 6 after its zoom and echoes them
+    after it. The zoom must win on both sides: made here, sent again after 5 and 6, and the
+    late echoes of 5 and 6 not made again."""
+    axis, doc, sent, relay = axis_relayed()
+    axis.end = 5.0
+    axis.end = 6.0
+    assert sent_ends(sent) == [5.0, 6.0]
+    relay.apply(doc, end_from_browser(axis, 0.05))
+    assert axis.end == 0.05 and sent_ends(sent) == [5.0, 6.0, 0.05]  # after the moves in flight
+    for echoed in (5.0, 6.0, 0.05):
+        relay.apply(doc, end_from_browser(axis, echoed))
+        assert axis.end == 0.05
+    assert sent_ends(sent) == [5.0, 6.0, 0.05]
+    relay.apply(doc, end_from_browser(axis, 0.07))  # a zoom crossed by nothing: not sent back
+    assert axis.end == 0.07 and sent_ends(sent) == [5.0, 6.0, 0.05]
+    # A value heard back once is the browser's own the next time (a second click on an entry).
+    relay.apply(doc, end_from_browser(axis, 6.0))
+    assert axis.end == 6.0
+
+
+def test_a_browsers_echo_of_a_stream_is_not_relayed_to_the_views_process():
+    from workbench.viz.doc_relay import data_echo
+
+    assert data_echo({"kind": "ColumnsStreamed", "model": {"id": "x"}, "attr": "data", "data": {}})
+    assert data_echo({"kind": "ColumnsPatched", "model": {"id": "x"}, "attr": "data", "patches": {}})
+    assert data_echo({"kind": "ModelChanged", "model": {"id": "x"}, "attr": "data", "new": {}})
+    assert not data_echo({"kind": "ModelChanged", "model": {"id": "x"}, "attr": "end", "new": 1.0})

@@ -23,6 +23,7 @@ from pipeline_checks import (
 from workbench.config import RunConfig
 from workbench.viz import panel as panel_module
 from workbench.viz.comm_relay import RelayedView
+from workbench.viz.kernel_widget import KernelDocument
 from workbench.viz.knobs import check, host_bytes_needed
 from workbench.viz.panel import ControlPanel
 
@@ -219,7 +220,7 @@ def test_report_and_compare_after_two_runs(panel):
     panel.compare_button.click()
     summaries, chart = panel.compare_box.children
     assert "pageable" in summaries.value and "pinned" in summaries.value
-    assert chart.__class__.__name__ == "BokehModel"
+    assert isinstance(chart, KernelDocument)
 
 
 def test_the_live_summary_of_a_run_says_running_not_unknown(panel):

@@ -31,7 +31,6 @@ from workbench.config import RunConfig
 from workbench.trace import output
 from workbench.trace.container import Trace
 from workbench.viz.compare import compare_figure, summaries_html
-from workbench.viz.deps import require
 from workbench.viz.distributions import distribution_figure
 from workbench.viz.findings import diagnose, verdict_html
 from workbench.viz.panel import WATCHED, ControlPanel
@@ -93,7 +92,9 @@ def show(layout: Any) -> Shown:
     from workbench.viz.fallback import fallback_html
 
     setup()
-    shown = _display(require("jupyter_bokeh").BokehModel(layout))
+    from workbench.viz.kernel_widget import KernelDocument
+
+    shown = _display(KernelDocument(layout))
     display(HTML(fallback_html("", layout, note="a static copy (the kernel that drew this figure is gone)")))
     return shown
 

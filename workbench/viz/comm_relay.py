@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from workbench.viz.deps import require
+from workbench.viz.doc_relay import data_echo
 
 DOMWidget: Any = require("ipywidgets").DOMWidget
 traitlets = require("traitlets")
@@ -55,6 +56,6 @@ class RelayedView(DOMWidget):
         self._trait_values["render_bundle"] = bundle  # no change event: nothing is synced
 
     def _from_browser(self, _widget: Any, content: dict[str, Any], _buffers: list[Any]) -> None:
-        if content.get("event") != "jsevent" or self.on_event is None:
+        if content.get("event") != "jsevent" or self.on_event is None or data_echo(content):
             return
         self.on_event({k: v for k, v in content.items() if k != "event"})

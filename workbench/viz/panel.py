@@ -34,6 +34,7 @@ from workbench.viz.deps import require
 from workbench.viz.fallback import fallback_html
 from workbench.viz.findings import diagnose, verdict_html
 from workbench.viz.gantt import LANE_PX
+from workbench.viz.kernel_widget import KernelDocument
 from workbench.viz.knobs import Knobs
 from workbench.viz.lanes import expected_lanes
 from workbench.viz.live import LiveView, Poller
@@ -46,7 +47,7 @@ from workbench.viz.timeline import gantt_figure
 from workbench.viz.view_process import ViewProcess
 
 widgets = require("ipywidgets")
-bokeh_widget = require("jupyter_bokeh")
+
 
 # The panel is for watching a run: its own defaults make one that lasts about 10-20 s on the
 # CPU backend of a 2-core machine, the progress bar and the Gantt moving all the while (the
@@ -210,7 +211,7 @@ class ControlPanel:
                      worker_gpu: dict[int, int] | None) -> None:
         self.live = LiveView(run.recorder, lanes, title=title, name=LIVE_NAME, worker_gpu=worker_gpu,
                              label=label)
-        self.view_box.children = [bokeh_widget.BokehModel(self.live.layout)]
+        self.view_box.children = [KernelDocument(self.live.layout)]
 
     def _view_lost(self, line: str) -> None:
         self.say(line, problem=True)
@@ -332,7 +333,7 @@ class ControlPanel:
         layout = compare_figure(a.trace, b.trace, (a.label, b.label), with_summaries=False)
         self.compare_box.children = [
             widgets.HTML(summaries_html(a.trace, b.trace, (a.label, b.label))),
-            bokeh_widget.BokehModel(layout),
+            KernelDocument(layout),
         ]
 
     # -- for notebooks and tests ----------------------------------------------------------------

@@ -16,7 +16,6 @@ from workbench.attach.build import build_shims
 from workbench.attach.session import Session
 from workbench.attach.session import cuda_kinds as parse_cuda_kinds
 from workbench.trace.container import Trace
-from workbench.viz.deps import require
 from workbench.viz.live import LiveView, Poller
 
 
@@ -40,7 +39,9 @@ class LiveRecording:
 
     @property
     def widget(self) -> Any:
-        return require("jupyter_bokeh").BokehModel(self.live.layout)
+        from workbench.viz.kernel_widget import KernelDocument
+
+        return KernelDocument(self.live.layout)
 
     def start(self) -> LiveRecording:
         if self.path is not None:

@@ -148,11 +148,9 @@ class Feed:
         """A browser's change to the relayed view, made on its document (its callbacks run)."""
         if self.relay is None:
             return
-        from workbench.viz.doc_relay import apply_event
-
         with self.lock, self.source.batch():  # what its callbacks change: one message
             try:
-                apply_event(self.root.document, json.loads(body), setter=self.source)
+                self.source.apply(self.root.document, json.loads(body))
             except Exception as err:  # one change the view cannot make: the view goes on
                 print(f"a browser's change was not made: {type(err).__name__}: {err}", file=sys.stderr)
 
