@@ -11,16 +11,20 @@ checkout) and is its front end, as a notebook's page is: it listens on the kerne
 channel, and for each widget comm of the model "BokehModel" it builds the document from the
 widget's render bundle and applies every patch the kernel sends over the comm, the pieces put
 together as the page's bokeh receiver does (header, metadata, content, then for each buffer
-its header and its bytes). It does not draw: in real use the browser runs on the user's
+its header and its bytes), and sends the kernel back every change each patch made, the data
+streamed included, as the page's front end does (its echoes: the kernel takes them in, and
+passes none of the data on). It does not draw: in real use the browser runs on the user's
 machine, so what costs the run is the kernel's side (the view's updates, serialised and sent
 over the comm). Its own CPU seconds are given apart.
 
 Watched: in the kernel, the panel (viz/panel.py) is built with the run's settings and the
 live view asked for (`--view`: `process`, the panel's default, made in a process of its own
 whose patches the kernel passes on over the widget's comm; `kernel`, made in the kernel), Run
-is pressed and the cell waits for the end, as a user's notebook does. Unwatched:
+is pressed and the cell returns, as a user's does; a short cell every POLL_S asks whether the
+run has ended (the kernel takes the front end's messages between cells). Unwatched:
 the panel's own kind of run (viz/runner.py's BackgroundRun: the pipeline on a thread, no
-trace file) in the same kernel, nobody looking and no panel built. Rounds alternate
+trace file) in the same kernel, nobody looking and no panel built, started and asked after
+in the same way. Rounds alternate
 (watched, then unwatched) so a change in the host's load hits both. Warm-ups first, not
 counted: an unwatched run (proving key, kernel builds; it also gives the spans a partition
 makes, from which `--partitions` is set to reach `--spans`) and a short watched one (the
@@ -65,6 +69,7 @@ VIEWS = {"process": "a process of its own (the panel's default), its patches pas
                     "a widget comm",
          "kernel": "in the kernel (a bokeh widget, patches sent over its comm)"}
 MODEL = "BokehModel"  # the bokeh widget's model name (its comm_open's state)
+POLL_S = 0.5  # between the front end's cells that ask whether the run has ended
 
 
 # -- the kernel's side: called by the cells this process sends ------------------------------------
@@ -115,7 +120,43 @@ def _say(result: dict[str, Any]) -> None:
     print(RESULT + json.dumps(result), flush=True)
 
 
-def in_kernel_watched(config_json: str, view: str, timeout_s: float) -> None:
+_BACKGROUND: dict[str, Any] = {}
+
+
+def in_background(what: str, *args: Any) -> None:
+    """Start `what` (in_kernel_watched or in_kernel_unwatched) on a thread and return, as a
+    notebook's cell that presses Run does: the kernel is then free to take the front end's
+    messages (the browser's changes and its echoes of every patch) while the run goes on."""
+    import threading
+
+    _BACKGROUND.clear()
+
+    def body() -> None:
+        try:
+            _BACKGROUND["result"] = globals()[what](*args)
+        except BaseException as err:  # said by `collect`, in the cell that asks
+            _BACKGROUND["error"] = err
+
+    thread = threading.Thread(target=body, name="bench-run", daemon=True)
+    _BACKGROUND["thread"] = thread
+    thread.start()
+    _say({"started": True})
+
+
+def collect() -> None:
+    """Whether the run started by `in_background` has ended: its result once it has."""
+    thread = _BACKGROUND.get("thread")
+    if thread is None:
+        raise RuntimeError("no run was started")
+    if thread.is_alive():
+        _say({"done": False})
+        return
+    if "error" in _BACKGROUND:
+        raise _BACKGROUND["error"]
+    _say({"done": True, **_BACKGROUND["result"]})
+
+
+def in_kernel_watched(config_json: str, view: str, timeout_s: float) -> dict[str, Any]:
     """The panel built, Run pressed, the end waited for: as a user's cell and click do."""
     import ipywidgets
 
@@ -169,10 +210,10 @@ def in_kernel_watched(config_json: str, view: str, timeout_s: float) -> None:
     ipywidgets.Widget.close_all()  # the front end drops its documents, as on a cell re-run
     del panel, record
     gc.collect()
-    _say(result)
+    return result
 
 
-def in_kernel_unwatched(config_json: str, timeout_s: float) -> None:
+def in_kernel_unwatched(config_json: str, timeout_s: float) -> dict[str, Any]:
     """The panel's kind of run (a BackgroundRun), with no panel and nobody watching."""
     from workbench.config import RunConfig
     from workbench.viz.runner import BackgroundRun
@@ -198,7 +239,7 @@ def in_kernel_unwatched(config_json: str, timeout_s: float) -> None:
               "workbench_at": str(Path(workbench.__file__).resolve().parents[1])}
     del run, record
     gc.collect()
-    _say(result)
+    return result
 
 
 # -- this process's side: the front end -----------------------------------------------------------
@@ -216,6 +257,8 @@ class Widget:
         self.patches = 0
         self.buffers = 0  # binary pieces (arrays sent as bytes)
         self.ignored = 0  # pieces that came before the widget had a document (the page drops them)
+        self.echoed = 0  # changes sent back, as the page's front end does after each patch
+        self._made: list[Any] = []  # the changes the patch being applied makes
         self.doc: Any = None
         self.live = False
         self.build(state.get("render_bundle") or "{}")
@@ -234,22 +277,52 @@ class Widget:
         self.live = bool(sources)
 
         def streamed(event: Any) -> None:
+            self._made.append(event)
             if isinstance(event, events.ColumnsStreamedEvent) and id(event.model) in sources:
                 self.bars_received += len(event.data.get("left", ()))
 
         self.doc.on_change(streamed)
 
-    def consume(self, content: dict[str, Any], buffers: list[Any]) -> None:
+    def consume(self, content: dict[str, Any], buffers: list[Any]) -> list[dict[str, Any]]:
+        """A piece of a patch; once the patch is whole and made, the changes it made, as the
+        page's front end sends them back to the kernel (its "jsevent"s): it reports every
+        change made on its document, a patch's included, the data streamed among them."""
         if self.doc is None:  # as the page does: no document, nothing to patch
             self.ignored += 1
-            return
+            return []
         # A text piece comes as the payload, a binary one as the message's one buffer.
         piece = content["payload"] if "payload" in content else bytes(buffers[0])
         self.buffers += isinstance(piece, bytes)
         message: Any = self.loop.run_until_complete(self.receiver.consume(piece))  # a PATCH-DOC
-        if message is not None and message.content:
+        if message is None or not message.content:
+            return []
+        from bokeh.core.serialization import Serializer
+
+        self._made = []
+        try:
             message.apply_to_document(self.doc, self)
-            self.patches += 1
+        except Exception as err:  # which change of which model, to find the view's defect by
+            raise CellFailed(f"the front end could not make patch {self.patches + 1}: "
+                             f"{type(err).__name__}: {err}; {self._describe(message.content)}") from None
+        self.patches += 1
+        serializer = Serializer(references=set(self.doc.models), deferred=False)
+        echoes = [{**serializer.encode(event), "event": "jsevent"} for event in self._made]
+        self.echoed += len(echoes)
+        return echoes
+
+    def _describe(self, content: dict[str, Any]) -> str:
+        said = []
+        for event in content.get("events", []):
+            ref = event.get("model") or {}
+            model = self.doc.get_model_by_id(ref["id"]) if "id" in ref else None
+            name = (f"{type(model).__name__} {getattr(model, 'name', '')!r}" if model is not None
+                    else "an unknown model")
+            columns = sorted(model.data) if model is not None and hasattr(model, "data") else None
+            new = event.get("data", {})
+            streamed = [k for k, _ in new.get("entries", [])] if isinstance(new, dict) else None
+            said.append(f"{event.get('kind')} {event.get('attr', '')} of {name}"
+                        + (f" (holds {columns}, streamed {streamed})" if streamed is not None else ""))
+        return "; ".join(said)[:4000]
 
     def held(self) -> int:
         from live_client import held
@@ -269,10 +342,11 @@ class FrontEnd:
         self.messages = 0  # comm messages, of every widget
         self.bytes = 0  # their content and buffers, as sent
 
-    def handle(self, msg: dict[str, Any]) -> None:
+    def handle(self, msg: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        """An iopub message; the widget messages to send back (comm id, content)."""
         kind = msg["header"]["msg_type"]
         if not kind.startswith("comm_"):
-            return
+            return []
         content = msg["content"]
         comm = content.get("comm_id", "")
         self.messages += 1
@@ -284,13 +358,15 @@ class FrontEnd:
         elif kind == "comm_msg" and comm in self.widgets:
             data = content.get("data") or {}
             if data.get("method") == "custom" and (data.get("content") or {}).get("msg") == "patch":
-                self.widgets[comm].consume(data["content"], msg.get("buffers") or [])
+                echoes = self.widgets[comm].consume(data["content"], msg.get("buffers") or [])
+                return [(comm, echo) for echo in echoes]
             elif data.get("method") == "update" and "render_bundle" in (data.get("state") or {}):
                 self.widgets[comm].build(data["state"]["render_bundle"])
         elif kind == "comm_close" and comm in self.widgets:
             widget = self.widgets.pop(comm)
             widget.close()
             self.closed.append(widget)  # what it received and holds is counted at the end of the run
+        return []
 
     def figures(self) -> dict[str, float]:
         """The live views' widgets since the last reset: bars received (rows streamed into the
@@ -301,6 +377,7 @@ class FrontEnd:
                 "held": float(sum(w.held() for w in live)), "patches": float(sum(w.patches for w in live)),
                 "buffers": float(sum(w.buffers for w in live)),
                 "ignored": float(sum(w.ignored for w in every)),
+                "echoed": float(sum(w.echoed for w in live)),
                 "live_widgets": float(len(live)), "comm_messages": float(self.messages),
                 "comm_bytes": float(self.bytes)}
 
@@ -365,7 +442,7 @@ class Notebook:
                 if time.monotonic() > deadline:
                     raise CellFailed(f"no answer from the kernel after {timeout_s:.0f} s") from None
                 continue
-            self.front.handle(msg)
+            self.answer(msg)
             if msg["parent_header"].get("msg_id") != msg_id:
                 continue
             kind, content = msg["header"]["msg_type"], msg["content"]
@@ -382,6 +459,21 @@ class Notebook:
         if not lines:
             raise CellFailed(f"the cell said no result: {text[-300:]!r}")
         return dict(json.loads(lines[-1][len(RESULT):]))
+
+    def answer(self, msg: dict[str, Any]) -> None:
+        """Hand an iopub message to the front end; send the kernel what it sends back."""
+        for comm, content in self.front.handle(msg):
+            self.client.shell_channel.send(self.client.session.msg(
+                "comm_msg", {"comm_id": comm, "data": {"method": "custom", "content": content}}))
+
+    def pump(self, seconds: float) -> None:
+        """Be the front end for `seconds`, no cell running (the kernel takes what it is sent)."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                self.answer(self.client.get_iopub_msg(timeout=left))
+            except queue.Empty:
+                return
 
     def close(self) -> list[int]:
         """Shut the kernel down; the pids of what it left behind, killed (none, if all is well)."""
@@ -431,13 +523,16 @@ def one_run(notebook: Notebook, config_json: str, watched: bool, view: str,
     front = notebook.front
     front.reset()
     began = cpu_s()
-    if watched:
-        code = (f"import live_cost_notebook as bench; "
-                f"bench.in_kernel_watched({config_json!r}, {view!r}, {timeout_s!r})")
-    else:
-        code = (f"import live_cost_notebook as bench; "
-                f"bench.in_kernel_unwatched({config_json!r}, {timeout_s!r})")
-    result = notebook.execute(code, timeout_s + 120)
+    what = (f"'in_kernel_watched', {config_json!r}, {view!r}, {timeout_s!r}" if watched
+            else f"'in_kernel_unwatched', {config_json!r}, {timeout_s!r}")
+    notebook.execute(f"import live_cost_notebook as bench; bench.in_background({what})", 120)
+    # The cell has returned, as a notebook's does once Run is pressed; asked now and then
+    # whether the run has ended (a cell of a few milliseconds), the front end meanwhile.
+    deadline = time.monotonic() + timeout_s + 120
+    while not (result := notebook.execute("bench.collect()", 120)).pop("done"):
+        if time.monotonic() > deadline:
+            raise CellFailed(f"the run had not ended after {timeout_s + 120:.0f} s")
+        notebook.pump(POLL_S)
     result.pop("view", None)
     if watched:
         result["frontend_cpu_s"] = cpu_s() - began
@@ -453,7 +548,8 @@ def line(k: int, watched: bool, r: dict[str, float]) -> str:
         return text
     text += (f"; front end: {r['bars_received']:.0f} bars received of {r['spans']:.0f} spans, holds "
              f"{r['held']:.0f}" + (f" of the view's {r['view_held']:.0f}" if "view_held" in r else "")
-             + f", {r['patches']:.0f} patches ({r['buffers']:.0f} binary buffers), "
+             + f", {r['patches']:.0f} patches ({r['buffers']:.0f} binary buffers; {r['echoed']:.0f} "
+             f"changes echoed back), "
              f"{r['comm_messages']:.0f} comm messages ({r['comm_bytes'] / 1e6:.2f} MB), "
              f"{r['frontend_cpu_s']:.2f} CPU s"
              + (f", {r['ignored']:.0f} pieces dropped (no document yet)" if r.get("ignored") else "")

@@ -56,6 +56,9 @@ def test_the_notebook_front_end_receives_every_bar_of_a_watched_run(tmp_path, vi
     # theirs inline (one message an update: doc_relay.py).
     assert (watched["buffers"] > 0) == (view == "kernel")
     assert watched["held"] == watched["view_held"] > 0 and watched["live_widgets"] == 1
+    # The front end echoed every change back, as a page does; the kernel's or the process's
+    # document took none of the echoed streams again (it would hold more bars than the front end).
+    assert watched["echoed"] >= watched["patches"] > 0
     if view == "kernel":  # an update a message at least (a change a message)
         assert watched["patches"] >= watched["updates"] > 0
     else:  # each message the view's process made, handed on and applied (one an update that changed)
