@@ -340,10 +340,29 @@ def test_a_foreign_span_gets_its_thread_context_and_no_pipeline_words(page, nsys
     assert not page.console_errors
 
 
+SCREEN_JS = """(t) => { const pv = wbPlot('gantt'); const r = pv.canvas.el.getBoundingClientRect();
+    const f = pv.frame.bbox;
+    return [r.left + pv.frame.x_scale.compute(t), r.top + f.top + f.height / 2]; }"""
+
+
+def box_select(page, t0: float, t1: float) -> dict:
+    """Drag a box with the Gantt's box-select tool from time t0 to t1 (seconds on its axis),
+    at mid-height; the statistics the page reports of it."""
+    page.evaluate("() => { const pv = wbPlot('gantt'); pv.model.toolbar.active_drag = "
+                  "pv.model.toolbar.tools.find(t => t.type === 'BoxSelectTool'); "
+                  "pv.el.scrollIntoView({block: 'center'}); }")
+    x0, y0 = page.evaluate(SCREEN_JS, t0)
+    x1, _ = page.evaluate(SCREEN_JS, t1)
+    page.mouse.move(x0, y0)
+    page.mouse.down()
+    page.mouse.move(x1, y0 + 20, steps=5)
+    page.mouse.up()
+    page.wait_for_function("() => window.wb && wb.stats && wb.stats.gantt")
+    return page.evaluate("() => wb.stats.gantt")
+
+
 def test_box_select_reports_what_a_known_trace_holds_in_the_range(page, nsys_report):
     opened(page, nsys_report)
-    page.evaluate("() => { const pv = wbPlot('gantt'); pv.model.toolbar.active_drag = "
-                  "pv.model.toolbar.tools.find(t => t.type === 'BoxSelectTool'); }")
     # The stream's first and last kernel, as drawn, and where on screen a time lies.
     first_left, last_right = page.evaluate("""() => { let a = Infinity, b = -Infinity;
         for (let d = 0; d < 3; d++) {
@@ -351,18 +370,8 @@ def test_box_select_reports_what_a_known_trace_holds_in_the_range(page, nsys_rep
         for (let i = 0; i < s.left.length; i++) if (s.lane[i] === 'gpu0 stream 7') {
           a = Math.min(a, s.left[i]); b = Math.max(b, s.right[i]); } }
         return [a, b]; }""")
-    screen = """(t) => { const pv = wbPlot('gantt'); const r = pv.canvas.el.getBoundingClientRect();
-        const f = pv.frame.bbox;
-        return [r.left + pv.frame.x_scale.compute(t), r.top + f.top + f.height / 2]; }"""
-    page.evaluate("() => wbPlot('gantt').el.scrollIntoView({block: 'center'})")
-    x0, y0 = page.evaluate(screen, first_left + 0.3 * (last_right - first_left))
-    x1, _ = page.evaluate(screen, first_left + 0.45 * (last_right - first_left))
-    page.mouse.move(x0, y0)
-    page.mouse.down()
-    page.mouse.move(x1, y0 + 20, steps=5)
-    page.mouse.up()
-    page.wait_for_function("() => window.wb && wb.stats && wb.stats.gantt")
-    stats = page.evaluate("() => wb.stats.gantt")
+    stats = box_select(page, first_left + 0.3 * (last_right - first_left),
+                       first_left + 0.45 * (last_right - first_left))
     db = sqlite3.connect(NSYS)
     (first_ns,) = db.execute("SELECT min(start) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
     t0, t1 = first_ns + (stats["x0"] - first_left) * 1e9, first_ns + (stats["x1"] - first_left) * 1e9
@@ -390,23 +399,11 @@ def test_box_select_sums_a_runs_waits_by_phase(page, run_trace, run_report):
     """The waits a box holds, by phase, clipped to the box: the mutex's waits, each barrier
     side's and the GPU thread's barrier phase, summed from the trace's own rows."""
     opened(page, run_report)
-    page.evaluate("() => { const pv = wbPlot('gantt'); pv.model.toolbar.active_drag = "
-                  "pv.model.toolbar.tools.find(t => t.type === 'BoxSelectTool'); "
-                  "pv.el.scrollIntoView({block: 'center'}); }")
     idle(page)
     origin = run_trace.meta["origin_ns"]
     first, last = run_trace.time_range()
-    screen = """(t) => { const pv = wbPlot('gantt'); const r = pv.canvas.el.getBoundingClientRect();
-        const f = pv.frame.bbox;
-        return [r.left + pv.frame.x_scale.compute(t), r.top + f.top + f.height / 2]; }"""
-    x0, y0 = page.evaluate(screen, (first - origin + 0.3 * (last - first)) / 1e9)
-    x1, _ = page.evaluate(screen, (first - origin + 0.7 * (last - first)) / 1e9)
-    page.mouse.move(x0, y0)
-    page.mouse.down()
-    page.mouse.move(x1, y0 + 20, steps=5)
-    page.mouse.up()
-    page.wait_for_function("() => window.wb && wb.stats && wb.stats.gantt")
-    stats = page.evaluate("() => wb.stats.gantt")
+    stats = box_select(page, (first - origin + 0.3 * (last - first)) / 1e9,
+                       (first - origin + 0.7 * (last - first)) / 1e9)
     lo, hi = origin + stats["x0"] * 1e9, origin + stats["x1"] * 1e9
 
     def phase(span: Any) -> str | None:
@@ -551,21 +548,9 @@ def test_a_static_copy_without_its_kernel_answers_clicks_boxes_and_searches_from
     held = [s for s in run_trace.iter_spans() if (s.start_ns - origin) / 1e9 <= cut + 1e-9]
     assert len(held) == len(drawn) < len(run_trace.spans)
     # A box over the middle of the drawn window.
-    page.evaluate("() => { const pv = wbPlot('gantt'); pv.model.toolbar.active_drag = "
-                  "pv.model.toolbar.tools.find(t => t.type === 'BoxSelectTool'); }")
-    screen = """(t) => { const pv = wbPlot('gantt'); const r = pv.canvas.el.getBoundingClientRect();
-        const f = pv.frame.bbox;
-        return [r.left + pv.frame.x_scale.compute(t), r.top + f.top + f.height / 2]; }"""
     page.evaluate(f"() => wbPlot('gantt').model.x_range.setv({{start: 0, end: {cut * 1.05}}})")
     idle(page)
-    x0, y0 = page.evaluate(screen, 0.3 * cut)
-    x1, _ = page.evaluate(screen, 0.6 * cut)
-    page.mouse.move(x0, y0)
-    page.mouse.down()
-    page.mouse.move(x1, y0 + 20, steps=5)
-    page.mouse.up()
-    page.wait_for_function("() => window.wb && wb.stats && wb.stats.gantt")
-    stats = page.evaluate("() => wb.stats.gantt")
+    stats = box_select(page, 0.3 * cut, 0.6 * cut)
     lo, hi = origin + stats["x0"] * 1e9, origin + stats["x1"] * 1e9
     assert stats["spans"] == sum(s.end_ns >= lo and s.start_ns <= hi for s in held) > 0
     panel = page.evaluate("() => wbModel('gantt_range').text")

@@ -18,6 +18,7 @@ before; see journal.py for its body).
 
 from __future__ import annotations
 
+import os
 import struct
 import zlib
 from collections.abc import Iterator
@@ -46,6 +47,13 @@ MAX_RECORD = 1 << 30
 def frame(kind: bytes, body: bytes) -> bytes:
     payload = kind + body
     return FRAME.pack(len(payload), zlib.crc32(payload)) + payload
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write `data` whole to a pipe or file (a write may take only part of it)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 @dataclass(frozen=True)

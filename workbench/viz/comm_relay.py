@@ -30,10 +30,12 @@ class RelayedView(DOMWidget):
     _view_module_version = traitlets.Unicode(FRONT_END._view_module_version.default_value).tag(sync=True)
     combine_events = traitlets.Bool(False).tag(sync=True)
     # JSON text, as the front end parses it; set again, the front end draws the document afresh.
-    render_bundle = traitlets.Unicode().tag(sync=True)
+    # What a front end that asks for the state (a page reloaded) gets is the document kept last.
+    render_bundle = traitlets.Unicode().tag(sync=True, to_json=lambda value, widget: widget.kept or value)
 
     def __init__(self, bundle: str, on_event: Callable[[dict[str, Any]], None] | None = None,
                  **kwargs: Any) -> None:
+        self.kept = ""  # before the state is first asked for
         super().__init__(render_bundle=bundle, **kwargs)
         self.on_event = on_event
         self.relayed = 0
@@ -53,7 +55,7 @@ class RelayedView(DOMWidget):
         state a front end drawing it later (a reload) gets, not sent to those showing it, as
         setting `render_bundle` would (they would draw it all again, their old views left in
         Bokeh's index beside the new)."""
-        self._trait_values["render_bundle"] = bundle  # no change event: nothing is synced
+        self.kept = bundle  # not a trait: nothing is sent
 
     def _from_browser(self, _widget: Any, content: dict[str, Any], _buffers: list[Any]) -> None:
         if content.get("event") != "jsevent" or self.on_event is None or data_echo(content):

@@ -31,7 +31,7 @@ import time
 from typing import Any, BinaryIO
 
 from workbench.prover.pool import exit_with_parent
-from workbench.trace.journal_format import FRAME, HEADER, ROWS, frame
+from workbench.trace.journal_format import FRAME, HEADER, ROWS, frame, write_all
 from workbench.trace.recorder import Recorder
 from workbench.trace.rows_codec import RowsDecoder
 
@@ -89,10 +89,8 @@ class Relay:
     def write(self, kind: bytes, body: bytes) -> None:
         if self.broken:
             return
-        view = memoryview(frame(kind, body))
         try:
-            while view:
-                view = view[os.write(self.fd, view):]
+            write_all(self.fd, frame(kind, body))
         except OSError:
             self.broken = True
 

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from workbench.trace.journal_format import HEADER, ROWS, frame
+from workbench.trace.journal_format import HEADER, ROWS, frame, write_all
 from workbench.trace.recorder import Recorder
 from workbench.trace.rows_codec import FEED_THREADS, RowsEncoder, as_json
 from workbench.viz.deps import require
@@ -215,10 +215,7 @@ class ViewProcess:
 
     def _write(self, data: bytes) -> None:
         assert self._process is not None and self._process.stdin is not None
-        fd = self._process.stdin.fileno()
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        write_all(self._process.stdin.fileno(), data)
 
     def _alive(self, wrote: bool = True) -> bool:
         process = self._process
