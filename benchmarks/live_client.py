@@ -26,6 +26,23 @@ from typing import Any
 BARS = tuple(f"live_bars_{k}" for k in range(3))  # the live Gantt's sources (gantt.source_name)
 
 
+def apply_as_the_page(doc: Any, message: Any, setter: Any = None) -> None:
+    """Make a PATCH-DOC message on `doc` as a page's document makes it. Python's document takes
+    a change of some of a source's columns (ColumnDataChanged with `cols`: the view relabelling
+    its bars in place) as the whole of its data, dropping the other columns, and then refuses
+    the next stream onto it; the page keeps the other columns."""
+    from bokeh.core.serialization import Deserializer
+    from bokeh.document.events import DocumentPatchedEvent
+
+    deserializer = Deserializer(list(doc.models), setter=setter)
+    patch = deserializer.deserialize(message.payload)
+    for event in patch["events"]:
+        if event.get("kind") == "ColumnDataChanged" and event.get("cols") is not None:
+            event["data"] = {**event["model"].data, **event["data"]}
+        DocumentPatchedEvent.handle_event(doc, event, setter)
+    doc.models.flush_synced(lambda model: not deserializer.has_ref(model))
+
+
 def held(doc: Any) -> int:
     total = 0
     for name in BARS:

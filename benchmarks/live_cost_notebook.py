@@ -297,10 +297,11 @@ class Widget:
         if message is None or not message.content:
             return []
         from bokeh.core.serialization import Serializer
+        from live_client import apply_as_the_page
 
         self._made = []
         try:
-            message.apply_to_document(self.doc, self)
+            apply_as_the_page(self.doc, message, self)
         except Exception as err:  # which change of which model, to find the view's defect by
             raise CellFailed(f"the front end could not make patch {self.patches + 1}: "
                              f"{type(err).__name__}: {err}; {self._describe(message.content)}") from None
