@@ -62,6 +62,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -448,24 +449,8 @@ def main() -> None:
                               "partitions": partitions, "log2": config.log2_constraints,
                               "cores": os.cpu_count(), "gpu_trace": config.gpu_trace, "warmup": warm,
                               "runs": []}
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=1))
-    pair_s = 0.0
-    for k in range(args.rounds):
-        if args.budget_s and k and time.perf_counter() - started + pair_s > args.budget_s:
-            print(f"round {k + 1} not started: it would end past the {args.budget_s:.0f} s budget",
-                  flush=True)
-            break
-        began = time.perf_counter()
-        for watched in (True, False):
-            r = one_run(config, watched, viewer, args.view)
-            runs[watched].append(r)
-            loads.append(os.getloadavg()[0])
-            report["runs"].append({"round": k + 1, "watched": watched, **r})
-            print(line(k, watched, r), flush=True)
-            if args.json:
-                Path(args.json).write_text(json.dumps(report, indent=1))
-        pair_s = time.perf_counter() - began
+    play_rounds(args, started, report, runs, loads,
+                lambda watched: one_run(config, watched, viewer, args.view), line)
 
     def med(watched: bool, key: str) -> float:
         return statistics.median(r[key] for r in runs[watched] if key in r)
@@ -491,8 +476,37 @@ def main() -> None:
           f"host load average (1 min) {min(loads):.2f}–{max(loads):.2f} on {os.cpu_count()} cores")
     report.update(ratio=ratio, target=TARGET, loads=[min(loads), max(loads)], rounds=rounds,
                   cpu_watched_s=med(True, "cpu_s"), cpu_unwatched_s=med(False, "cpu_s"), cpu_ratio=cpu_ratio)
+    write_report(args, report)
+
+
+def write_report(args: argparse.Namespace, report: dict[str, Any]) -> None:
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
+
+
+def play_rounds(args: argparse.Namespace, started: float, report: dict[str, Any],
+                runs: dict[bool, list[dict[str, float]]], loads: list[float],
+                run: Callable[[bool], dict[str, float]],
+                say: Callable[[int, bool, dict[str, float]], str]) -> None:
+    """`args.rounds` rounds of a watched run then an unwatched one (so a change in the host's
+    load hits both), into `runs` and `report` (written after each run); no round is started
+    that would end past `args.budget_s` (from `started`), judged by the last round's length."""
+    write_report(args, report)
+    pair_s = 0.0
+    for k in range(args.rounds):
+        if args.budget_s and k and time.perf_counter() - started + pair_s > args.budget_s:
+            print(f"round {k + 1} not started: it would end past the {args.budget_s:.0f} s budget",
+                  flush=True)
+            break
+        began = time.perf_counter()
+        for watched in (True, False):
+            r = run(watched)
+            runs[watched].append(r)
+            loads.append(os.getloadavg()[0])
+            report["runs"].append({"round": k + 1, "watched": watched, **r})
+            print(say(k, watched, r), flush=True)
+            write_report(args, report)
+        pair_s = time.perf_counter() - began
 
 
 if __name__ == "__main__":

@@ -686,27 +686,14 @@ def measure(args: argparse.Namespace, notebook: Notebook, warm_config: Any, star
                               "gpu_trace": config.gpu_trace, "warmup": warm, "warmup_watched": seen,
                               "runs": []}
 
-    def write() -> None:
-        if args.json:
-            Path(args.json).write_text(json.dumps(report, indent=1))
+    from live_cost import play_rounds, write_report
 
-    write()
-    pair_s = 0.0
-    for k in range(args.rounds):
-        if args.budget_s and k and time.perf_counter() - started + pair_s > args.budget_s:
-            print(f"round {k + 1} not started: it would end past the {args.budget_s:.0f} s budget",
-                  flush=True)
-            break
-        began = time.perf_counter()
-        for watched in (True, False):
-            r = one_run(notebook, config_json, watched, args.view, timeout_s)
-            r.pop("workbench_at", None)
-            runs[watched].append(r)
-            loads.append(os.getloadavg()[0])
-            report["runs"].append({"round": k + 1, "watched": watched, **r})
-            print(line(k, watched, r), flush=True)
-            write()
-        pair_s = time.perf_counter() - began
+    def run(watched: bool) -> dict[str, float]:
+        r = one_run(notebook, config_json, watched, args.view, timeout_s)
+        r.pop("workbench_at", None)
+        return r
+
+    play_rounds(args, started, report, runs, loads, run, line)
 
     def med(watched: bool, key: str) -> float:
         return statistics.median(r[key] for r in runs[watched] if key in r)
@@ -733,7 +720,7 @@ def measure(args: argparse.Namespace, notebook: Notebook, warm_config: Any, star
                   cpu_watched_s=med(True, "kernel_cpu_s"), cpu_unwatched_s=med(False, "kernel_cpu_s"),
                   cpu_ratio=cpu_ratio, bars_received=med(True, "bars_received"), spans=med(True, "spans"),
                   frontend_cpu_s=med(True, "frontend_cpu_s"))
-    write()
+    write_report(args, report)
 
 
 if __name__ == "__main__":

@@ -41,3 +41,32 @@ def test_the_websocket_viewer_receives_every_bar_of_a_watched_run(tmp_path, view
     assert report["cpu_ratio"] == pytest.approx(watched["cpu_s"] / unwatched["cpu_s"])
     if view == "process":  # the view's work was the child's; this process only fed it the rows
         assert watched["shipped"] == watched["spans"] and watched["view_cpu_s"] > watched["feed_cpu_s"] > 0
+
+
+def test_rounds_alternate_watched_and_unwatched_and_none_starts_past_the_budget(tmp_path, capsys):
+    """The round loop both live-cost benchmarks share (live_cost.play_rounds)."""
+    import argparse
+    import importlib.util
+    import time
+
+    spec = importlib.util.spec_from_file_location("live_cost", SCRIPT)
+    live_cost = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(live_cost)
+    out = tmp_path / "r.json"
+    order: list[bool] = []
+
+    def run(watched: bool) -> dict:
+        order.append(watched)
+        return {"rate": float(len(order))}
+
+    for budget, started_ago, rounds in ((None, 0.0, 3), (50.0, 100.0, 1)):
+        order.clear()
+        args = argparse.Namespace(rounds=3, budget_s=budget, json=str(out))
+        runs, loads, report = {True: [], False: []}, [], {"runs": []}
+        live_cost.play_rounds(args, time.perf_counter() - started_ago, report, runs, loads, run,
+                              lambda k, watched, r: f"round {k + 1} {watched}")
+        assert order == [True, False] * rounds and len(runs[True]) == len(runs[False]) == rounds
+        written = json.loads(out.read_text())["runs"]
+        assert [(r["round"], r["watched"]) for r in written] == [(k + 1, w) for k in range(rounds)
+                                                                 for w in (True, False)]
+    assert "round 2 not started: it would end past the 50 s budget" in capsys.readouterr().out
