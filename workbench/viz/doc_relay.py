@@ -101,6 +101,19 @@ class Echoes:
             return False
         return bool(self._unheard.get((content["model"]["id"], content["attr"])))
 
+    def make(self, doc: Document | None, content: dict[str, Any], change: Callable[[], None]) -> None:
+        """Make a front end's event by `change()` unless it is an echo; a change crossed by
+        values on their way is sent to the front end again, after them."""
+        if self.heard(content):  # what this side holds is as new or newer
+            return
+        crossed = self.crossed(content)
+        change()
+        if crossed and doc is not None:
+            model = doc.get_model_by_id(content["model"]["id"])
+            if model is not None:
+                value = getattr(model, content["attr"])
+                model.trigger(content["attr"], value, value)  # not as the setter: it is sent
+
 
 def bundle(root: Any) -> str:
     """What the front end draws `root` from: its widget's `render_bundle`."""
@@ -173,23 +186,21 @@ class PatchSource:
         """Make on `doc` a change a browser's front end sent (its event without the `event`
         key), unless it is the echo of one this object sent; runs the change's Python callbacks.
         A change is made as this object, so that it is not sent back."""
+        self.echoes.make(doc, content, lambda: self._make(doc, content))
+
+    def _make(self, doc: Document, content: dict[str, Any]) -> None:
         kind = content.get("kind")
-        if self.echoes.heard(content):  # what this process holds is as new or newer
+        if kind not in ("ModelChanged", "MessageSent"):
             return
+        serialized = Serialized(content=content, buffers=[])
+        event = Deserializer(list(doc.models), setter=self).deserialize(serialized)
         if kind == "ModelChanged":
-            crossed = self.echoes.crossed(content)
-            event = Deserializer(list(doc.models), setter=self).deserialize(
-                Serialized(content=content, buffers=[]))
             model, attr = event["model"], event["attr"]
             descriptor = model.lookup(attr)
             old = descriptor._get(model)
             new = descriptor.property.prepare_value(model, descriptor.name, event["new"])
             descriptor._set(model, old, new, setter=self)  # notifies the property's callbacks
-            if crossed:
-                model.trigger(attr, new, new)  # sent after them (this object not the setter)
-        elif kind == "MessageSent" and content.get("msg_type") == "bokeh_event":
-            event = Deserializer(list(doc.models), setter=self).deserialize(
-                Serialized(content=content, buffers=[]))
+        elif event["msg_type"] == "bokeh_event":
             doc.callbacks.trigger_event(event["msg_data"])
 
 

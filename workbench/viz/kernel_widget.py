@@ -26,12 +26,7 @@ class KernelDocument(BokehModel):
         super()._document_patched(event)
 
     def _sync_model(self, widget: Any, content: dict[str, Any], buffers: list[Any]) -> None:
-        if content.get("event") != "jsevent" or data_echo(content) or self.echoes.heard(content):
+        if content.get("event") != "jsevent" or data_echo(content):
             return
-        crossed = self.echoes.crossed(content)
-        super()._sync_model(widget, content, buffers)
-        if crossed and self._document is not None:  # sent again, after what was on its way
-            model = self._document.get_model_by_id(content["model"]["id"])
-            if model is not None:
-                value = getattr(model, content["attr"])
-                model.trigger(content["attr"], value, value)
+        sync = super()._sync_model
+        self.echoes.make(self._document, content, lambda: sync(widget, content, buffers))

@@ -48,7 +48,6 @@ from workbench.viz.view_process import ViewProcess
 
 widgets = require("ipywidgets")
 
-
 # The panel is for watching a run: its own defaults make one that lasts about 10-20 s on the
 # CPU backend of a 2-core machine, the progress bar and the Gantt moving all the while (the
 # configuration's own defaults are a quick run, over in a few seconds).
